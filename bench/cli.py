@@ -1,0 +1,185 @@
+"""`python -m bench`: run sweeps, list datasets and methods, re-score, and report."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench import datasets, protocol, registry
+
+EXAMPLES = """examples:
+  python -m bench run --dataset classic --noise 0.01
+  python -m bench run --dataset textbook classic --noise 0 0.01 0.02 --n 128 192 \\
+      --methods sindy truth --seeds 0 1 -j 2 --out results/my-sweep
+  python -m bench run --dataset my_trajectories/ --methods sindy     (a folder of t,y CSV files)
+  python -m bench list
+  python -m bench report results/my-sweep
+"""
+
+
+class UserError(Exception):
+    """A problem with the user's input, reported as one line without a traceback."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.handler(args) or 0
+    except (UserError, datasets.DatasetError, registry.RegistryError, ValueError) as err:
+        if type(err) is ValueError:  # a plain ValueError is a bug, show it fully
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description="Benchmark methods that discover ODEs y' = f(y) from one trajectory.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run (or resume) a sweep and print its median scores",
+                         description="Run every method on every task of a sweep: datasets x noise x n x seeds. "
+                         "Rows are written as they finish; rerunning the same command resumes.",
+                         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--dataset", nargs="+", default=["textbook"], metavar="NAME|PATH",
+                     help="built-in dataset name (%s), a dataset JSON file, or CSV file/folder "
+                          "(default: textbook)" % ", ".join(datasets.builtin_names()))
+    run.add_argument("--noise", nargs="+", type=_nonnegative_float, default=[0.0], metavar="SIGMA",
+                     help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
+    run.add_argument("--n", nargs="+", type=_positive_int, default=[128], metavar="N",
+                     help=f"observed points per trajectory (paper: {' '.join(map(str, protocol.N_SAMPLES))}; default 128)")
+    run.add_argument("--methods", nargs="+", metavar="NAME", help="methods to run (default: every available one)")
+    run.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
+    run.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S", help="data and method seeds (default 0)")
+    run.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
+    run.add_argument("--time-limit", type=float, metavar="SECONDS",
+                     help="hard deadline per (method, task), overriding each method's default")
+    run.add_argument("--out", default="results/sweep", metavar="DIR", help="result folder (default results/sweep)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(handler=_run)
+
+    lst = sub.add_parser("list", help="list datasets and methods, with why a method cannot run here")
+    lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py")
+    lst.set_defaults(handler=_list)
+
+    score = sub.add_parser("score", help="recompute scores from stored predictions (no refitting)")
+    score.add_argument("results", metavar="DIR")
+    score.add_argument("-j", "--jobs", type=_positive_int, default=1)
+    score.set_defaults(handler=_score)
+
+    report = sub.add_parser("report", help="median tables (markdown and CSV) of a result folder")
+    report.add_argument("results", metavar="DIR")
+    report.add_argument("--out", metavar="DIR", help="where to write the tables (default: the result folder)")
+    report.set_defaults(handler=_report)
+
+    draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)")
+    draw.add_argument("file", metavar="DATASET.json")
+    draw.set_defaults(handler=_draw_y0)
+    return parser
+
+
+def _run(args) -> int:
+    from bench import report, runner
+
+    specs = registry.discover(tuple(args.method_file))
+    if args.methods:
+        selected = registry.select(args.methods, specs)
+        for spec in selected:
+            reason = spec.load().unavailable_reason()
+            if reason:
+                raise UserError(f"method {spec.name} is unavailable here: {reason}")
+    else:
+        selected = [s for s in specs.values() if s.load().unavailable_reason() is None]
+    for name in args.dataset:
+        datasets.resolve(name)
+    sweep = runner.Sweep(
+        datasets=tuple(args.dataset), methods=tuple(selected), noise=tuple(args.noise), n=tuple(args.n),
+        seeds=tuple(args.seeds), jobs=args.jobs, time_limit=args.time_limit, out=args.out,
+        method_files=tuple(args.method_file))
+    store = runner.run(sweep, progress=not args.quiet)
+    rows = store.read()
+    mine = rows[rows["method"].isin([s.name for s in selected])] if not rows.empty else rows
+    if mine.empty:
+        print("no results")
+        return 0
+    paths = report.write(mine, Path(args.out))
+    print(report.format_markdown(report.medians(mine)))
+    print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}")
+    return 0
+
+
+def _list(args) -> int:
+    print("datasets:")
+    for name in datasets.builtin_names():
+        print(f"  {name}")
+    if "large" not in datasets.builtin_names():
+        print("  large      (not generated yet: python -m nsode.data large)")
+    print("\nmethods:")
+    for name, spec in sorted(registry.discover(tuple(args.method_file)).items()):
+        cls = spec.load()
+        reason = cls.unavailable_reason()
+        state = "available" if reason is None else f"unavailable: {reason}"
+        print(f"  {name:<18} v{cls.version:<4} {state}")
+        if cls.description:
+            print(f"  {'':<18}       {cls.description}")
+    return 0
+
+
+def _score(args) -> int:
+    from bench import rescoring
+
+    count = rescoring.rescore(Path(args.results), jobs=args.jobs)
+    print(f"re-scored {count} predictions in {args.results}")
+    return 0
+
+
+def _report(args) -> int:
+    from bench import report
+    from bench.store import ResultStore
+
+    folder = Path(args.results)
+    if not (folder / "parts").is_dir():
+        raise UserError(f"{folder} is not a result folder (no parts/ inside)")
+    rows = ResultStore(folder).read()
+    if rows.empty:
+        raise UserError(f"{folder} holds no results yet")
+    paths = report.write(rows, Path(args.out) if args.out else folder)
+    print(report.format_markdown(report.medians(rows)))
+    print("\n" + "  ".join(f"{k}: {v}" for k, v in paths.items()))
+    return 0
+
+
+def _draw_y0(args) -> int:
+    from tqdm import tqdm
+
+    count = datasets.fill_initial_values(Path(args.file), progress=tqdm)
+    print(f"drew initial values for {count} equations in {args.file}")
+    return 0
+
+
+def _nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value

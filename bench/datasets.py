@@ -1,0 +1,227 @@
+"""Dataset files -> ground-truth trajectories.
+
+A dataset is a JSON file under `datasets/` (or anywhere, given by path) listing equations with
+their initial values; or a CSV file or folder of CSV files of observed trajectories (columns t
+and y, optional column `expression`), for which the data are the only truth. Ground-truth
+solutions are computed with LSODA on the protocol's grids and cached on disk, keyed by a hash
+of everything they depend on.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench import protocol
+from bench.expressions import ExpressionError, parse
+from bench.tasks import Trajectory
+from nsode.data.expressions import complexity, compile_scalar, compile_vector
+from nsode.data.solve import SolveError, fd_residual, solve
+
+DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
+CACHE_DIR = DATASETS_DIR / "cache"
+FORMAT = "bench-dataset/1"
+FD_TOLERANCE = 1.0  # the data generator's residual check: max |FD derivative - f(y)|
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used; the message names the file and the problem."""
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in DATASETS_DIR.glob("*.json"))
+
+
+def resolve(name_or_path: str) -> Path:
+    """The file or folder behind a dataset argument: a built-in name or a path."""
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    builtin = DATASETS_DIR / f"{name_or_path}.json"
+    if builtin.exists():
+        return builtin
+    if name_or_path == "large":
+        raise DatasetError("dataset 'large' does not exist yet: generate it with `python -m nsode.data large`")
+    raise DatasetError(f"unknown dataset {name_or_path!r}: use one of {', '.join(builtin_names())} or a path")
+
+
+def load(name_or_path: str) -> list[Trajectory]:
+    """All ground-truth trajectories of a dataset (solving and caching them on first use)."""
+    path = resolve(name_or_path)
+    if path.is_dir() or path.suffix.lower() == ".csv":
+        return load_csv(path)
+    return load_spec_trajectories(read_spec(path))
+
+
+def read_spec(path: Path) -> dict:
+    try:
+        spec = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise DatasetError(f"{path}: not a readable JSON dataset file ({err})") from None
+    if not isinstance(spec, dict) or spec.get("format") != FORMAT:
+        raise DatasetError(f"{path}: missing \"format\": \"{FORMAT}\"")
+    for key in ("name", "version", "equations"):
+        if key not in spec:
+            raise DatasetError(f"{path}: missing field {key!r}")
+    seen = set()
+    for i, eq in enumerate(spec["equations"]):
+        where = f"{path}: equation {eq.get('id', i)!r}"
+        if not isinstance(eq, dict) or "id" not in eq or "expression" not in eq:
+            raise DatasetError(f"{path}: equation {i} needs an 'id' and an 'expression'")
+        if eq["id"] in seen:
+            raise DatasetError(f"{where} appears twice")
+        seen.add(eq["id"])
+        try:
+            parse(eq["expression"])
+        except ExpressionError as err:
+            raise DatasetError(f"{where}: {err}") from None
+        y0 = eq.get("y0")
+        if not isinstance(y0, list) or not y0 or not all(_is_finite_number(v) for v in y0):
+            raise DatasetError(f"{where}: 'y0' must be a non-empty list of finite numbers")
+    return spec
+
+
+def load_spec_trajectories(spec: dict) -> list[Trajectory]:
+    t, t_extra = protocol.interpolation_grid(), protocol.extrapolation_grid()
+    cached = _cached_solutions(spec)
+    out = []
+    for eq in spec["equations"]:
+        expr = parse(eq["expression"])
+        for i, y0 in enumerate(eq["y0"]):
+            y, y_extra = cached[(eq["id"], i)]
+            out.append(Trajectory(
+                dataset=spec["name"], equation_id=eq["id"], y0_index=i, expression=eq["expression"],
+                y0=float(y0), t=t, y=y, t_extra=t_extra, y_extra=y_extra,
+                complexity=complexity(expr)))
+    return out
+
+
+def solve_truth(expression: str, y0: float, time_limit: float = protocol.SOLVE_TIME_LIMIT):
+    """Noise-free solution on the interpolation and extrapolation grids (one LSODA run)."""
+    rhs = compile_scalar(parse(expression))
+    t_all = np.concatenate([protocol.interpolation_grid(), protocol.extrapolation_grid()[1:]])
+    y_all = solve(rhs, y0, t_all, rtol=protocol.RTOL, atol=protocol.ATOL, time_limit=time_limit)
+    return y_all[: protocol.GRID], y_all[protocol.GRID - 1:]
+
+
+def is_valid_initial_value(expression: str, y0: float, time_limit: float = 2.0) -> bool:
+    """True when the solution exists on [0, T_extra] and passes the FD residual check."""
+    try:
+        y, y_extra = solve_truth(expression, y0, time_limit)
+    except SolveError:
+        return False
+    f = compile_vector(parse(expression))
+    t, t_extra = protocol.interpolation_grid(), protocol.extrapolation_grid()
+    return max(fd_residual(f, t, y), fd_residual(f, t_extra, y_extra)) <= FD_TOLERANCE
+
+
+def draw_initial_values(expression: str, count: int, low: float, high: float, seed: int,
+                        max_draws: int = 10_000) -> tuple[list[float], list[float]]:
+    """`count` valid y0 ~ U(low, high); halves the range after `max_draws` draws with too few.
+
+    Returns the values and the range they were drawn from.
+    """
+    rng = np.random.default_rng([seed, zlib.crc32(expression.encode())])
+    while True:
+        found = []
+        for _ in range(max_draws):
+            y0 = float(rng.uniform(low, high))
+            if is_valid_initial_value(expression, y0):
+                found.append(y0)
+                if len(found) == count:
+                    return found, [low, high]
+        if high - low < 1e-6:
+            raise DatasetError(f"no {count} valid initial values for {expression!r}")
+        low, high = low / 2, high / 2
+
+
+def load_csv(path: Path) -> list[Trajectory]:
+    """Trajectories from a CSV file or a folder of CSV files (columns t, y; optional expression)."""
+    files = sorted(Path(path).glob("*.csv")) if Path(path).is_dir() else [Path(path)]
+    if not files:
+        raise DatasetError(f"{path}: no .csv files in this folder")
+    return [_read_csv_trajectory(f, dataset=Path(path).stem) for f in files]
+
+
+def _read_csv_trajectory(file: Path, dataset: str) -> Trajectory:
+    from bench.method import InvalidInput, Observations
+
+    try:
+        frame = pd.read_csv(file)
+    except Exception as err:
+        raise DatasetError(f"{file}: not a readable CSV file ({type(err).__name__})") from None
+    missing = {"t", "y"} - set(frame.columns)
+    if missing:
+        raise DatasetError(f"{file}: missing column(s) {', '.join(sorted(missing))} (need t and y)")
+    try:
+        t = pd.to_numeric(frame["t"], errors="raise").to_numpy(float)
+        y = pd.to_numeric(frame["y"], errors="raise").to_numpy(float)
+        Observations(t, y)
+    except (ValueError, InvalidInput) as err:
+        raise DatasetError(f"{file}: {err}") from None
+    expression = None
+    if "expression" in frame.columns and isinstance(frame["expression"].iloc[0], str):
+        expression = frame["expression"].iloc[0]
+        try:
+            parse(expression)
+        except ExpressionError as err:
+            raise DatasetError(f"{file}: column 'expression': {err}") from None
+    empty = np.empty(0)
+    return Trajectory(dataset=dataset, equation_id=file.stem, y0_index=0, expression=expression,
+                      y0=float(y[0]), t=t, y=y, t_extra=empty, y_extra=empty, has_truth=False,
+                      complexity=complexity(parse(expression)) if expression else None)
+
+
+def _cached_solutions(spec: dict) -> dict:
+    """{(equation id, y0 index): (y on [0, T], y on [T, T_extra])}, from the cache or solved now."""
+    items = [(eq["id"], i, eq["expression"], float(y0))
+             for eq in spec["equations"] for i, y0 in enumerate(eq["y0"])]
+    setting = [protocol.T, protocol.T_EXTRA, protocol.GRID, protocol.RTOL, protocol.ATOL]
+    digest = hashlib.sha256(json.dumps([setting, items]).encode()).hexdigest()[:16]
+    file = CACHE_DIR / f"{spec['name']}-{digest}.npz"
+    if file.exists():
+        with np.load(file, allow_pickle=False) as data:
+            y, y_extra = data["y"], data["y_extra"]
+    else:
+        y = np.empty((len(items), protocol.GRID))
+        y_extra = np.empty_like(y)
+        for k, (eq_id, _, expression, y0) in enumerate(items):
+            try:
+                y[k], y_extra[k] = solve_truth(expression, y0)
+            except SolveError as err:
+                raise DatasetError(f"dataset {spec['name']!r}, equation {eq_id!r}, y0={y0}: {err}") from None
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez(tmp, y=y, y_extra=y_extra)
+        os.replace(tmp, file)
+    return {(eq_id, i): (y[k], y_extra[k]) for k, (eq_id, i, _, _) in enumerate(items)}
+
+
+def _is_finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+
+
+def fill_initial_values(path: Path, progress=None) -> int:
+    """Draw and store y0 for every equation of a dataset file that has none yet (see "y0_draw").
+
+    Returns the number of equations filled. The file is rewritten atomically after each one, so
+    an interrupted run keeps its progress.
+    """
+    path = Path(path)
+    spec = json.loads(path.read_text())
+    rule = spec.get("y0_draw")
+    if not rule:
+        raise DatasetError(f"{path}: no \"y0_draw\" rule to draw initial values with")
+    todo = [eq for eq in spec["equations"] if not eq.get("y0")]
+    for eq in progress(todo) if progress else todo:
+        eq["y0"], eq["y0_range"] = draw_initial_values(
+            eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule["max_draws"])
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(spec, indent=1) + "\n")
+        os.replace(tmp, path)
+    return len(todo)

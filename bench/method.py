@@ -1,0 +1,103 @@
+"""The plugin interface every method implements, and the values that cross it.
+
+A method sees only `Observations` (t, y) and a `Budget`; it returns a `Prediction` whose
+expression is a string in the variable y. It never returns code, and it never sees the
+ground truth (the `truth` oracle, which declares `oracle = True`, is the one exception).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from bench import protocol
+
+
+class InvalidInput(ValueError):
+    """Observations a method cannot be given; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class Observations:
+    """One observed trajectory: strictly increasing finite times and finite values."""
+
+    t: np.ndarray
+    y: np.ndarray
+    truth: str | None = None  # filled only for oracle methods
+
+    def __post_init__(self):
+        t = np.asarray(self.t, dtype=float)
+        y = np.asarray(self.y, dtype=float)
+        if t.ndim != 1 or y.ndim != 1 or t.shape != y.shape:
+            raise InvalidInput(f"t and y must be 1-D arrays of equal length (got {t.shape} and {y.shape})")
+        if len(t) < protocol.MIN_POINTS:
+            raise InvalidInput(f"only {len(t)} points; at least {protocol.MIN_POINTS} are needed")
+        if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+            bad = int(np.sum(~np.isfinite(t)) + np.sum(~np.isfinite(y)))
+            raise InvalidInput(f"{bad} NaN or infinite values in the trajectory")
+        steps = np.diff(t)
+        if np.any(steps == 0):
+            raise InvalidInput(f"duplicate time {t[1:][steps == 0][0]:g}")
+        if np.any(steps < 0):
+            raise InvalidInput("times are not sorted in increasing order")
+        t.setflags(write=False)
+        y.setflags(write=False)
+        object.__setattr__(self, "t", t)
+        object.__setattr__(self, "y", y)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a method may spend on one trajectory. The runner enforces time_limit by killing."""
+
+    time_limit: float = protocol.DEFAULT_TIME_LIMIT
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A method's answer: f(y) as an expression string, optional ranked alternatives, metadata."""
+
+    expression: str
+    candidates: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Method:
+    """Base class of all methods. Subclasses set `name` and implement `run`.
+
+    Like a scikit-learn estimator, the constructor only stores parameters; `setup` does one-off
+    expensive work (imports, model loading) once per worker process; `run` does the fit.
+    """
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    requires: ClassVar[tuple[str, ...]] = ()  # importable modules the method needs
+    time_limit: ClassVar[float] = protocol.DEFAULT_TIME_LIMIT  # default hard deadline per task
+    oracle: ClassVar[bool] = False  # True only for methods allowed to see the ground truth
+    description: ClassVar[str] = ""
+
+    def __init__(self, **params: Any):
+        self.params = params
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """None when the method can run here, else one line saying why not."""
+        for module in cls.requires:
+            try:
+                importlib.import_module(module)
+            except Exception as err:  # import errors of native libraries are not all ImportError
+                return f"cannot import {module}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        return None
+
+    def setup(self) -> None:
+        """One-off work before the first task in a worker (loading a model, warming imports)."""
+
+    def run(self, observations: Observations, budget: Budget) -> Prediction:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({params})"

@@ -1,0 +1,96 @@
+"""Where methods come from: files in `methods/`, the `bench.methods` entry-point group, and
+files given with `--method-file`.
+
+Method files are loaded by path under private module names (`_bench_method_<stem>`), so a file
+`methods/pysr.py` never shadows the `pysr` package and `methods/` needs no `__init__.py`.
+A `MethodSpec` says how to load a method again in a worker process.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import inspect
+import sys
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.method import Method
+
+METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
+ENTRY_POINT_GROUP = "bench.methods"
+
+
+class RegistryError(ValueError):
+    """An unknown method name or a method file that cannot be loaded."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """How to find a method class: a file path or an entry point ("module:Class")."""
+
+    name: str
+    file: str | None = None
+    entry_point: str | None = None
+
+    def load(self) -> type[Method]:
+        if self.file:
+            for cls in _classes_in_file(Path(self.file)):
+                if cls.name == self.name:
+                    return cls
+            raise RegistryError(f"{self.file} defines no method named {self.name!r}")
+        module, _, attr = self.entry_point.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
+    """Every method found, by name. Later sources override earlier ones: built-in files, then
+    entry points, then explicit `--method-file` paths."""
+    specs: dict[str, MethodSpec] = {}
+    for file in sorted(METHODS_DIR.glob("*.py")):
+        for cls in _classes_in_file(file):
+            specs[cls.name] = MethodSpec(cls.name, file=str(file))
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        specs[ep.name] = MethodSpec(ep.name, entry_point=ep.value)
+    for file in extra_files:
+        path = Path(file)
+        if not path.is_file():
+            raise RegistryError(f"method file {file} does not exist")
+        classes = _classes_in_file(path)
+        if not classes:
+            raise RegistryError(f"method file {file} defines no Method subclass with a name")
+        for cls in classes:
+            specs[cls.name] = MethodSpec(cls.name, file=str(path.resolve()))
+    return specs
+
+
+def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[MethodSpec]:
+    if not names:
+        return list(specs.values())
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise RegistryError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(sorted(specs))}")
+    return [specs[n] for n in names]
+
+
+_loaded: dict[Path, list[type[Method]]] = {}
+
+
+def _classes_in_file(path: Path) -> list[type[Method]]:
+    """Method subclasses defined (not imported) in a file, each loaded once per process."""
+    path = path.resolve()
+    if path not in _loaded:
+        module_name = f"_bench_method_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as err:
+            del sys.modules[module_name]
+            raise RegistryError(f"method file {path.name} failed to load: {type(err).__name__}: {err}") from None
+        _loaded[path] = [
+            obj for obj in vars(module).values()
+            if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name and obj.name
+        ]
+    return _loaded[path]

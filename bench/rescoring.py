@@ -1,0 +1,36 @@
+"""Recompute the scores of stored predictions without running any method again."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from joblib import Parallel, delayed
+
+from bench import datasets
+from bench.scoring import score
+from bench.store import ResultStore
+
+
+def rescore(folder: Path, jobs: int = 1) -> int:
+    """Re-score every ok prediction in a result folder; returns how many were scored."""
+    store = ResultStore(folder)
+    rows = store.read()
+    if rows.empty:
+        return 0
+    config = json.loads((folder / "sweep.json").read_text())
+    trajectories = {}
+    for name in config["datasets"]:
+        for tr in datasets.load(name):
+            trajectories[(tr.dataset, tr.equation_id, int(tr.y0_index))] = tr
+    todo = rows.index[rows["status"] == "ok"]
+    keys = [(rows.at[i, "dataset"], rows.at[i, "equation_id"], int(rows.at[i, "y0_index"])) for i in todo]
+    missing = [k for k in keys if k not in trajectories]
+    if missing:
+        raise datasets.DatasetError(f"ground truth for {'/'.join(map(str, missing[0]))} is no longer in its dataset")
+    scores = Parallel(n_jobs=jobs)(
+        delayed(score)(rows.at[i, "expression"], trajectories[k]) for i, k in zip(todo, keys))
+    for i, result in zip(todo, scores):
+        for column, value in result.as_row().items():
+            rows.at[i, column] = value
+    store.replace_all(rows)
+    return len(todo)

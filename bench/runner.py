@@ -1,0 +1,127 @@
+"""A sweep: datasets x noise levels x sample sizes x seeds x methods, run in warm workers.
+
+The driver builds the task list, skips what the store already holds, hands the rest to
+`jobs` supervising threads (joblib, threading backend) that each own one worker process, and
+appends every row to the store as it arrives. Rerunning the same sweep resumes it.
+"""
+from __future__ import annotations
+
+import json
+import queue
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from joblib import Parallel, delayed
+from tqdm import tqdm
+
+from bench import datasets, protocol
+from bench.registry import MethodSpec
+from bench.store import KEY, ResultStore
+from bench.tasks import Task
+from bench.workers import Job, Worker
+
+
+@dataclass(frozen=True)
+class Sweep:
+    datasets: tuple[str, ...]
+    methods: tuple[MethodSpec, ...]
+    noise: tuple[float, ...] = (0.0,)
+    n: tuple[int, ...] = (128,)
+    seeds: tuple[int, ...] = (0,)
+    jobs: int = 1
+    time_limit: float | None = None  # None: each method's own default
+    memory_limit: int | None = None  # bytes of address space per worker
+    out: str = "results/sweep"
+    method_files: tuple[str, ...] = field(default=())
+
+
+def build_tasks(sweep: Sweep) -> list[Task]:
+    tasks = []
+    for name in sweep.datasets:
+        for trajectory in datasets.load(name):
+            for noise in sweep.noise:
+                for n in sweep.n:
+                    for seed in sweep.seeds:
+                        tasks.append(Task(trajectory, float(noise), int(n), int(seed)))
+    return tasks
+
+
+class WorkerPool:
+    """`size` warm workers handed out to supervising threads; a killed worker is replaced."""
+
+    def __init__(self, size: int, memory_limit: int | None):
+        self.memory_limit = memory_limit
+        self.idle: queue.Queue[Worker] = queue.Queue()
+        for _ in range(size):
+            self.idle.put(Worker(memory_limit))
+
+    def execute(self, job: Job) -> dict:
+        worker = self.idle.get()
+        try:
+            return worker.execute(job)
+        finally:
+            self.idle.put(worker if worker.alive else Worker(self.memory_limit))
+
+    def close(self) -> None:
+        while not self.idle.empty():
+            self.idle.get().close()
+
+
+def run(sweep: Sweep, progress: bool = True) -> ResultStore:
+    store = ResultStore(sweep.out)
+    classes = {spec.name: spec.load() for spec in sweep.methods}
+    versions = {name: cls.version for name, cls in classes.items()}
+    _write_config(sweep, store.folder)
+    done = store.finished(versions)
+    jobs = []
+    for spec in sweep.methods:
+        limit = sweep.time_limit or classes[spec.name].time_limit
+        for task in build_tasks(sweep):
+            if task.key + (spec.name,) not in done:
+                jobs.append(Job(spec, task, limit))
+    if not jobs:
+        return store
+    pool = WorkerPool(min(sweep.jobs, len(jobs)), sweep.memory_limit)
+    bar = tqdm(total=len(jobs), disable=not progress, unit="task", dynamic_ncols=True)
+    try:
+        results = Parallel(n_jobs=sweep.jobs, backend="threading", return_as="generator_unordered")(
+            delayed(_run_job)(pool, job, versions[job.spec.name]) for job in jobs)
+        for row in results:
+            store.append(row)
+            bar.set_postfix_str(f"{row['method']} {row['dataset']}/{row['equation_id']}: {row['status']}")
+            bar.update()
+    finally:
+        store.flush()
+        bar.close()
+        pool.close()
+    return store
+
+
+def _run_job(pool: WorkerPool, job: Job, version: str) -> dict:
+    """The store row of one job: its key, what is known about the task, and the worker's result."""
+    result = pool.execute(job)
+    task, trajectory = job.task, job.task.trajectory
+    row = dict(zip(KEY, task.key + (job.spec.name,)))
+    row.update(
+        method_version=version,
+        truth_expression=trajectory.expression,
+        truth_kind="solution" if trajectory.has_truth else "observations",
+        truth_complexity=trajectory.complexity,
+        y0=trajectory.y0,
+        n_observed=min(task.n, len(trajectory.t)),
+        time_limit=job.time_limit,
+    )
+    row.update({k: result.get(k) for k in _RESULT_FIELDS})
+    return row
+
+
+_RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fit_time", "setup_time",
+                  "score_status", "score_reason", "complexity",
+                  *(f"{m}_{p}" for p in ("interp", "extrap") for m in ("r2", "l1", "linf", "isclose")))
+
+
+def _write_config(sweep: Sweep, folder: Path) -> None:
+    config = asdict(sweep)
+    config["methods"] = [spec.name for spec in sweep.methods]
+    config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
+    (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

@@ -1,0 +1,75 @@
+"""Scores of one prediction against the ground truth of one trajectory.
+
+The predicted ODE is integrated from the true initial value with LSODA (protocol tolerances)
+over [0, T_extra] and compared on the interpolation grid [0, T] and the extrapolation grid
+[T, T_extra] with the noise-free truth. Norms are normalised per point: L1 is the mean absolute
+difference, L-infinity the largest one, both in the units of y. A prediction that cannot be
+parsed, or whose integration fails, gets no scores but a status and a reason; `report` then
+treats its R^2 as -inf (see protocol.R2_FLOOR) and its other metrics as missing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench import protocol
+from bench.expressions import ExpressionError, parse
+from bench.tasks import Trajectory
+from nsode.data.expressions import compile_scalar, complexity
+from nsode.data.solve import SolveError, solve
+
+METRICS = ("r2", "l1", "linf", "isclose")
+
+
+@dataclass(frozen=True)
+class Scores:
+    status: str  # "ok", "invalid" (not an expression of y) or "diverged" (integration failed)
+    reason: str = ""
+    complexity: float = np.nan
+    interpolation: dict | None = None  # metric -> value on [0, T]
+    extrapolation: dict | None = None  # metric -> value on [T, T_extra] (None when unknown)
+
+    def as_row(self) -> dict:
+        row = {"score_status": self.status, "score_reason": self.reason, "complexity": self.complexity}
+        for part, values in (("interp", self.interpolation), ("extrap", self.extrapolation)):
+            for metric in METRICS:
+                row[f"{metric}_{part}"] = np.nan if values is None else values[metric]
+        return row
+
+
+def r2(pred: np.ndarray, truth: np.ndarray) -> float:
+    """Coefficient of determination; for a constant truth, 1 on an exact match and -inf otherwise."""
+    ss_res = float(np.sum((truth - pred) ** 2))
+    ss_tot = float(np.sum((truth - np.mean(truth)) ** 2))
+    if ss_tot == 0.0:
+        return 1.0 if ss_res == 0.0 else -np.inf
+    return 1.0 - ss_res / ss_tot
+
+
+def compare(pred: np.ndarray, truth: np.ndarray) -> dict:
+    diff = np.abs(pred - truth)
+    close = np.isclose(pred, truth, atol=protocol.ISCLOSE_ATOL, rtol=protocol.ISCLOSE_RTOL)
+    return {"r2": r2(pred, truth), "l1": float(np.mean(diff)), "linf": float(np.max(diff)),
+            "isclose": float(close.sum() / len(truth))}
+
+
+def score(expression: str, trajectory: Trajectory) -> Scores:
+    try:
+        expr = parse(expression)
+    except ExpressionError as err:
+        return Scores("invalid", str(err))
+    extra = {s.name for s in expr.free_symbols} - {"y"}
+    if extra:
+        return Scores("invalid", f"unknown symbols {sorted(extra)}")
+    size = complexity(expr)
+    has_extra = len(trajectory.t_extra) > 0
+    t_all = np.concatenate([trajectory.t, trajectory.t_extra[1:]]) if has_extra else trajectory.t
+    try:
+        y_all = solve(compile_scalar(expr), trajectory.y0, t_all, rtol=protocol.RTOL, atol=protocol.ATOL, time_limit=protocol.SOLVE_TIME_LIMIT)
+    except SolveError as err:
+        return Scores("diverged", str(err), complexity=size)
+    n = len(trajectory.t)
+    interpolation = compare(y_all[:n], trajectory.y)
+    extrapolation = compare(y_all[n - 1:], trajectory.y_extra) if has_extra else None
+    return Scores("ok", "", complexity=size, interpolation=interpolation, extrapolation=extrapolation)

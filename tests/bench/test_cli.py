@@ -1,0 +1,106 @@
+"""User errors get one line naming the problem, never a traceback, and nothing stored is lost."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def assert_one_line_error(result, *words):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 or lines[-1].startswith("python -m bench"), result.stderr
+    for word in words:
+        assert word in result.stderr
+
+
+def write_csv(path, t, y, **extra):
+    pd.DataFrame({"t": t, "y": y, **extra}).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def trajectory():
+    t = np.linspace(0, 2, 64)
+    return t, 2.0 * np.exp(0.1 * t)
+
+
+def test_unknown_method_and_dataset_are_named(tmp_path):
+    assert_one_line_error(bench("run", "--methods", "nosuch", "--out", tmp_path), "nosuch")
+    assert_one_line_error(bench("run", "--dataset", "nosuch", "--methods", "truth", "--out", tmp_path), "nosuch")
+
+
+def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
+    assert_one_line_error(bench("run", "--noise", "-1", "--out", tmp_path), "--noise")
+    assert_one_line_error(bench("run", "--n", "zero", "--out", tmp_path), "--n")
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{not json", "not a readable JSON"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
+                 "equations": [{"id": "a", "expression": "__import__('os')", "y0": [1.0]}]}), "not allowed"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
+                 "equations": [{"id": "a", "expression": "y", "y0": []}]}), "y0"),
+    (json.dumps({"name": "x"}), "format"),
+])
+def test_malformed_dataset_file_is_refused(tmp_path, content, problem):
+    spec = tmp_path / "bad.json"
+    spec.write_text(content)
+    assert_one_line_error(bench("run", "--dataset", spec, "--methods", "truth", "--out", tmp_path / "o"), problem)
+
+
+@pytest.mark.parametrize("mutate, problem", [
+    (lambda t, y: (t, np.where(np.arange(len(y)) == 5, np.nan, y)), "NaN or infinite"),
+    (lambda t, y: (t[::-1], y), "not sorted"),
+    (lambda t, y: (np.r_[t[:1], t[:-1]], y), "duplicate time"),
+    (lambda t, y: (t[:5], y[:5]), "at least 10"),
+])
+def test_bad_csv_trajectory_is_refused(tmp_path, trajectory, mutate, problem):
+    file = write_csv(tmp_path / "traj.csv", *mutate(*trajectory))
+    assert_one_line_error(bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), problem)
+
+
+def test_csv_without_columns_is_refused(tmp_path):
+    (tmp_path / "x.csv").write_text("time,value\n0,1\n")
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "t and y")
+
+
+def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    write_csv(folder / "growth.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    result = bench("run", "--dataset", folder, "--methods", "truth", "--n", 32, "--out", tmp_path / "o")
+    assert result.returncode == 0, result.stderr
+    rows = pd.read_csv(tmp_path / "o" / "medians.csv")
+    assert rows["r2_interp"].iloc[0] > 0.9999
+    assert "scored against the observations" in (tmp_path / "o" / "medians.md").read_text()
+
+
+def test_failed_run_keeps_what_was_stored(tmp_path):
+    out = tmp_path / "o"
+    assert bench("run", "--methods", "truth", "--out", out).returncode == 0
+    before = sorted((out / "parts").iterdir())
+    assert_one_line_error(bench("run", "--dataset", "nosuch", "--methods", "truth", "--out", out), "nosuch")
+    assert sorted((out / "parts").iterdir()) == before
+
+
+def test_list_shows_methods_and_report_reads_results(tmp_path):
+    listing = bench("list")
+    assert listing.returncode == 0 and "truth" in listing.stdout and "textbook" in listing.stdout
+    out = tmp_path / "o"
+    bench("run", "--methods", "truth", "--out", out)
+    report = bench("report", out)
+    assert report.returncode == 0 and "truth" in report.stdout
+    rescored = bench("score", out)
+    assert rescored.returncode == 0 and "re-scored 12" in rescored.stdout

@@ -1,0 +1,32 @@
+import pytest
+import sympy
+
+from bench.expressions import ExpressionError, parse, to_string
+from nsode.data.expressions import Y, complexity
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('ls')", "y.__class__", "(lambda: 1)()", "[y][0]", "open('f')",
+    "x + 1", "'y'", "sin(y, 2)", "exp(x=y)", "y if y else 1", "y^2", "", "1/0", "True + y",
+])
+def test_unsafe_or_invalid_text_is_refused(text):
+    with pytest.raises(ExpressionError):
+        parse(text)
+
+
+def test_textbook_expression_parses_to_the_intended_value():
+    expr = parse("y**0.5*(0.9*8 - (3 + 2.5)*y**(1 - 0.5))")
+    assert float(expr.subs(Y, 4.0)) == pytest.approx(2 * 7.2 - 5.5 * 4)
+
+
+def test_string_round_trip_keeps_floats_bit_for_bit():
+    expr = parse("0.1*y + 0.30000000000000004*sin(y) - 1e-300 + 7.123456789012345e200*y**2")
+    again = parse(to_string(expr))
+    assert again == expr
+    assert sympy.srepr(again) == sympy.srepr(expr)
+
+
+def test_complexity_counts_operators_variables_and_constants():
+    assert complexity(parse("y")) == 1
+    assert complexity(parse("y + y**2")) == 5  # +, y, pow, y, 2
+    assert complexity(parse("sin(y)*3")) == 4

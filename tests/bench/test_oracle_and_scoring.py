@@ -1,0 +1,33 @@
+import numpy as np
+import pytest
+
+from bench import datasets
+from bench.scoring import compare, r2, score
+
+
+@pytest.mark.parametrize("name", ["textbook", "classic"])
+def test_oracle_scores_r2_of_one_on_every_task(name):
+    trajectories = datasets.load(name)
+    assert len(trajectories) == {"textbook": 12, "classic": 130}[name]
+    for tr in trajectories:
+        result = score(tr.expression, tr)
+        assert result.status == "ok", (tr.key, result.reason)
+        assert result.interpolation["r2"] > 0.9999, tr.key
+        assert result.extrapolation["r2"] > 0.9999, tr.key
+
+
+def test_wrong_expression_scores_below_one_and_blowup_is_recorded():
+    tr = next(t for t in datasets.load("textbook") if t.equation_id == "compound-interest")
+    assert score("0.05*y", tr).interpolation["r2"] < 0.9
+    blown = score("50*y**2", tr)
+    assert blown.status == "diverged" and blown.reason
+
+
+def test_metrics_follow_their_definitions():
+    truth = np.array([1.0, 2.0, 3.0, 4.0])
+    pred = np.array([1.0, 2.0, 3.0, 5.0])
+    m = compare(pred, truth)
+    assert m["r2"] == pytest.approx(1 - 1 / 5)
+    assert m["l1"] == pytest.approx(0.25) and m["linf"] == pytest.approx(1.0)
+    assert m["isclose"] == pytest.approx(0.75)
+    assert r2(np.ones(3), np.ones(3)) == 1.0

@@ -1,0 +1,69 @@
+"""The runner survives misbehaving methods, resumes after a hard kill, and loads plugins."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import registry, runner
+from bench.store import KEY, ResultStore
+
+FIXTURES = str(Path(__file__).parent / "fixtures" / "misbehaving_methods.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sweep(tmp_path, *names, **kwargs):
+    specs = registry.discover((FIXTURES,))
+    config = dict(datasets=("textbook",), methods=tuple(registry.select(list(names), specs)),
+                  out=str(tmp_path / "out"), method_files=(FIXTURES,))
+    config.update(kwargs)
+    return runner.Sweep(**config)
+
+
+def test_method_file_is_discovered():
+    specs = registry.discover((FIXTURES,))
+    assert {"hangs", "crashes", "garbage", "slow", "truth"} <= set(specs)
+
+
+def test_hanging_crashing_and_garbage_methods_are_recorded_and_the_sweep_goes_on(tmp_path):
+    config = sweep(tmp_path, "hangs", "crashes", "dies", "garbage", "truth", jobs=2)
+    # two tasks per method keep this fast: restrict the dataset to one folder of CSV files
+    store = runner.run(config, progress=False)
+    rows = store.read()
+    assert len(rows) == 5 * 12
+    by = rows.groupby("method")["status"].agg(set)
+    assert by["hangs"] == {"timeout"}
+    assert by["crashes"] == {"error"} and by["dies"] == {"error"}
+    assert by["garbage"] == {"invalid"}
+    assert by["truth"] == {"ok"}
+    assert rows.loc[rows.method == "crashes", "reason"].iloc[0] == "RuntimeError: this method always fails"
+    assert "died" in rows.loc[rows.method == "dies", "reason"].iloc[0]
+    hang_times = rows.loc[rows.method == "hangs"]
+    assert "2 s limit" in hang_times["reason"].iloc[0]
+
+
+def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "bench", "run", "--dataset", "textbook", "--noise", "0", "0.01",
+           "--methods", "slow", "--method-file", FIXTURES, "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = ResultStore(out, flush_rows=1)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(store.read()) < 3:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = len(store.read())
+    assert 3 <= partial < 24
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = store.read()
+    assert len(rows) == 24
+    files = sorted((out / "parts").glob("*.parquet"))
+    import pandas as pd
+    everything = pd.concat([pd.read_parquet(f) for f in files])
+    assert not everything.duplicated(KEY).any(), "a finished task was run twice"

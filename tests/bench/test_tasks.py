@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+
+from bench import datasets, protocol
+from bench.method import InvalidInput, Observations
+from bench.tasks import Task
+
+
+@pytest.fixture(scope="module")
+def logistic():
+    return next(tr for tr in datasets.load("textbook") if tr.equation_id == "logistic")
+
+
+def test_noise_is_nested_across_levels(logistic):
+    clean = Task(logistic, 0.0, 128, 0).observations()
+    low = Task(logistic, 0.01, 128, 0).observations()
+    high = Task(logistic, 0.02, 128, 0).observations()
+    np.testing.assert_array_equal(clean.t, low.t)
+    eps_low = (low.y / clean.y - 1) / 0.01
+    eps_high = (high.y / clean.y - 1) / 0.02
+    np.testing.assert_allclose(eps_low, eps_high, rtol=1e-9)
+    assert 0.5 < np.std(eps_low) < 1.5
+
+
+def test_observations_are_sorted_distinct_grid_points(logistic):
+    obs = Task(logistic, 0.0, 192, 3).observations()
+    assert len(obs.t) == 192 and np.all(np.diff(obs.t) > 0)
+    assert np.all(np.isin(obs.t, protocol.interpolation_grid()))
+    np.testing.assert_array_equal(obs.y, np.interp(obs.t, logistic.t, logistic.y))
+
+
+def test_seed_changes_the_sample_and_is_reproducible(logistic):
+    a, b, c = (Task(logistic, 0.01, 128, s).observations() for s in (0, 0, 1))
+    np.testing.assert_array_equal(a.y, b.y)
+    assert not np.array_equal(a.t, c.t)
+
+
+@pytest.mark.parametrize("t, y, message", [
+    (np.arange(20.0), np.r_[np.nan, np.ones(19)], "NaN or infinite"),
+    (np.arange(20.0), np.r_[np.inf, np.ones(19)], "NaN or infinite"),
+    (np.arange(20.0)[::-1], np.ones(20), "not sorted"),
+    (np.r_[0.0, 0.0, np.arange(1.0, 19.0)], np.ones(20), "duplicate time"),
+    (np.arange(5.0), np.ones(5), "at least 10"),
+])
+def test_bad_trajectories_are_refused_with_a_reason(t, y, message):
+    with pytest.raises(InvalidInput, match=message):
+        Observations(t, y)
