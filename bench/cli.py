@@ -62,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     run.add_argument("--time-limit", type=float, metavar="SECONDS",
                      help="hard deadline per (method, task), overriding each method's default")
+    run.add_argument("--memory-limit", type=float, metavar="GB",
+                     help="address-space limit per worker process; a method that exceeds it fails alone")
     run.add_argument("--out", default="results/sweep", metavar="DIR", help="result folder (default results/sweep)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(handler=_run)
@@ -103,6 +105,7 @@ def _run(args) -> int:
     sweep = runner.Sweep(
         datasets=tuple(args.dataset), methods=tuple(selected), noise=tuple(args.noise), n=tuple(args.n),
         seeds=tuple(args.seeds), jobs=args.jobs, time_limit=args.time_limit, out=args.out,
+        memory_limit=int(args.memory_limit * 2**30) if args.memory_limit else None,
         method_files=tuple(args.method_file))
     store = runner.run(sweep, progress=not args.quiet)
     rows = store.read()
@@ -130,6 +133,8 @@ def _list(args) -> int:
         print(f"  {name:<18} v{cls.version:<4} {state}")
         if cls.description:
             print(f"  {'':<18}       {cls.description}")
+    for file, reason in registry.BROKEN.items():
+        print(f"  {file:<18}       broken: {reason}")
     return 0
 
 

@@ -25,6 +25,9 @@ class RegistryError(ValueError):
     """An unknown method name or a method file that cannot be loaded."""
 
 
+BROKEN: dict[str, str] = {}  # built-in method files that failed to load, with the reason
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """How to find a method class: a file path or an entry point ("module:Class")."""
@@ -48,7 +51,12 @@ def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
     entry points, then explicit `--method-file` paths."""
     specs: dict[str, MethodSpec] = {}
     for file in sorted(METHODS_DIR.glob("*.py")):
-        for cls in _classes_in_file(file):
+        try:
+            classes = _classes_in_file(file)
+        except RegistryError as err:  # one broken plugin must not hide the others
+            BROKEN[file.name] = str(err)
+            continue
+        for cls in classes:
             specs[cls.name] = MethodSpec(cls.name, file=str(file))
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         specs[ep.name] = MethodSpec(ep.name, entry_point=ep.value)

@@ -52,19 +52,26 @@ class WorkerPool:
     def __init__(self, size: int, memory_limit: int | None):
         self.memory_limit = memory_limit
         self.idle: queue.Queue[Worker] = queue.Queue()
+        self.everyone: list[Worker] = []
         for _ in range(size):
-            self.idle.put(Worker(memory_limit))
+            self.idle.put(self._start())
+
+    def _start(self) -> Worker:
+        worker = Worker(self.memory_limit)
+        self.everyone.append(worker)
+        return worker
 
     def execute(self, job: Job) -> dict:
         worker = self.idle.get()
         try:
             return worker.execute(job)
         finally:
-            self.idle.put(worker if worker.alive else Worker(self.memory_limit))
+            self.idle.put(worker if worker.alive else self._start())
 
     def close(self) -> None:
-        while not self.idle.empty():
-            self.idle.get().close()
+        """Stop every worker, busy ones included (after Ctrl-C, a busy worker is killed)."""
+        for worker in self.everyone:
+            worker.close()
 
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:

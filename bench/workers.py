@@ -150,11 +150,12 @@ class Worker:
             self.process.kill()
         self.process.join()
 
-    def close(self) -> None:
+    def close(self, grace: float = 2.0) -> None:
+        """Ask the worker to exit; kill it if it is still busy after `grace` seconds."""
         if self.alive:
             try:
                 self.conn.send(None)
-                self.process.join(timeout=5)
+                self.process.join(timeout=grace)
             except (BrokenPipeError, OSError):
                 pass
         if self.alive:

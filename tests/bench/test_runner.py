@@ -67,3 +67,11 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
     import pandas as pd
     everything = pd.concat([pd.read_parquet(f) for f in files])
     assert not everything.duplicated(KEY).any(), "a finished task was run twice"
+
+
+def test_method_exhausting_memory_fails_alone(tmp_path):
+    config = sweep(tmp_path, "eats-memory", "truth", memory_limit=2 * 2**30)
+    rows = runner.run(config, progress=False).read()
+    by = rows.groupby("method")["status"].agg(set)
+    assert by["eats-memory"] == {"error"} and by["truth"] == {"ok"}
+    assert "MemoryError" in rows.loc[rows.method == "eats-memory", "reason"].iloc[0]
