@@ -1,0 +1,263 @@
+"""The finite-difference (FD) protocol shared by every method that fits y' = f(y) as functional
+symbolic regression on (y_i, dy_i) pairs (SINDy, FFX, BSR, PySR, FEAT, Operon, gplearn, the GP
+family). One place, four small parts, as in the paper's appendix on baselines:
+
+1. `derivative(t, y, window=15, degree=3)`: smoothed finite differences with a 15-point window,
+   correct on irregular t (local polynomial fits in t, pynumdiff `polynomial_fit.polydiff`;
+   pysindy's SmoothedFiniteDifference assumes equal spacing and is wrong here, see NOTES.md).
+2. `split(t)`: a scikit-learn `PredefinedSplit` that trains on the observations with
+   t <= T/2 = 1 and validates on t > 1; after the search the best setting is refit on all points.
+3. `TimeLimited(estimator, seconds)`: runs each hyperparameter fit in a child process and kills
+   it at the deadline (the paper: 3 minutes per run); the timed-out fit raises `FitTimeout`,
+   which `GridSearchCV` records as a failed run (score `error_score`) and the search goes on.
+4. `FiniteDifferenceMethod`: a `Method` whose `run` does derivative -> grid search -> refit.
+
+Contract for regressors (what a method's `make_regressor(seed)` returns):
+- a scikit-learn regressor (subclass `BaseEstimator, RegressorMixin`; constructor only stores
+  plain parameters, so `get_params`/`set_params`/`clone` work and the grid can set them);
+- `fit(X, dy)` with X of shape (n, 1) whose only column is y, and dy the FD estimate of dy/dt;
+- after `fit`, the attribute `expression_`: the found f(y) as a string in the variable `y` that
+  `bench.expressions.parse` accepts, constants written at full precision (`repr(float)` or
+  `bench.expressions.to_string`);
+- `predict(X)` is optional: under `TimeLimited` predictions come from evaluating `expression_`
+  (so the validation score is that of the expression the method returns). Without a time limit
+  (`run_time_limit = None`) the regressor's own `predict` is used if it has one, else
+  `expression_` is evaluated.
+
+A method file then looks like:
+
+    class Gplearn(FiniteDifferenceMethod):
+        name = "gplearn"; version = "1"; requires = ("gplearn",)
+        grid = {"population_size": [1000], "generations": [20, 50]}
+        def make_regressor(self, seed):
+            return MyGplearnRegressor(random_state=seed)
+
+Budget knobs for tests: `Method(grid={...}, run_time_limit=5.0, fd_degrees=(3,))` overrides the
+class attributes `grid`, `run_time_limit` and `fd_degrees` for that instance. Each run's limit is also capped so that the whole
+search (all settings plus the refit) fits in the task's `Budget.time_limit`.
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import signal
+import time
+import traceback
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.model_selection import GridSearchCV, ParameterGrid, PredefinedSplit
+
+from bench import protocol
+from bench.expressions import parse
+from bench.method import Budget, InvalidInput, Method, Observations, Prediction
+from nsode.data.expressions import compile_vector
+
+WINDOW = 15  # points in the smoothing window (paper: smoothed finite differences, window 15)
+DEGREE = 3  # degree of the local polynomial when a method does not tune it
+SPLIT_TIME = protocol.T / 2  # train on t <= 1, validate on 1 < t <= 2
+MIN_SPLIT_POINTS = 5  # fewer points than this on either side of the split is refused
+RUN_TIME_LIMIT = 180.0  # seconds per hyperparameter run (paper: 3 minutes)
+SAFETY = 0.9  # share of the task's time limit the search may plan to use
+
+
+class FitTimeout(RuntimeError):
+    """A hyperparameter run exceeded its time limit and was killed."""
+
+
+def derivative(t: np.ndarray, y: np.ndarray, window: int = WINDOW, degree: int = DEGREE) -> np.ndarray:
+    """dy/dt at every observation from local polynomial fits of `degree` in t over `window` points.
+
+    Correct on irregular t: each window's polynomial is fitted at the actual times (pynumdiff's
+    window is `window` average steps wide). pynumdiff widens the window to 3 * degree + 1 points
+    when `window` is smaller than that (degree 5 -> 17, 7 -> 23, 9 -> 29 points).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the import warns about optional CVXPY; polyfit warns on high degrees
+        from pynumdiff.polynomial_fit import polydiff
+
+        t = np.asarray(t, dtype=float)
+        y = np.asarray(y, dtype=float)
+        # fit in local time around 0: absolute t near 2 makes degree-9 Vandermonde matrices ill-conditioned
+        _, dy = polydiff(y, t - t[len(t) // 2], degree=int(degree), window_size=int(window))
+    if not np.all(np.isfinite(dy)):
+        raise InvalidInput("finite-difference derivative is not finite")
+    return dy
+
+
+def split(t: np.ndarray) -> PredefinedSplit:
+    """Train on t <= 1, validate on t > 1 (the paper's split of the [0, 2] trajectory).
+
+    Observations that do not straddle t = 1 (user CSV data on another time range) are split at
+    the middle of their time range instead.
+    """
+    t = np.asarray(t, dtype=float)
+    cut = SPLIT_TIME if (np.sum(t <= SPLIT_TIME) >= MIN_SPLIT_POINTS and np.sum(t > SPLIT_TIME) >= MIN_SPLIT_POINTS) \
+        else 0.5 * (t[0] + t[-1])
+    test_fold = np.where(t <= cut, -1, 0)
+    if min(np.sum(test_fold == -1), np.sum(test_fold == 0)) < MIN_SPLIT_POINTS:
+        raise InvalidInput(f"need at least {MIN_SPLIT_POINTS} observations on each side of the train/validation split")
+    return PredefinedSplit(test_fold)
+
+
+def neg_mse(estimator, X, y) -> float:
+    """Validation score: minus the mean squared error on dy/dt; -inf when a prediction is not finite."""
+    with np.errstate(all="ignore"):
+        pred = estimator.predict(X) if hasattr(estimator, "predict") else evaluate_expression(estimator.expression_, X)
+        pred = np.asarray(pred, dtype=float).reshape(-1)
+    if pred.shape != np.shape(y) or not np.all(np.isfinite(pred)):
+        return -np.inf
+    return -float(np.mean((pred - y) ** 2))
+
+
+def evaluate_expression(expression: str, X: np.ndarray) -> np.ndarray:
+    """f(y) at X[:, 0]; nan where f is undefined."""
+    return compile_vector(parse(expression))(np.asarray(X, dtype=float)[:, 0])
+
+
+class TimeLimited(BaseEstimator, RegressorMixin):
+    """Fits `estimator` in a child process and kills it after `seconds` (hard limit, no signals
+    in the fitting process). The child sends back only `expression_`, so regressors need not
+    be picklable after fitting; `predict` evaluates that expression.
+
+    Fork is the default start method: the fit starts in milliseconds and sees the parent's
+    imports. The child dies with its parent (PR_SET_PDEATHSIG), and it stays in the parent's
+    process group, so the runner's kill of a worker also kills it.
+    """
+
+    def __init__(self, estimator=None, seconds: float = RUN_TIME_LIMIT, start_method: str = "fork"):
+        self.estimator = estimator
+        self.seconds = seconds
+        self.start_method = start_method
+
+    def fit(self, X, y):
+        ctx = multiprocessing.get_context(self.start_method)
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_fit_in_child, args=(send, clone(self.estimator), np.asarray(X), np.asarray(y)),
+                            daemon=False)
+        start = time.perf_counter()
+        child.start()
+        send.close()
+        try:
+            message = receive.recv() if receive.poll(self.seconds) else None
+        except EOFError:  # the child died without answering
+            message = ("error", f"fit process died (exit code {child.exitcode})")
+        finally:
+            if child.is_alive():
+                child.kill()
+            child.join()
+            receive.close()
+        self.fit_time_ = time.perf_counter() - start
+        if message is None:
+            raise FitTimeout(f"fit exceeded its {self.seconds:g} s limit; killed")
+        status, value = message
+        if status != "ok":
+            raise RuntimeError(value)
+        self.expression_ = value
+        return self
+
+    def predict(self, X):
+        if not hasattr(self, "expression_"):
+            raise RuntimeError("TimeLimited is not fitted (or its fit timed out)")
+        return evaluate_expression(self.expression_, X)
+
+
+def _fit_in_child(conn, estimator, X, y) -> None:
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent
+    except OSError:
+        pass
+    try:
+        estimator.fit(X, y)
+        expression = estimator.expression_
+        parse(expression)  # refuse unparseable output here, with the regressor's own message
+        conn.send(("ok", expression))
+    except BaseException as err:  # noqa: BLE001 - everything, including SystemExit from ffx, is reported
+        lines = str(err).strip().splitlines()
+        conn.send(("error", f"{type(err).__name__}: {lines[0] if lines else ''}"
+                            + ("" if lines else " " + traceback.format_exc(limit=-1).strip().splitlines()[-1])))
+    finally:
+        conn.close()
+
+
+class FiniteDifferenceMethod(Method):
+    """A method that regresses the FD derivative on y with a grid search over `grid`.
+
+    Subclasses set `grid` (a `GridSearchCV` parameter grid over the regressor's parameters)
+    and implement `make_regressor(seed)`. `fd_degrees` are the local polynomial degrees of the
+    derivative estimate to try (one more grid dimension: one `GridSearchCV` per degree, the best
+    validation score over all wins; each is scored against its own derivative estimate, as a
+    pipeline FD -> regressor would be); `run_time_limit` is the hard limit per hyperparameter
+    run (None: fit in process without a limit, for regressors that take milliseconds).
+    """
+
+    grid: ClassVar[dict[str, list] | list[dict[str, list]]] = {}  # as GridSearchCV's param_grid
+    run_time_limit: ClassVar[float | None] = RUN_TIME_LIMIT
+    fd_window: ClassVar[int] = WINDOW
+    fd_degrees: ClassVar[tuple[int, ...]] = (DEGREE,)
+
+    def __init__(self, **params: Any):
+        super().__init__(**params)
+        for knob in ("grid", "run_time_limit", "fd_degrees"):  # per-instance overrides (tests, small budgets)
+            if knob in params:
+                setattr(self, knob, params[knob])
+
+    def make_regressor(self, seed: int) -> BaseEstimator:
+        raise NotImplementedError
+
+    def run(self, observations: Observations, budget: Budget) -> Prediction:
+        X = observations.y[:, None]
+        share = None if budget.time_limit is None else budget.time_limit / len(self.fd_degrees)
+        best, failure = None, ""
+        for degree in self.fd_degrees:
+            dy = derivative(observations.t, observations.y, self.fd_window, degree)
+            search = grid_search(self.make_regressor(budget.seed), self.grid, observations.t,
+                                 self.run_time_limit, share)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # FitFailedWarning / non-finite scores are recorded below
+                    search.fit(X, dy)
+            except (ValueError, RuntimeError) as err:  # sklearn raises ValueError when every run failed
+                failure = str(err).strip().splitlines()[-1]
+                continue
+            if best is None or search.best_score_ > best[1].best_score_:
+                best = (degree, search)
+        if best is None:
+            raise RuntimeError(f"every hyperparameter run failed; last error: {failure}")
+        prediction = prediction_from_search(best[1])
+        prediction.metadata["best_params"]["fd_degree"] = best[0]
+        return prediction
+
+
+def grid_search(regressor: BaseEstimator, grid: dict[str, list] | list[dict[str, list]], t: np.ndarray,
+                run_time_limit: float | None, task_time_limit: float | None = None) -> GridSearchCV:
+    """An unfitted `GridSearchCV` over `grid` with the protocol's split, score and time limit.
+
+    With a time limit the regressor is wrapped in `TimeLimited` and the grid keys get the
+    `estimator__` prefix. The per-run limit is capped at an equal share of SAFETY x the task's
+    limit over all settings plus the refit, so the search ends before the runner kills the task.
+    """
+    cv = split(t)
+    grids = [dict(g) for g in (grid if isinstance(grid, list) else [grid])] or [{}]
+    if run_time_limit is not None:
+        runs = len(ParameterGrid(grids)) + 1
+        seconds = run_time_limit
+        if task_time_limit:
+            seconds = min(seconds, SAFETY * task_time_limit / runs)
+        regressor = TimeLimited(regressor, seconds=seconds)
+        grids = [{f"estimator__{key}": values for key, values in g.items()} for g in grids]
+    return GridSearchCV(regressor, grids, scoring=neg_mse, cv=cv, refit=True, n_jobs=1, error_score=-np.inf)
+
+
+def prediction_from_search(search: GridSearchCV) -> Prediction:
+    """The refit best estimator's expression, with the chosen setting and the search's record."""
+    scores = np.asarray(search.cv_results_["mean_test_score"], dtype=float)
+    if not np.any(np.isfinite(scores)):
+        raise RuntimeError(f"all {len(scores)} hyperparameter runs failed or timed out")
+    best = search.best_estimator_
+    params = {k.removeprefix("estimator__"): v for k, v in search.best_params_.items()}
+    metadata = {"best_params": params, "validation_mse": -float(search.best_score_),
+                "runs": int(len(scores)), "failed_runs": int(np.sum(~np.isfinite(scores)))}
+    return Prediction(best.expression_, metadata=metadata)

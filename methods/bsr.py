@@ -1,0 +1,17 @@
+"""Bayesian symbolic regression (Jin et al. 2019) on smoothed finite differences, through
+`autora-theorist-bsr`. SRBench grid: 3 trees, 50 MCMC iterations, val 100 (`tree_num`,
+`itr_num`, `val` in autora's names)."""
+from bench.baselines.fd import FiniteDifferenceMethod
+from bench.baselines.libraries import BSRRegressor
+
+
+class BSR(FiniteDifferenceMethod):
+    name = "bsr"
+    version = "1"
+    requires = ("autora.theorist.bsr", "pynumdiff")
+    time_limit = 420.0
+    description = "Bayesian symbolic regression (autora-theorist-bsr) on smoothed finite differences"
+    grid = {"tree_num": [3], "itr_num": [50], "val": [100]}
+
+    def make_regressor(self, seed):
+        return BSRRegressor(random_state=seed)

@@ -1,0 +1,22 @@
+"""FFX (Fast Function Extraction, McConaghy 2011) on smoothed finite differences.
+
+FFX has no hyperparameters (SRBench's grid is empty), so the search is a single run that is
+validated and refit. It runs in a child process's main thread, where its SIGALRM timer works
+and its `sys.exit` on a failed ElasticNet fit is caught as a failed run. FFX itself rounds
+its model's coefficients to 3 significant digits (ffx.core.models.FFXModel); the expression
+keeps exactly the coefficients of FFX's model, which is what FFX predicts with.
+"""
+from bench.baselines.fd import FiniteDifferenceMethod
+from bench.baselines.libraries import FFXRegressor
+
+
+class FFX(FiniteDifferenceMethod):
+    name = "ffx"
+    version = "1"
+    requires = ("ffx", "pynumdiff")
+    time_limit = 420.0
+    description = "FFX (pathwise regularised regression over nonlinear bases) on smoothed finite differences"
+    grid = {}
+
+    def make_regressor(self, seed):
+        return FFXRegressor()

@@ -1,0 +1,20 @@
+"""Operon (Burlacu et al. 2020, `pyoperon`): fast C++ GP with local search of the constants,
+an extra modern peer the paper did not have. Grid after SRBench's Operon entry (population
+500, length limit, nonlinear operators of the paper's set), on smoothed finite differences."""
+from bench.baselines.fd import FiniteDifferenceMethod
+from bench.baselines.libraries import make_operon
+
+SYMBOLS = "add,sub,mul,div,constant,variable,exp,log,sin,cos,sqrt,square"
+
+
+class Operon(FiniteDifferenceMethod):
+    name = "operon"
+    version = "1"
+    requires = ("pyoperon", "pynumdiff")
+    time_limit = 600.0
+    description = "Operon GP (pyoperon) on smoothed finite differences"
+    grid = {"max_length": [20, 50], "generations": [100]}
+
+    def make_regressor(self, seed):
+        return make_operon(allowed_symbols=SYMBOLS, population_size=500, pool_size=500,
+                           optimizer_iterations=5, n_threads=1, random_state=seed)

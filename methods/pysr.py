@@ -1,0 +1,30 @@
+"""PySR (Cranmer 2023) on smoothed finite differences, with the paper's settings: 40
+iterations, binary + - * / ^, unary cos exp sin neg log sqrt. PySR runs on Julia; where Julia
+is missing (these machines) the method is listed as unavailable with that reason."""
+import contextlib
+import io
+
+from bench.baselines.fd import FiniteDifferenceMethod
+from bench.baselines.libraries import PySRAdapter
+
+
+class PySR(FiniteDifferenceMethod):
+    name = "pysr"
+    version = "1"
+    requires = ("pysr", "pynumdiff")
+    time_limit = 600.0
+    description = "PySR (multi-population evolutionary SR in Julia) on smoothed finite differences"
+    grid = {"niterations": [40]}
+
+    @classmethod
+    def unavailable_reason(cls):
+        try:  # importing starts Julia, which is what can fail; juliapkg's chatter is kept off stdout
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                import pysr  # noqa: F401
+        except BaseException as err:  # juliacall raises various errors (and may exit) without Julia
+            first = (str(err).strip().splitlines() or [""])[0][:120]
+            return f"PySR needs Julia, which is not available here (import pysr: {type(err).__name__}: {first})"
+        return super().unavailable_reason()
+
+    def make_regressor(self, seed):
+        return PySRAdapter(random_state=seed)

@@ -1,0 +1,50 @@
+"""The library-based FD regressors (issue 6): each available one fits y' = 0.23 y (1 - y) from
+y0 = 0.1 (n = 256, no noise) to R^2 > 0.99 with a small budget, fails cleanly on a bad
+trajectory, and unavailable ones (PySR without Julia, FEAT without feat-ml) skip with the reason."""
+import pytest
+
+from bench.baselines.libraries import feat_expression
+from bench.expressions import ExpressionError, parse
+from bench.method import InvalidInput
+from baselines_support import load, r2_on, run
+
+# small budgets: a few seconds per fit on one core
+SMALL = {
+    "ffx": {},
+    "bsr": {"grid": {"itr_num": [20]}},
+    "operon": {"grid": {"generations": [30], "max_length": [20]}},
+    "gplearn": {"grid": {"generations": [10], "parsimony_coefficient": [0.01]}},
+    "pysr": {"grid": {"niterations": [5]}},
+    "feat": {"grid": {"pop_size": [100], "gens": [50]}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_method_fits_the_logistic_equation(name, logistic, logistic_observations):
+    method = load(name)(**SMALL[name])
+    prediction = run(method, logistic_observations)
+    parse(prediction.expression)
+    assert r2_on(logistic, prediction) > 0.99, prediction.expression
+
+
+@pytest.mark.parametrize("name", ["ffx", "operon"])
+def test_bad_trajectory_gives_a_clean_failure(name, overflowing_observations):
+    with pytest.raises((InvalidInput, RuntimeError)) as failure:
+        run(load(name)(**SMALL[name]), overflowing_observations)
+    assert "\n" not in str(failure.value)
+
+
+@pytest.mark.parametrize("name", ["pysr", "feat"])
+def test_unavailable_method_says_why_in_one_line(name):
+    from bench.registry import discover
+
+    reason = discover()[name].load().unavailable_reason()
+    if reason is None:
+        pytest.skip(f"{name} is available on this machine")
+    assert reason and "\n" not in reason
+
+
+def test_feat_text_is_read_with_the_whitelisting_parser():
+    assert parse(feat_expression("0.5*x_0^2 + sin(x_0)")) == parse("0.5*y**2 + sin(y)")
+    with pytest.raises(ExpressionError):
+        feat_expression("__import__('os').getcwd()")

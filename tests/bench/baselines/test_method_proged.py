@@ -1,0 +1,41 @@
+"""ProGED-style grammar search: sampling, constant fitting, recovery of the logistic ODE."""
+import numpy as np
+import pytest
+import sympy
+
+from bench.baselines import grammar
+from bench.expressions import parse
+from baselines_support import load, r2_on, run
+
+
+def test_sampled_skeletons_are_distinct_and_use_y():
+    skeletons = grammar.sample_skeletons(64, np.random.default_rng(0))
+    assert len(skeletons) == 64
+    assert len({s.key for s in skeletons}) == 64
+    assert all(s.expr.has(grammar.Y) and 1 <= len(s.constants) <= grammar.MAX_CONSTANTS for s in skeletons)
+
+
+def test_non_identifiable_constants_are_merged():
+    c = sympy.symbols("a b c", real=True)
+    skeleton = grammar.canonical(c[0] * c[1] * grammar.Y + c[2] * grammar.Y)
+    assert len(skeleton.constants) == 1
+
+
+def test_constants_of_the_logistic_skeleton_are_fitted_on_the_trajectory(logistic_observations):
+    obs = logistic_observations
+    y = grammar.Y
+    skeleton = grammar.canonical(sympy.Symbol("a", real=True) * y + sympy.Symbol("b", real=True) * y**2)
+    fit = grammar.fit_skeleton(skeleton, obs.t, obs.y, np.random.default_rng(0))
+    f = parse(fit.expression)
+    assert float(f.coeff(y, 1)) == pytest.approx(0.23, rel=1e-3)
+    assert float(f.coeff(y, 2)) == pytest.approx(-0.23, rel=1e-3)
+
+
+def test_proged_recovers_the_logistic_equation(logistic, logistic_observations):
+    prediction = run(load("proged")(sample_size=24), logistic_observations)
+    assert r2_on(logistic, prediction) > 0.99, prediction.expression
+
+
+def test_proged_fails_cleanly_on_a_trajectory_it_cannot_integrate(overflowing_observations):
+    with pytest.raises(RuntimeError, match="no sampled skeleton"):
+        run(load("proged")(sample_size=4, restarts=1), overflowing_observations, time_limit=30)
