@@ -1,0 +1,16 @@
+"""EHC: age-fitness Pareto GP with epigenetic hill climbing (La Cava, Spector & Danai 2015;
+La Cava's thesis 2016), SRBench's ellyn configuration (3 epigenetic hill-climbing steps per
+child, parameter hill climbing), re-implemented on DEAP (`bench.baselines.gp_ellyn.EHCRegressor`,
+whose docstring lists the differences), fitted to smoothed finite differences."""
+from bench.baselines.gp_ellyn import EHCRegressor
+from bench.baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod
+
+
+class EHC(GPFamilyMethod):
+    name = "ehc"
+    version = "1"
+    description = "AFP with epigenetic hill climbing (La Cava et al.; SRBench's ellyn EHC) on DEAP, on FD derivatives"
+    grid = ELLYN_GRID
+
+    def make_regressor(self, seed):
+        return EHCRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=self.fit_time_limit())
