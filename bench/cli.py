@@ -14,6 +14,9 @@ EXAMPLES = """examples:
   python -m bench run --dataset my_trajectories/ --methods sindy     (a folder of t,y CSV files)
   python -m bench list
   python -m bench report results/my-sweep
+  python -m bench plot results/my-sweep --out figures/
+  python -m bench paper --config configs/paper.yaml --quick        (smoke test of the paper pipeline)
+  python -m bench run --dataset classic --backend dask --scheduler tcp://HOST:8786 -j 32
 """
 
 
@@ -66,7 +69,34 @@ def _parser() -> argparse.ArgumentParser:
                      help="address-space limit per worker process; a method that exceeds it fails alone")
     run.add_argument("--out", default="results/sweep", metavar="DIR", help="result folder (default results/sweep)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    _backend_options(run)
     run.set_defaults(handler=_run)
+
+    plot = sub.add_parser("plot", help="draw the paper's figures (PNG and PDF) from a result folder",
+                          description="Draw the main figure, median R^2 per dataset (interpolation and "
+                          "extrapolation), the appendix grids and the dataset statistics, each with a CSV "
+                          "of the numbers it shows.")
+    plot.add_argument("results", metavar="DIR")
+    plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures)")
+    plot.add_argument("--dataset", default="classic", help="dataset of the main figure (default classic)")
+    plot.add_argument("--n", type=_positive_int, default=192, help="n of the main figure (default 192)")
+    plot.add_argument("--n-datasets", type=_positive_int, default=128,
+                      help="n of the per-dataset R^2 figures (default 128)")
+    plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
+    plot.set_defaults(handler=_plot)
+
+    paper = sub.add_parser("paper", help="run (or resume) the paper's sweep, then write every figure and table",
+                           description="Run or resume the sweep a config describes, then write all figures "
+                           "and tables with an index page into <out>/figures/ (see configs/paper.yaml).")
+    paper.add_argument("--config", default="configs/paper.yaml", metavar="YAML",
+                       help="the grid (default configs/paper.yaml)")
+    paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
+    paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
+    paper.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
+    paper.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
+    paper.add_argument("--quiet", action="store_true", help="no progress bar")
+    _backend_options(paper)
+    paper.set_defaults(handler=_paper)
 
     lst = sub.add_parser("list", help="list datasets and methods, with why a method cannot run here")
     lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py")
@@ -88,25 +118,78 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unavailable_reason(cls) -> str | None:
+    """The method's availability check, without the import-time warnings of the libraries it
+    tries (they would bury the one-line messages of the CLI)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls.unavailable_reason()
+
+
+def _backend_options(parser) -> None:
+    parser.add_argument("--backend", choices=("joblib", "dask"), default="joblib",
+                        help="joblib: worker processes on this machine; dask: a Dask cluster (default joblib)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="address of a running Dask scheduler (with --backend dask; without it a "
+                             "LocalCluster of -j workers is started here). Start workers with "
+                             "DASK_DISTRIBUTED__WORKER__DAEMON=False so they may start child processes")
+
+
+def _check_backend(args) -> None:
+    if args.scheduler and args.backend != "dask":
+        raise UserError("--scheduler needs --backend dask")
+
+
+def _plot(args) -> int:
+    from bench import plots
+    from bench.store import ResultStore
+
+    folder = Path(args.results)
+    if not (folder / "parts").is_dir():
+        raise UserError(f"{folder} is not a result folder (no parts/ inside)")
+    rows = ResultStore(folder).read()
+    if rows.empty:
+        raise UserError(f"{folder} holds no results yet")
+    out = Path(args.out) if args.out else folder / "figures"
+    paths = plots.draw_all(rows, out, dataset=args.dataset, n_main=args.n, n_datasets=args.n_datasets,
+                           data_folder=args.data_folder)
+    print(f"wrote {len(paths)} files to {out}")
+    return 0
+
+
+def _paper(args) -> int:
+    from bench import paper
+
+    _check_backend(args)
+    index = paper.run_paper(args.config, args.quick, args.jobs, args.backend, args.scheduler,
+                            progress=not args.quiet, method_files=tuple(args.method_file),
+                            data_folder=args.data_folder)
+    print(f"figures and tables: {index}")
+    return 0
+
+
 def _run(args) -> int:
     from bench import report, runner
 
+    _check_backend(args)
     specs = registry.discover(tuple(args.method_file))
     if args.methods:
         selected = registry.select(args.methods, specs)
         for spec in selected:
-            reason = spec.load().unavailable_reason()
+            reason = unavailable_reason(spec.load())
             if reason:
                 raise UserError(f"method {spec.name} is unavailable here: {reason}")
     else:
-        selected = [s for s in specs.values() if s.load().unavailable_reason() is None]
+        selected = [s for s in specs.values() if unavailable_reason(s.load()) is None]
     for name in args.dataset:
         datasets.resolve(name)
     sweep = runner.Sweep(
         datasets=tuple(args.dataset), methods=tuple(selected), noise=tuple(args.noise), n=tuple(args.n),
         seeds=tuple(args.seeds), jobs=args.jobs, time_limit=args.time_limit, out=args.out,
         memory_limit=int(args.memory_limit * 2**30) if args.memory_limit else None,
-        method_files=tuple(args.method_file))
+        method_files=tuple(args.method_file), backend=args.backend, scheduler=args.scheduler)
     store = runner.run(sweep, progress=not args.quiet)
     rows = store.read()
     mine = rows[rows["method"].isin([s.name for s in selected])] if not rows.empty else rows
@@ -128,7 +211,7 @@ def _list(args) -> int:
     print("\nmethods:")
     for name, spec in sorted(registry.discover(tuple(args.method_file)).items()):
         cls = spec.load()
-        reason = cls.unavailable_reason()
+        reason = unavailable_reason(cls)
         state = "available" if reason is None else f"unavailable: {reason}"
         print(f"  {name:<18} v{cls.version:<4} {state}")
         if cls.description:

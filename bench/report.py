@@ -15,6 +15,9 @@ import pandas as pd
 from bench import protocol
 
 GROUP = ["dataset", "method", "noise", "n"]
+TABLE_METRICS = ("r2_interp", "r2_extrap", "complexity", "fit_time")  # columns of the paper-style tables
+LATEX_NAMES = {"method": "Method", "noise": "$\\sigma$", "n": "$n$", "r2_interp": "$R^2$ (interp.)",
+               "r2_extrap": "$R^2$ (extrap.)", "complexity": "Complexity", "fit_time": "Time (s)"}
 METRICS = ["r2_interp", "r2_extrap", "l1_interp", "l1_extrap", "linf_interp", "linf_extrap",
            "isclose_interp", "isclose_extrap", "complexity", "fit_time"]
 
@@ -51,6 +54,66 @@ def failures(rows: pd.DataFrame) -> pd.DataFrame:
     return bad.groupby(["method", "status", "reason"], dropna=False).size().rename("count").reset_index()
 
 
+def quartiles(rows: pd.DataFrame, metrics=TABLE_METRICS) -> pd.DataFrame:
+    """Per dataset x method x noise x n: median, 25th and 75th percentile of each metric (failure policy applied)."""
+    rows = with_failure_policy(rows)
+    grouped = rows.groupby(GROUP, dropna=False)[list(metrics)]
+    parts = {"median": grouped.median(), "q25": grouped.quantile(0.25, interpolation="lower"),
+             "q75": grouped.quantile(0.75, interpolation="higher")}  # no interpolation across -inf
+    table = pd.concat({f"{m}_{stat}": parts[stat][m] for m in metrics for stat in parts}, axis=1)
+    return table.reset_index()
+
+
+def _cell(median: float, q25: float, q75: float) -> str:
+    if pd.isna(median):
+        return "-"
+    return f"{median:.3g} [{q25:.3g}, {q75:.3g}]"
+
+
+def iqr_table(rows: pd.DataFrame, metrics=TABLE_METRICS) -> pd.DataFrame:
+    """`quartiles` as text cells "median [q25, q75]", one column per metric."""
+    table = quartiles(rows, metrics)
+    out = table[GROUP].copy()
+    for m in metrics:
+        out[m] = [_cell(*v) for v in zip(table[f"{m}_median"], table[f"{m}_q25"], table[f"{m}_q75"])]
+    return out
+
+
+def format_iqr_markdown(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
+    return "Median [25th, 75th percentile]; failed tasks count as R^2 = -inf.\n\n" + \
+        iqr_table(rows, metrics).to_markdown(index=False)
+
+
+def format_latex(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
+    """A booktabs tabular of medians with interquartile ranges, one per dataset, ready to \\input."""
+    table = iqr_table(rows, metrics)
+    chunks = []
+    for dataset, part in table.groupby("dataset", sort=True):
+        body = part.drop(columns="dataset").rename(columns=LATEX_NAMES)
+        body = body.map(lambda v: str(v).replace("-inf", "$-\\infty$").replace("_", "\\_"))
+        latex = body.to_latex(index=False, escape=False, column_format="l" + "r" * (body.shape[1] - 1))
+        chunks.append(f"% {dataset}: median [25th, 75th percentile]; failures count as R^2 = -inf\n{latex}")
+    return "\n".join(chunks)
+
+
+def failure_counts(rows: pd.DataFrame) -> pd.DataFrame:
+    """Failed tasks per method (rows) and status (columns), with the total."""
+    bad = failures(rows)
+    if bad.empty:
+        return pd.DataFrame(columns=["method", "total"])
+    table = bad.pivot_table(index="method", columns="status", values="count", aggfunc="sum", fill_value=0)
+    table["total"] = table.sum(axis=1)
+    return table.reset_index()
+
+
+def format_failures_markdown(rows: pd.DataFrame) -> str:
+    counts, reasons = failure_counts(rows), failures(rows)
+    if reasons.empty:
+        return "No failed tasks.\n"
+    return ("Failed tasks per method and status:\n\n" + counts.to_markdown(index=False) +
+            "\n\nPer reason:\n\n" + reasons.to_markdown(index=False) + "\n")
+
+
 def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp", "r2_extrap",
                                                   "complexity", "fit_time")) -> str:
     shown = table[GROUP + list(columns)]
@@ -58,7 +121,8 @@ def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp"
 
 
 def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
-    """Write medians.csv, medians.md and failures.csv into `folder`; returns their paths."""
+    """Write medians.csv, medians.md and failures.csv, plus medians_iqr.md, medians.tex and
+    failures.md (medians with interquartile ranges, failure counts) into `folder`; returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     table = medians(rows)
     paths = {"csv": folder / "medians.csv", "markdown": folder / "medians.md", "failures": folder / "failures.csv"}
@@ -68,4 +132,9 @@ def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
         notes = "\nRows of user trajectories without a model are scored against the observations themselves.\n"
     paths["markdown"].write_text(format_markdown(table, columns=["tasks", "failed"] + METRICS) + "\n" + notes)
     failures(rows).to_csv(paths["failures"], index=False)
+    paths.update(iqr_markdown=folder / "medians_iqr.md", latex=folder / "medians.tex",
+                 failures_markdown=folder / "failures.md")
+    paths["iqr_markdown"].write_text(format_iqr_markdown(rows) + "\n" + notes)
+    paths["latex"].write_text(format_latex(rows))
+    paths["failures_markdown"].write_text(format_failures_markdown(rows))
     return paths

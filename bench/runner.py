@@ -1,8 +1,10 @@
 """A sweep: datasets x noise levels x sample sizes x seeds x methods, run in warm workers.
 
-The driver builds the task list, skips what the store already holds, hands the rest to
-`jobs` supervising threads (joblib, threading backend) that each own one worker process, and
-appends every row to the store as it arrives. Rerunning the same sweep resumes it.
+The driver builds the task list, skips what the store already holds, hands the rest to an
+executor, and appends every row to the store as it arrives; the driver is the only writer, so
+rerunning the same sweep resumes it. Executors: `joblib` (here: `jobs` supervising threads that
+each own one warm worker process) and `dask` (bench.dask_backend: the same warm workers, started
+inside the processes of a Dask cluster).
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ class Sweep:
     memory_limit: int | None = None  # bytes of address space per worker
     out: str = "results/sweep"
     method_files: tuple[str, ...] = field(default=())
+    backend: str = "joblib"  # "joblib" (this machine) or "dask" (a cluster, or a LocalCluster)
+    scheduler: str | None = None  # tcp://HOST:PORT of a running Dask scheduler (dask backend)
 
 
 def build_tasks(sweep: Sweep) -> list[Task]:
@@ -74,39 +78,74 @@ class WorkerPool:
             worker.close()
 
 
-def run(sweep: Sweep, progress: bool = True) -> ResultStore:
-    store = ResultStore(sweep.out)
+class JoblibExecutor:
+    """Rows of jobs run by `jobs` supervising threads (joblib threading backend), one warm worker each."""
+
+    def __init__(self, jobs: int, memory_limit: int | None):
+        self.jobs, self.memory_limit = jobs, memory_limit
+        self.pool: WorkerPool | None = None
+
+    def rows(self, jobs: list[Job], versions: dict[str, str]):
+        self.pool = WorkerPool(min(self.jobs, len(jobs)), self.memory_limit)
+        yield from Parallel(n_jobs=self.jobs, backend="threading", return_as="generator_unordered")(
+            delayed(_run_job)(self.pool, job, versions[job.spec.name]) for job in jobs)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def make_executor(sweep: Sweep):
+    """The executor named by `sweep.backend`; each yields one store row per job, in any order."""
+    if sweep.backend == "joblib":
+        return JoblibExecutor(sweep.jobs, sweep.memory_limit)
+    if sweep.backend == "dask":
+        from bench.dask_backend import DaskExecutor
+        return DaskExecutor(sweep.jobs, sweep.memory_limit, sweep.scheduler)
+    raise ValueError(f"unknown backend {sweep.backend!r}")
+
+
+def pending_jobs(sweep: Sweep, store: ResultStore) -> tuple[list[Job], dict[str, str]]:
+    """The jobs of `sweep` that `store` does not hold yet, and each method's version."""
     classes = {spec.name: spec.load() for spec in sweep.methods}
     versions = {name: cls.version for name, cls in classes.items()}
-    _write_config(sweep, store.folder)
     done = store.finished(versions)
+    tasks = build_tasks(sweep)
     jobs = []
     for spec in sweep.methods:
         limit = sweep.time_limit or classes[spec.name].time_limit
-        for task in build_tasks(sweep):
+        for task in tasks:
             if task.key + (spec.name,) not in done:
                 jobs.append(Job(spec, task, limit))
+    return jobs, versions
+
+
+def run(sweep: Sweep, progress: bool = True) -> ResultStore:
+    store = ResultStore(sweep.out)
+    _write_config(sweep, store.folder)
+    jobs, versions = pending_jobs(sweep, store)
     if not jobs:
         return store
-    pool = WorkerPool(min(sweep.jobs, len(jobs)), sweep.memory_limit)
+    executor = make_executor(sweep)
     bar = tqdm(total=len(jobs), disable=not progress, unit="task", dynamic_ncols=True)
     try:
-        results = Parallel(n_jobs=sweep.jobs, backend="threading", return_as="generator_unordered")(
-            delayed(_run_job)(pool, job, versions[job.spec.name]) for job in jobs)
-        for row in results:
+        for row in executor.rows(jobs, versions):
             store.append(row)
             bar.set_postfix_str(f"{row['method']} {row['dataset']}/{row['equation_id']}: {row['status']}")
             bar.update()
     finally:
         store.flush()
         bar.close()
-        pool.close()
+        executor.close()
     return store
 
 
 def _run_job(pool: WorkerPool, job: Job, version: str) -> dict:
+    return make_row(job, version, pool.execute(job))
+
+
+def make_row(job: Job, version: str, result: dict) -> dict:
     """The store row of one job: its key, what is known about the task, and the worker's result."""
-    result = pool.execute(job)
     task, trajectory = job.task, job.task.trajectory
     row = dict(zip(KEY, task.key + (job.spec.name,)))
     row.update(

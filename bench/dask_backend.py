@@ -1,0 +1,112 @@
+"""Sweeps on a Dask cluster: each Dask task runs one job in a warm bench worker process.
+
+The hard deadline of a job is kept the same way as on one machine: inside each Dask worker
+process, the job goes to a `bench.workers.Worker` child process (its own process group, killed
+at the deadline) that is kept warm for the next job of that Dask worker. Dask worker processes
+are daemonic by default and daemonic processes may not start children, so workers must run with
+`distributed.worker.daemon: False`:
+
+- `LocalCluster` (``--backend dask`` without ``--scheduler``): set here before the cluster starts;
+- `dask worker tcp://HOST:PORT`: start it with ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` in the
+  environment (or with ``--no-nanny``, where the worker is the non-daemonic main process).
+
+The driver stays the only writer of the result store: rows travel back as task results. A Dask
+worker that dies takes its running task with it; the scheduler reruns that task on another worker
+(up to `distributed.scheduler.allowed-failures` times), and a task that still cannot finish is
+recorded as an error row, so no job is ever lost.
+"""
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+import uuid
+
+import dask
+
+from bench.runner import make_row
+from bench.workers import Job, Worker
+
+NON_DAEMONIC = {"distributed.worker.daemon": False}
+
+
+def local_cluster(workers: int, **kwargs):
+    """A LocalCluster whose worker processes may start bench worker children."""
+    from distributed import LocalCluster
+
+    dask.config.set(NON_DAEMONIC)  # global: the nanny reads it again when it restarts a worker
+    options = dict(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
+    options.update(kwargs)
+    return LocalCluster(**options)
+
+
+# Warm bench workers of this (Dask worker) process, by memory limit; one per busy Dask thread.
+_idle: dict[int | None, queue.SimpleQueue] = {}
+_lock = threading.Lock()
+
+
+def run_job(job: Job, version: str, memory_limit: int | None) -> dict:
+    """The store row of `job`, run in a warm bench worker of this Dask worker process."""
+    with _lock:
+        if not _idle:
+            # before multiprocessing's own exit handler, which would wait for the idle children
+            atexit.register(_close_idle_workers)
+        idle = _idle.setdefault(memory_limit, queue.SimpleQueue())
+    try:
+        worker = idle.get_nowait()
+    except queue.Empty:
+        worker = Worker(memory_limit)
+    try:
+        result = worker.execute(job)
+    finally:
+        if worker.alive:
+            idle.put(worker)
+    return make_row(job, version, result)
+
+
+def _close_idle_workers() -> None:
+    for idle in _idle.values():
+        while not idle.empty():
+            idle.get_nowait().close()
+
+
+class DaskExecutor:
+    """Rows of jobs run on a Dask cluster: the one at `scheduler`, or a new LocalCluster of `jobs` workers."""
+
+    def __init__(self, jobs: int, memory_limit: int | None, scheduler: str | None):
+        self.jobs, self.memory_limit, self.scheduler = jobs, memory_limit, scheduler
+        self.cluster = self.client = None
+        self.futures = []
+
+    def rows(self, jobs: list[Job], versions: dict[str, str]):
+        from distributed import Client, as_completed
+
+        if self.scheduler:
+            self.client = Client(self.scheduler)
+        else:
+            self.cluster = local_cluster(min(self.jobs, len(jobs)))
+            self.client = Client(self.cluster)
+        tag = uuid.uuid4().hex[:8]  # task keys unique on a scheduler shared by several sweeps
+        self.futures = [self.client.submit(run_job, job, versions[job.spec.name], self.memory_limit,
+                                           pure=False, key=f"bench-{tag}-{i}") for i, job in enumerate(jobs)]
+        index = {future.key: jobs[i] for i, future in enumerate(self.futures)}
+        for future in as_completed(self.futures):
+            job = index[future.key]
+            if future.status == "finished":
+                yield future.result()
+            else:  # e.g. KilledWorker: every worker that tried it died
+                error = future.exception()
+                reason = f"dask task failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                yield make_row(job, versions[job.spec.name], {"status": "error", "reason": reason[:500]})
+
+    def close(self) -> None:
+        if self.client is not None:
+            for future in self.futures:
+                future.cancel()
+            try:  # stop the warm bench workers; a Dask worker waits for its children on exit
+                self.client.run(_close_idle_workers)
+            except Exception:
+                pass
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()

@@ -1,0 +1,116 @@
+"""`python -m bench paper`: run (or resume) the paper's sweep, then write every figure and table
+into one folder with an index page (`index.md`).
+
+The grid comes from a YAML config (configs/paper.yaml); its `quick:` block overrides the grid
+for a smoke test. Datasets that do not exist yet (`large` before the data generator has written
+it) are skipped with a message rather than failing the whole run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from bench import datasets, registry, report, runner
+from bench.cli import unavailable_reason
+from bench.store import ResultStore
+
+GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "figures")
+
+
+class ConfigError(ValueError):
+    """A paper config that cannot be used; the message names the file and the problem."""
+
+
+def load_config(path: str | Path, quick: bool = False) -> dict:
+    try:
+        config = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: not a readable YAML config ({err})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    if quick:
+        if not isinstance(config.get("quick"), dict):
+            raise ConfigError(f"{path}: --quick needs a 'quick:' block")
+        config = {**config, **config["quick"]}
+    missing = [k for k in ("out", "datasets", "noise", "n", "methods", "seeds") if k not in config]
+    if missing:
+        raise ConfigError(f"{path}: missing setting(s) {', '.join(missing)}")
+    return config
+
+
+def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, scheduler: str | None,
+                      method_files: tuple[str, ...] = ()) -> runner.Sweep:
+    names = []
+    for name in config["datasets"]:
+        try:
+            datasets.resolve(name)
+            names.append(name)
+        except datasets.DatasetError as err:
+            print(f"skipping dataset {name}: {err}")
+    if not names:
+        raise ConfigError("none of the config's datasets exists here")
+    specs = registry.discover(tuple(method_files))
+    wanted = config["methods"]
+    if wanted == "all":
+        chosen = [s for s in specs.values() if unavailable_reason(s.load()) is None]
+    else:
+        known = [n for n in wanted if n in specs] if quick else wanted
+        chosen = []
+        for spec in registry.select(known, specs):
+            reason = unavailable_reason(spec.load())
+            if reason:
+                print(f"skipping method {spec.name}: {reason}")
+            else:
+                chosen.append(spec)
+    if not chosen:
+        raise ConfigError("none of the config's methods is available here (see `python -m bench list`)")
+    return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=tuple(map(float, config["noise"])),
+                        n=tuple(map(int, config["n"])), seeds=tuple(map(int, config["seeds"])), jobs=jobs,
+                        time_limit=config.get("time_limit"), out=str(config["out"]),
+                        method_files=tuple(method_files), backend=backend, scheduler=scheduler)
+
+
+def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None) -> Path:
+    """Every table and figure of `rows` into `folder`, and index.md listing them; returns the index."""
+    from bench import plots
+
+    figures = figures or {}
+    main = figures.get("main", {})
+    tables = report.write(rows, folder)
+    drawn = plots.draw_all(rows, folder, dataset=main.get("dataset", "classic"), n_main=main.get("n", 192),
+                           n_datasets=figures.get("by_dataset", {}).get("n", 128), data_folder=data_folder)
+    lines = ["# Benchmark results", "",
+             f"{len(rows)} stored rows; {rows['method'].nunique()} methods; datasets: "
+             f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", "",
+             "## Figures", ""]
+    titles = {"main": "Median R^2, complexity and fit time against noise (paper Figure 3)",
+              "r2_interp": "Median R^2 per dataset, interpolation (paper Figure 4)",
+              "r2_extrap": "Median R^2 per dataset, extrapolation (paper Figure 5)",
+              "appendix_interp": "All metrics, every dataset and n, interpolation (appendix)",
+              "appendix_extrap": "All metrics, every dataset and n, extrapolation (appendix)",
+              "dataset_stats": "Dataset statistics: complexity and operators"}
+    for path in drawn:
+        if path.suffix == ".png":
+            stem = path.stem
+            lines += [f"### {titles.get(stem, stem)}", "", f"![{stem}]({path.name})", "",
+                      f"[PDF]({stem}.pdf) · [data]({stem}.csv)", ""]
+    lines += ["## Tables", ""]
+    for key, path in tables.items():
+        lines.append(f"- [{path.name}]({path.name}) ({key.replace('_', ' ')})")
+    lines += ["", "## Failures", "", report.format_failures_markdown(rows)]
+    index = folder / "index.md"
+    index.write_text("\n".join(lines) + "\n")
+    return index
+
+
+def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler: str | None,
+              progress: bool = True, method_files: tuple[str, ...] = (), data_folder=None) -> Path:
+    config = load_config(config_path, quick)
+    sweep = sweep_from_config(config, quick, jobs, backend, scheduler, method_files)
+    tasks = len(runner.build_tasks(sweep)) * len(sweep.methods)
+    print(f"paper sweep: {tasks} (method, task) pairs -> {sweep.out}")
+    runner.run(sweep, progress=progress)
+    rows = ResultStore(sweep.out).read()
+    rows = rows[rows["method"].isin([s.name for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
+    return write_outputs(rows, Path(sweep.out) / "figures", config.get("figures"), data_folder)

@@ -1,0 +1,65 @@
+"""Sweeps on a Dask cluster store the same rows as on joblib, and a killed Dask worker loses no task."""
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from bench import registry, runner  # noqa: E402
+from bench.dask_backend import local_cluster  # noqa: E402
+from bench.store import KEY, ResultStore  # noqa: E402
+
+FIXTURES = str(Path(__file__).parent / "fixtures" / "misbehaving_methods.py")
+COMPARED = KEY + ["status", "reason", "expression", "score_status", "complexity", "method_version",
+                  "truth_expression", *(f"{m}_{p}" for p in ("interp", "extrap") for m in ("r2", "l1", "linf", "isclose"))]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with local_cluster(2, silence_logs=50) as cluster:
+        yield cluster
+
+
+def sweep(out, method, **kwargs):
+    specs = registry.discover((FIXTURES,))
+    return runner.Sweep(datasets=("textbook",), methods=(specs[method],), noise=(0.0, 0.01), out=str(out),
+                        method_files=(FIXTURES,), **kwargs)
+
+
+def test_dask_sweep_stores_the_same_rows_as_joblib(tmp_path, cluster):
+    on_joblib = runner.run(sweep(tmp_path / "joblib", "truth", jobs=2), progress=False).read()
+    on_dask = runner.run(sweep(tmp_path / "dask", "truth", jobs=2, backend="dask",
+                               scheduler=cluster.scheduler_address), progress=False).read()
+    assert len(on_joblib) == 24
+    a, b = (frame[COMPARED].sort_values(KEY).reset_index(drop=True) for frame in (on_joblib, on_dask))
+    assert a.equals(b)
+
+
+def test_killing_a_dask_worker_mid_sweep_loses_no_task(tmp_path, cluster):
+    from distributed import Client
+
+    out = tmp_path / "killed"
+    with Client(cluster) as client:
+        pids = client.run(os.getpid)
+    victim = sorted(pids.values())[0]
+    killed = threading.Event()
+
+    def kill_when_half_way():
+        store, deadline = ResultStore(out), time.time() + 120
+        while time.time() < deadline and len(store.read()) < 4:
+            time.sleep(0.1)
+        os.kill(victim, signal.SIGKILL)
+        killed.set()
+
+    killer = threading.Thread(target=kill_when_half_way, daemon=True)
+    killer.start()
+    rows = runner.run(sweep(out, "slow", jobs=2, backend="dask", scheduler=cluster.scheduler_address),
+                      progress=False).read()
+    killer.join(timeout=5)
+    assert killed.is_set(), "the sweep ended before a worker could be killed"
+    assert len(rows) == 24 and not rows.duplicated(KEY).any()
+    assert set(rows.status) <= {"ok", "error"} and (rows.status == "ok").sum() >= 22

@@ -1,0 +1,90 @@
+"""Every figure and table is drawn from a small result table, and shows that table's numbers."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import plots, report
+
+
+@pytest.fixture(scope="module")
+def rows():
+    """A seeded result table: 3 methods x 2 datasets x 2 noise levels x 2 n x 4 equations;
+    'fails' errors on half of its tasks and 'awful' is far below R^2 = -3."""
+    rng = np.random.default_rng(0)
+    records = []
+    for dataset in ("textbook", "classic"):
+        for noise in (0.0, 0.01):
+            for n in (128, 192):
+                for eq in range(4):
+                    for method, r2 in (("good", 0.99), ("fails", 0.5), ("awful", -50.0)):
+                        failed = method == "fails" and eq % 2 == 0
+                        value = r2 - noise * 10 + rng.normal(0, 0.01)
+                        records.append(dict(
+                            dataset=dataset, equation_id=f"eq{eq}", y0_index=0, noise=noise, n=n, seed=0,
+                            method=method, status="error" if failed else "ok",
+                            reason="RuntimeError: boom" if failed else "", truth_kind="solution",
+                            score_status=None if failed else "ok", score_reason="",
+                            r2_interp=np.nan if failed else value, r2_extrap=np.nan if failed else value - 0.1,
+                            l1_interp=rng.uniform(0.01, 1), l1_extrap=rng.uniform(0.01, 1),
+                            linf_interp=rng.uniform(0.1, 2), linf_extrap=rng.uniform(0.1, 2),
+                            isclose_interp=rng.uniform(), isclose_extrap=rng.uniform(),
+                            complexity=float(rng.integers(3, 20)), fit_time=rng.uniform(0.1, 5)))
+    return pd.DataFrame(records)
+
+
+@pytest.fixture(scope="module")
+def drawn(rows, tmp_path_factory):
+    out = tmp_path_factory.mktemp("figures")
+    return out, plots.draw_all(rows, out, dataset="classic", n_main=192, n_datasets=128)
+
+
+def test_every_figure_is_written_as_png_and_pdf(drawn):
+    out, paths = drawn
+    for name in ("main", "r2_interp", "r2_extrap", "appendix_interp", "appendix_extrap", "dataset_stats"):
+        for suffix in ("png", "pdf", "csv"):
+            path = out / f"{name}.{suffix}"
+            assert path in paths and path.stat().st_size > 0
+
+
+def test_figures_show_the_medians_of_the_table(rows, drawn):
+    out, _ = drawn
+    expected = report.medians(rows).set_index(["dataset", "method", "noise", "n"])
+    main = pd.read_csv(out / "main.csv")
+    assert set(main.dataset) == {"classic"} and set(main.n) == {192}
+    for name, columns in (("main", ["r2_interp", "complexity", "fit_time"]), ("r2_interp", ["r2_interp"]),
+                          ("r2_extrap", ["r2_extrap"]), ("appendix_extrap", ["r2_extrap", "linf_extrap", "fit_time"])):
+        shown = pd.read_csv(out / f"{name}.csv").set_index(["dataset", "method", "noise", "n"])
+        np.testing.assert_allclose(shown[columns].to_numpy(float),
+                                   expected.loc[shown.index, columns].to_numpy(float), rtol=1e-12)
+    # the failure policy reaches the figures: 'fails' has R^2 = -inf on half its tasks
+    assert np.isneginf(expected.loc[("classic", "fails", 0.0, 192), "r2_interp"]) or \
+        expected.loc[("classic", "fails", 0.0, 192), "r2_interp"] < 0.5
+
+
+def test_dataset_statistics_count_each_equation_once(drawn):
+    from bench import datasets
+
+    out, _ = drawn
+    stats = pd.read_csv(out / "dataset_stats.csv")
+    for name in ("textbook", "classic"):
+        equations = {tr.equation_id for tr in datasets.load(name)}
+        assert (stats.dataset == name).sum() == len(equations)
+    operators = pd.read_csv(out / "dataset_operators.csv")
+    assert {"Add", "Mul"} <= set(operators.operator)
+
+
+def test_each_method_keeps_its_colour_across_figures(rows):
+    assert plots.palette(rows.method) == plots.palette(reversed(rows.method.tolist()))
+
+
+def test_tables_give_medians_with_interquartile_ranges_and_failure_counts(rows, tmp_path):
+    paths = report.write(rows, tmp_path)
+    quart = report.quartiles(rows).set_index(["dataset", "method", "noise", "n"])
+    good = rows[(rows.method == "good") & (rows.dataset == "textbook") & (rows.noise == 0) & (rows.n == 128)]
+    assert quart.loc[("textbook", "good", 0.0, 128), "r2_interp_median"] == pytest.approx(good.r2_interp.median())
+    assert quart.loc[("textbook", "good", 0.0, 128), "r2_interp_q25"] <= good.r2_interp.median()
+    latex = paths["latex"].read_text()
+    assert "\\begin{tabular}" in latex and "awful" in latex
+    counts = report.failure_counts(rows).set_index("method")
+    assert counts.loc["fails", "error"] == 16 and "good" not in counts.index
+    assert "RuntimeError: boom" in paths["failures_markdown"].read_text()
