@@ -142,16 +142,23 @@ def _check_backend(args) -> None:
         raise UserError("--scheduler needs --backend dask")
 
 
-def _plot(args) -> int:
-    from bench import plots
+def _read_results(folder: Path):
+    """The stored rows of a result folder; a one-line error when it is not one or is empty."""
     from bench.store import ResultStore
 
-    folder = Path(args.results)
     if not (folder / "parts").is_dir():
         raise UserError(f"{folder} is not a result folder (no parts/ inside)")
     rows = ResultStore(folder).read()
     if rows.empty:
         raise UserError(f"{folder} holds no results yet")
+    return rows
+
+
+def _plot(args) -> int:
+    from bench import plots
+
+    folder = Path(args.results)
+    rows = _read_results(folder)
     out = Path(args.out) if args.out else folder / "figures"
     paths = plots.draw_all(rows, out, dataset=args.dataset, n_main=args.n, n_datasets=args.n_datasets,
                            data_folder=args.data_folder)
@@ -231,14 +238,9 @@ def _score(args) -> int:
 
 def _report(args) -> int:
     from bench import report
-    from bench.store import ResultStore
 
     folder = Path(args.results)
-    if not (folder / "parts").is_dir():
-        raise UserError(f"{folder} is not a result folder (no parts/ inside)")
-    rows = ResultStore(folder).read()
-    if rows.empty:
-        raise UserError(f"{folder} holds no results yet")
+    rows = _read_results(folder)
     paths = report.write(rows, Path(args.out) if args.out else folder)
     print(report.format_markdown(report.medians(rows)))
     print("\n" + "  ".join(f"{k}: {v}" for k, v in paths.items()))
