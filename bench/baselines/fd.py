@@ -240,15 +240,24 @@ def grid_search(regressor: BaseEstimator, grid: dict[str, list] | list[dict[str,
     limit over all settings plus the refit, so the search ends before the runner kills the task.
     """
     cv = split(t)
-    grids = [dict(g) for g in (grid if isinstance(grid, list) else [grid])] or [{}]
+    grids = _grids(grid)
     if run_time_limit is not None:
-        runs = len(ParameterGrid(grids)) + 1
-        seconds = run_time_limit
-        if task_time_limit:
-            seconds = min(seconds, SAFETY * task_time_limit / runs)
-        regressor = TimeLimited(regressor, seconds=seconds)
+        regressor = TimeLimited(regressor, seconds=per_run_limit(grids, run_time_limit, task_time_limit))
         grids = [{f"estimator__{key}": values for key, values in g.items()} for g in grids]
     return GridSearchCV(regressor, grids, scoring=neg_mse, cv=cv, refit=True, n_jobs=1, error_score=-np.inf)
+
+
+def _grids(grid: dict[str, list] | list[dict[str, list]]) -> list[dict[str, list]]:
+    return [dict(g) for g in (grid if isinstance(grid, list) else [grid])] or [{}]
+
+
+def per_run_limit(grid: dict[str, list] | list[dict[str, list]], run_time_limit: float,
+                  task_time_limit: float | None = None) -> float:
+    """Seconds one hyperparameter run may take: `run_time_limit`, capped at an equal share of
+    SAFETY x the task's limit over all settings of `grid` plus the refit."""
+    if not task_time_limit:
+        return run_time_limit
+    return min(run_time_limit, SAFETY * task_time_limit / (len(ParameterGrid(_grids(grid))) + 1))
 
 
 def prediction_from_search(search: GridSearchCV) -> Prediction:

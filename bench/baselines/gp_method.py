@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-from sklearn.model_selection import ParameterGrid
-
 from bench.baselines import fd, gp
 from bench.method import Budget, Observations, Prediction
 
@@ -40,9 +38,7 @@ class GPFamilyMethod(fd.FiniteDifferenceMethod):
     def fit_time_limit(self) -> float | None:
         """Seconds a regressor may run: as in `fd.grid_search`, the per-run limit capped at an
         equal share of the task's limit over all settings plus the refit, times COOPERATIVE_SHARE."""
-        seconds = math.inf if self.run_time_limit is None else self.run_time_limit
         task = getattr(self, "_task_time_limit", None)
-        if task:
-            runs = len(ParameterGrid(self.grid)) + 1 if self.grid else 2
-            seconds = min(seconds, fd.SAFETY * task / len(self.fd_degrees) / runs)
+        seconds = fd.per_run_limit(self.grid, math.inf if self.run_time_limit is None else self.run_time_limit,
+                                   task / len(self.fd_degrees) if task else None)
         return None if math.isinf(seconds) else COOPERATIVE_SHARE * seconds
