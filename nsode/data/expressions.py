@@ -58,6 +58,23 @@ def compile_vector(expr: sympy.Expr):
     return evaluate
 
 
+def compile_parametrised(expr: sympy.Expr, params: list[sympy.Symbol]):
+    """A numpy callable f(y, p) for `expr` in y and the symbols `params`; nan out of domain.
+
+    `p` is a 2-D array with one row per parameter, broadcasting against `y`, so that one
+    compiled function evaluates many ODEs of one skeleton (different constants) at once.
+    """
+    fn = sympy.lambdify([Y, *params], _with_y(expr), modules="numpy")
+
+    def evaluate(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(y, *p), dtype=float)
+        return np.broadcast_to(out, np.broadcast_shapes(y.shape, out.shape)).copy()
+
+    return evaluate
+
+
 def complexity(expr: sympy.Expr) -> int:
     """The paper's complexity: the number of operators, variables and constants in the tree.
 

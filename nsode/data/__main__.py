@@ -1,0 +1,111 @@
+"""python -m nsode.data {generate,stats,large}: NSODE's training data and the Large dataset.
+
+  generate  random ODEs y' = f(y) and their solutions, written as parquet shards
+            (deterministic for a seed, independent of -j, resumable: run the same command again)
+  stats     counts, complexity histogram and operator frequencies of a generated folder
+  large     the Large benchmark dataset (datasets/large.json) and the skeleton list that
+            training excludes
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+class UserError(ValueError):
+    """Reported as one line, exit code 2."""
+
+
+def _generate(args) -> int:
+    from nsode.data import config as cfg
+    from nsode.data import generate
+
+    config = cfg.load(args.config)
+    result = generate.generate(args.out, args.n_skeletons, args.seed, config, jobs=args.jobs,
+                               scheduler=args.scheduler, progress=not args.quiet)
+    drops = ", ".join(f"{k} {v}" for k, v in sorted(result["drops"].items())) or "none"
+    print(f"{args.out}: {result['shards']} shards, {result['skeletons']} skeletons, {result['odes']} ODEs, "
+          f"{result['solutions']} solutions (dropped solutions: {drops})")
+    return 0
+
+
+def _stats(args) -> int:
+    from nsode.data import stats
+
+    stats.report(Path(args.folder), plot=args.plot)
+    return 0
+
+
+def _large(args) -> int:
+    from nsode.data import large
+
+    large.main(out=Path(args.out), seed=args.seed, per_complexity=args.per_complexity, total=args.count,
+               excluded_file=Path(args.excluded) if args.excluded else None, progress=not args.quiet)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m nsode.data", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="{generate,stats,large}")
+
+    g = sub.add_parser("generate", help="generate training ODEs and solutions as parquet shards",
+                       description="Sample N distinct skeletons (uniform random trees, simplified, filtered, "
+                       "Large's skeletons excluded), N_const constant sets each, N_iv initial values each; solve "
+                       "with LSODA on [0, T] and [T, T_extra]; keep solutions that pass the finite-difference "
+                       "check; write DIR/shards/*.parquet (see nsode/data/shards.py for the columns). Running the "
+                       "same command again resumes: finished shards are kept, the rest are (re)made; a larger "
+                       "--n-skeletons extends the folder.")
+    g.add_argument("--out", required=True, metavar="DIR", help="output folder (created; resumed if it exists)")
+    g.add_argument("--n-skeletons", type=int, required=True, metavar="N", help="number of distinct skeletons")
+    g.add_argument("--seed", type=int, required=True, metavar="S", help="random seed: same seed, same data")
+    g.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
+    g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
+                   "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="run the work units on this Dask scheduler "
+                   "(e.g. tcp://10.0.0.1:8786) instead of local processes; workers must see DIR")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    g.set_defaults(func=_generate)
+
+    s = sub.add_parser("stats", help="counts, complexity histogram and operator frequencies of a folder",
+                       description="Print tables of a generated folder (counts, drop reasons, complexity "
+                       "histogram, operator and leaf frequencies) and write a plot.")
+    s.add_argument("folder", metavar="DIR", help="a folder written by `generate`")
+    s.add_argument("--plot", metavar="FILE.png", help="where to write the plot (default DIR/stats.png)")
+    s.set_defaults(func=_stats)
+
+    la = sub.add_parser("large", help="write the Large benchmark dataset and the excluded-skeleton list",
+                        description="Draw ODEs from the training distribution with a seed of its own, one per "
+                        "skeleton and at most --per-complexity per complexity, each with an initial value whose "
+                        "solution passes the generator's checks; write them in the benchmark harness's "
+                        "format, and store their skeletons in nsode/data/excluded_skeletons.yaml so that "
+                        "`generate` never trains on them.")
+    la.add_argument("--out", default="datasets/large.json", metavar="FILE", help="default: datasets/large.json")
+    la.add_argument("--seed", type=int, default=20230723, metavar="S", help="default: 20230723 (not a training seed)")
+    la.add_argument("--count", type=int, default=162, metavar="N", help="number of ODEs (default 162)")
+    la.add_argument("--per-complexity", type=int, default=10, metavar="M", help="at most M per complexity (default 10)")
+    la.add_argument("--excluded", metavar="FILE", help="where to write the skeleton list "
+                    "(default nsode/data/excluded_skeletons.yaml)")
+    la.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    la.set_defaults(func=_large)
+    return p
+
+
+def main(argv=None) -> int:
+    from nsode.data.config import ConfigError
+    from nsode.data.generate import GenerateError
+
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (UserError, ConfigError, GenerateError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""The parameters of the ODE distribution and of its solutions: one frozen object, one YAML file.
+
+`default.yaml` next to this module holds the paper's values and is the single source of truth
+(K = 5, operator weights 0.2 each, p_sym = 0.5, constants, N_const = N_iv = 25, T = 2,
+T_extra = 4, 1024 grid points, LSODA tolerances 1e-9, FD tolerance 1). A `--config` file
+overrides any subset of its keys, so other distributions can be generated.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+import yaml
+
+DEFAULT_FILE = Path(__file__).with_name("default.yaml")
+BINARY_OPS = ("add", "sub", "mul", "div", "pow")
+UNARY_OPS = ("sin", "cos", "exp", "sqrt", "log")
+
+
+class ConfigError(ValueError):
+    """A configuration file or value that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Config:
+    max_ops: int
+    binary_ops: Mapping[str, float]
+    unary_ops: Mapping[str, float]
+    p_sym: float
+    p_int: float
+    int_range: tuple[int, int]
+    real_range: tuple[float, float]
+    n_const: int
+    n_iv: int
+    y0_range: tuple[float, float]
+    t_max: float
+    t_extra: float
+    grid: int
+    rtol: float
+    atol: float
+    fd_tolerance: float
+    simplify_time_limit: float
+    solve_time_limit: float
+    max_rhs_calls: int
+    candidates_per_block: int
+    skeletons_per_shard: int
+
+    def __post_init__(self):
+        _validate(self)
+
+    def __reduce__(self):  # MappingProxyType does not pickle; workers get the plain values
+        return from_dict, (self.to_dict(),)
+
+    # the time grids every module uses
+    def t_train(self) -> np.ndarray:
+        return np.linspace(0.0, self.t_max, self.grid)
+
+    def t_extrapolate(self) -> np.ndarray:
+        return np.linspace(self.t_max, self.t_extra, self.grid)
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # asdict cannot copy a mappingproxy
+        out["binary_ops"], out["unary_ops"] = dict(self.binary_ops), dict(self.unary_ops)
+        out["int_range"], out["real_range"] = list(self.int_range), list(self.real_range)
+        out["y0_range"] = list(self.y0_range)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def replace(self, **changes) -> "Config":
+        return from_dict({**self.to_dict(), **changes})
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config file ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config file must be a mapping of keys to values")
+    return data
+
+
+def default() -> Config:
+    return from_dict(_read_yaml(DEFAULT_FILE))
+
+
+def load(path: str | Path | None = None) -> Config:
+    """The default configuration, with the keys of `path` (a YAML file) overriding it."""
+    base = _read_yaml(DEFAULT_FILE)
+    if path is None:
+        return from_dict(base)
+    override = _read_yaml(Path(path))
+    unknown = sorted(set(override) - set(base))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; known keys are in {DEFAULT_FILE}")
+    return from_dict({**base, **override})
+
+
+def from_dict(data: dict) -> Config:
+    names = [f.name for f in dataclasses.fields(Config)]
+    missing = [n for n in names if n not in data]
+    if missing:
+        raise ConfigError(f"missing config key(s): {', '.join(missing)}")
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ConfigError(f"unknown config key(s): {', '.join(unknown)}")
+    try:
+        return Config(
+            max_ops=int(data["max_ops"]),
+            binary_ops=_weights(data["binary_ops"], BINARY_OPS, "binary_ops"),
+            unary_ops=_weights(data["unary_ops"], UNARY_OPS, "unary_ops"),
+            p_sym=float(data["p_sym"]), p_int=float(data["p_int"]),
+            int_range=_pair(data["int_range"], int, "int_range"),
+            real_range=_pair(data["real_range"], float, "real_range"),
+            n_const=int(data["n_const"]), n_iv=int(data["n_iv"]),
+            y0_range=_pair(data["y0_range"], float, "y0_range"),
+            t_max=float(data["t_max"]), t_extra=float(data["t_extra"]), grid=int(data["grid"]),
+            rtol=float(data["rtol"]), atol=float(data["atol"]), fd_tolerance=float(data["fd_tolerance"]),
+            simplify_time_limit=float(data["simplify_time_limit"]),
+            solve_time_limit=float(data["solve_time_limit"]), max_rhs_calls=int(data["max_rhs_calls"]),
+            candidates_per_block=int(data["candidates_per_block"]),
+            skeletons_per_shard=int(data["skeletons_per_shard"]),
+        )
+    except (TypeError, ValueError) as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"bad config value: {err}") from None
+
+
+def _weights(value, allowed: tuple[str, ...], key: str) -> Mapping[str, float]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key} must be a mapping of operator name to weight")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{key}: unknown operator(s) {', '.join(unknown)} (allowed: {', '.join(allowed)})")
+    weights = {k: float(v) for k, v in value.items() if float(v) > 0}
+    if any(float(v) < 0 for v in value.values()) or not weights:
+        raise ConfigError(f"{key}: weights must be >= 0 with at least one positive")
+    total = sum(weights.values())
+    # canonical order (the vocabulary's), so the same weights give the same samples
+    return MappingProxyType({k: weights[k] / total for k in allowed if k in weights})
+
+
+def _pair(value, kind, key: str) -> tuple:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ConfigError(f"{key} must be a pair [low, high]")
+    lo, hi = kind(value[0]), kind(value[1])
+    if not lo < hi:
+        raise ConfigError(f"{key}: low must be below high (got {lo}, {hi})")
+    return lo, hi
+
+
+def _validate(c: Config) -> None:
+    checks = [
+        (c.max_ops >= 1, "max_ops must be >= 1"),
+        (0 < c.p_sym <= 1 and 0 <= c.p_int <= 1, "p_sym must be in (0, 1] and p_int in [0, 1]"),
+        (c.n_const >= 1 and c.n_iv >= 1, "n_const and n_iv must be >= 1"),
+        (0 < c.t_max < c.t_extra, "need 0 < t_max < t_extra"),
+        (c.grid >= 16, "grid must have at least 16 points (the FD stencil is 9 wide)"),
+        (c.rtol > 0 and c.atol > 0 and c.fd_tolerance > 0, "tolerances must be positive"),
+        (c.simplify_time_limit > 0 and c.solve_time_limit > 0 and c.max_rhs_calls > 0, "limits must be positive"),
+        (c.candidates_per_block >= 1 and c.skeletons_per_shard >= 1, "block and shard sizes must be >= 1"),
+        (c.int_range != (0, 0), "int_range must contain a non-zero integer"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)

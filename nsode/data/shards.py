@@ -1,0 +1,108 @@
+"""The training-data store: a folder of parquet shards, one row per solution.
+
+Why parquet (not HDF5): a shard is a table whose columns have different types, and parquet
+stores list columns (tokens, constants, the solution vector) natively; it is columnar, so a
+reader can load only `skeleton` and `y` without touching the rest; pyarrow streams it shard by
+shard (and row group by row group) into pandas or torch without holding the dataset in memory;
+its files are self-describing and written in one call, which makes the write-then-rename of a
+finished shard atomic; and the benchmark harness already stores its results as parquet.
+
+Layout (the contract the training code reads):
+
+    DIR/config.json                 the Config, plus generator_version, seed (and provenance)
+    DIR/skeletons.parquet           the deduplicated skeleton list, in generation order
+    DIR/shards/shard-00000.parquet  one row per solution on [0, T] (columns: SOLUTION_SCHEMA)
+    DIR/extra/shard-00000.parquet   the same solutions on [T, T_extra] (EXTRA_SCHEMA); row
+                                    `extra_row` of the extra shard with the same number
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nsode.data import config as cfg
+
+SOLUTION_SCHEMA = pa.schema([
+    ("ode_id", pa.int64()),            # unique in the folder: skeleton_index * n_const + constant set
+    ("skeleton_index", pa.int64()),    # position in skeletons.parquet (generation order)
+    ("skeleton", pa.string()),         # tokens.skeleton text, constants as c / -c
+    ("skeleton_id", pa.int64()),       # stable 63-bit hash of `skeleton` (skeleton_id())
+    ("expression", pa.string()),       # infix python syntax in y, tokens.parse_infix reads it
+    ("tokens", pa.list_(pa.string())),  # tokens.to_strings(prefix)
+    ("constants", pa.list_(pa.float64())),
+    ("complexity", pa.int32()),
+    ("y0_index", pa.int32()),          # which of the ODE's N_iv draws (gaps: dropped draws)
+    ("y0", pa.float64()),
+    ("y", pa.list_(pa.float64())),     # the solution on Config.t_train() (`grid` points)
+    ("fd_residual", pa.float64()),     # max |FD derivative - f(y)| on [0, T_extra], <= fd_tolerance
+    ("extra_row", pa.int64()),         # row of this solution in extra/shard-NNNNN.parquet
+])
+EXTRA_SCHEMA = pa.schema([
+    ("ode_id", pa.int64()),
+    ("y0_index", pa.int32()),
+    ("y_extra", pa.list_(pa.float64())),  # the solution on Config.t_extrapolate()
+])
+SKELETON_SCHEMA = pa.schema([
+    ("skeleton_index", pa.int64()),
+    ("skeleton", pa.string()),
+    ("skeleton_id", pa.int64()),
+    ("expression", pa.string()),       # the simplified expression the skeleton came from
+    ("complexity", pa.int32()),
+    ("block", pa.int64()),             # the candidate block that found it (see generate.py)
+])
+CONFIG_FILE, SKELETON_FILE = "config.json", "skeletons.parquet"
+
+
+def shard_name(index: int) -> str:
+    return f"shard-{index:05d}.parquet"
+
+
+def shard_paths(folder: str | Path) -> list[Path]:
+    """The finished solution shards of a folder, sorted (extra/ and temporary files excluded)."""
+    return sorted((Path(folder) / "shards").glob("shard-*.parquet"))
+
+
+def extra_path(shard: str | Path) -> Path:
+    """The [T, T_extra] shard that belongs to a solution shard."""
+    shard = Path(shard)
+    return shard.parent.parent / "extra" / shard.name
+
+
+def read_shard(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
+    return pq.read_table(path, columns=columns).to_pandas()
+
+
+def iter_rows(folder: str | Path, columns: list[str] | None = None) -> Iterator[dict]:
+    """Every solution of a folder as a dict, shard by shard (one shard in memory at a time)."""
+    for path in shard_paths(folder):
+        for batch in pq.ParquetFile(path).iter_batches(columns=columns):
+            yield from batch.to_pylist()
+
+
+def read_config(folder: str | Path) -> tuple[cfg.Config, dict]:
+    """(Config, provenance) of a folder; provenance holds generator_version, seed and the rest."""
+    data = json.loads((Path(folder) / CONFIG_FILE).read_text())
+    names = set(cfg.Config.__dataclass_fields__)
+    return cfg.from_dict({k: v for k, v in data.items() if k in names}), \
+        {k: v for k, v in data.items() if k not in names}
+
+
+def write_table_atomic(table: pa.Table, path: Path) -> None:
+    """Write then rename, so a file under its final name is always complete."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def write_text_atomic(text: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

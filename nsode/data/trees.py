@@ -1,0 +1,147 @@
+"""Random expressions: a unary-binary tree drawn uniformly, then decorated (paper, Section 3.1).
+
+Phase 1 draws the tree shape uniformly among all unary-binary trees with 1..K internal nodes,
+with the counting method of Lample & Charton (2019, "Deep learning for symbolic mathematics",
+appendix C). Growing trees node by node with fixed probabilities would over-represent small
+trees; counting D(e, n), the number of trees with e empty slots and n operators still to place,
+gives every shape the same probability. We write it ourselves because no maintained library
+samples these trees. Phase 2 decorates: operators by their configured weights, a leaf is `y`
+with probability p_sym, else a constant (integer or real, 50/50 by default).
+
+A decorated tree is a prefix list: operator names, "y", and numbers (int for integer constants).
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import sympy
+
+from nsode.data.config import Config
+from nsode.data.expressions import Y
+
+UNARY, BINARY, LEAF = 1, 2, 0
+
+
+@lru_cache(maxsize=None)
+def count_trees(empty: int, ops: int) -> int:
+    """D(e, n): unary-binary trees filling `empty` slots with exactly `ops` operators.
+
+    D(0, n) = 0 for n > 0, D(e, 0) = 1, D(e, n) = D(e-1, n) + D(e, n-1) + D(e+1, n-1)
+    (the first slot is a leaf, a unary node, or a binary node).
+    """
+    if ops == 0:
+        return 1
+    if empty == 0:
+        return 0
+    return count_trees(empty - 1, ops) + count_trees(empty, ops - 1) + count_trees(empty + 1, ops - 1)
+
+
+def size_distribution(max_ops: int) -> np.ndarray:
+    """P(n internal nodes), n = 0..max_ops, for a tree uniform among those with 1..max_ops nodes."""
+    counts = np.array([0] + [count_trees(1, n) for n in range(1, max_ops + 1)], dtype=float)
+    return counts / counts.sum()
+
+
+def sample_shape(n_ops: int, rng: np.random.Generator) -> list[int]:
+    """Arities in prefix order of a tree drawn uniformly among trees with `n_ops` operators."""
+    shape, empty = [], 1
+    for remaining in range(n_ops, 0, -1):
+        # P(skip k slots as leaves, then place an operator of arity a) = D(e - k - 1 + a, n - 1) / D(e, n)
+        weights = [count_trees(empty - k - 1 + a, remaining - 1) for k in range(empty) for a in (UNARY, BINARY)]
+        total = count_trees(empty, remaining)
+        choice = int(rng.choice(len(weights), p=np.array(weights, float) / total))
+        k, arity = divmod(choice, 2)
+        arity = UNARY if arity == 0 else BINARY
+        shape += [LEAF] * k + [arity]
+        empty += arity - k - 1
+    return shape + [LEAF] * empty
+
+
+def sample_constant(rng: np.random.Generator, config: Config, sign: int = 0) -> int | float:
+    """A constant from p_const; `sign` (+1 or -1) restricts it to that sign, as resampling requires."""
+    if rng.random() < config.p_int:
+        lo, hi = config.int_range
+        values = [v for v in range(lo, hi + 1) if v != 0 and (sign == 0 or np.sign(v) == sign)]
+        if values:
+            return int(values[int(rng.integers(len(values)))])
+    lo, hi = config.real_range
+    if sign > 0:
+        lo = max(lo, 0.0)
+    elif sign < 0:
+        hi = min(hi, 0.0)
+    value = float(rng.uniform(lo, hi))
+    return value if value != 0.0 else sample_constant(rng, config, sign)
+
+
+def sample_expression(rng: np.random.Generator, config: Config) -> list:
+    """A decorated random tree in prefix order (operator names, "y", int/float constants)."""
+    n_ops = int(rng.choice(config.max_ops + 1, p=size_distribution(config.max_ops)))
+    binary, binary_p = list(config.binary_ops), list(config.binary_ops.values())
+    unary, unary_p = list(config.unary_ops), list(config.unary_ops.values())
+    out = []
+    for arity in sample_shape(n_ops, rng):
+        if arity == BINARY:
+            out.append(binary[int(rng.choice(len(binary), p=binary_p))])
+        elif arity == UNARY:
+            out.append(unary[int(rng.choice(len(unary), p=unary_p))])
+        else:
+            out.append("y" if rng.random() < config.p_sym else sample_constant(rng, config))
+    return out
+
+
+class InvalidTree(ValueError):
+    """The tree has no real finite value as an expression (e.g. log of a negative constant)."""
+
+
+_FLOAT_OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "pow": lambda a, b: math.pow(a, b),
+    "sin": math.sin, "cos": math.cos, "exp": math.exp, "sqrt": math.sqrt, "log": math.log,
+}
+_SYMPY_OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "pow": lambda a, b: a**b,
+    "sin": sympy.sin, "cos": sympy.cos, "exp": sympy.exp, "sqrt": sympy.sqrt, "log": sympy.log,
+}
+
+
+def to_sympy(prefix: list) -> sympy.Expr:
+    """sympy expression of a decorated tree; raises InvalidTree.
+
+    Subtrees without `y` are evaluated in floating point first: sympy would otherwise compute
+    e.g. 10**(9**10) exactly (hours, gigabytes) or keep exp(3) symbolic as a second constant.
+    """
+    pos = 0
+
+    def build():
+        nonlocal pos
+        item = prefix[pos]
+        pos += 1
+        if item == "y":
+            return Y
+        if not isinstance(item, str):
+            return float(item)
+        args = [build() for _ in range(2 if item in ("add", "sub", "mul", "div", "pow") else 1)]
+        if all(isinstance(a, float) for a in args):
+            try:
+                value = _FLOAT_OPS[item](*args)
+            except (ValueError, ZeroDivisionError, OverflowError):
+                raise InvalidTree(f"constant subexpression {item}{tuple(args)} is not a finite real") from None
+            if not math.isfinite(value):
+                raise InvalidTree(f"constant subexpression {item}{tuple(args)} is not finite")
+            return value
+        return _SYMPY_OPS[item](*(number(a) if isinstance(a, float) else a for a in args))
+
+    expr = build()
+    if pos != len(prefix):
+        raise InvalidTree("prefix list is not a single tree")
+    return number(expr) if isinstance(expr, float) else expr
+
+
+def number(value: float) -> sympy.Number:
+    """Integer for integral values (so 3 and 3.0 are one constant), else a 53-bit Float."""
+    if float(value).is_integer() and abs(value) < 2**53:
+        return sympy.Integer(int(value))
+    return sympy.Float(float(value))

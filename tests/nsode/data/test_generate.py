@@ -1,0 +1,144 @@
+"""The generator end to end: the shard contract, determinism, -j independence, resume, errors."""
+import json
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from nsode.data import generate
+from nsode.data import shards as store
+from nsode.data import tokens as tok
+from nsode.data.__main__ import main
+from nsode.data.expressions import compile_vector
+from nsode.data.solve import fd_residual
+
+
+def _contents(folder):
+    """Every table of a folder (data and metadata), keyed by relative path."""
+    files = sorted(p for p in folder.rglob("*.parquet"))
+    return {str(p.relative_to(folder)): pq.read_table(p) for p in files}
+
+
+def _assert_same(a, b):
+    ta, tb = _contents(a), _contents(b)
+    assert ta.keys() == tb.keys() and len(ta) > 2
+    for name in ta:
+        assert ta[name].equals(tb[name]), name
+        assert ta[name].schema.metadata == tb[name].schema.metadata, name
+    assert json.loads((a / "config.json").read_text()) == json.loads((b / "config.json").read_text())
+
+
+def test_shards_follow_the_contract(tiny_folder, tiny_config):
+    config, provenance = store.read_config(tiny_folder)
+    assert config == tiny_config and provenance["seed"] == 3
+    assert provenance["generator_version"] == generate.GENERATOR_VERSION
+    paths = store.shard_paths(tiny_folder)
+    assert [p.name for p in paths] == ["shard-00000.parquet", "shard-00001.parquet", "shard-00002.parquet"]
+    assert pq.read_schema(paths[0]).remove_metadata() == store.SOLUTION_SCHEMA
+    rows = 0
+    for path in paths:
+        frame, extra = store.read_shard(path), store.read_shard(store.extra_path(path))
+        rows += len(frame)
+        for r in frame.itertuples():
+            expr = tok.parse_infix(r.expression)
+            assert tok.decode(tok.from_strings(list(r.tokens))) == expr
+            assert tok.skeleton(expr) == r.skeleton and generate.skeleton_id(r.skeleton) == r.skeleton_id
+            assert list(r.constants) == tok.constants(tok.from_strings(list(r.tokens)))
+            assert len(r.y) == config.grid and r.y[0] == r.y0 and -5 <= r.y0 <= 5
+            e = extra.iloc[r.extra_row]
+            assert (e.ode_id, e.y0_index) == (r.ode_id, r.y0_index) and e.y_extra[0] == r.y[-1]
+            # the stored solution solves the stored ODE
+            assert fd_residual(compile_vector(expr), config.t_train(), np.array(r.y)) <= config.fd_tolerance
+    assert rows == generate.totals(tiny_folder)["solutions"] > 0
+    assert len(list(store.iter_rows(tiny_folder, columns=["ode_id"]))) == rows
+
+
+def test_skeletons_are_deduplicated(tmp_path, tiny_config, monkeypatch):
+    # one operator at most: few skeletons exist (c*y, sin(y), y + c, ...), so candidates repeat them
+    # (without the Large list, which holds several of these few)
+    monkeypatch.setattr(generate, "EXCLUDED_FILE", tmp_path / "none.yaml")
+    config = tiny_config.replace(max_ops=1)
+    generate.generate(tmp_path / "d", 8, 5, config, progress=False)
+    table = pq.read_table(tmp_path / "d" / store.SKELETON_FILE)
+    skeletons = table.column("skeleton").to_pylist()
+    assert len(skeletons) == 8 == len(set(skeletons))
+    assert json.loads(table.schema.metadata[b"search"])["candidates"]["duplicate skeleton"] > 0
+    per_row = {r["skeleton"] for r in store.iter_rows(tmp_path / "d", columns=["skeleton"])}
+    assert per_row <= set(skeletons)
+
+
+def test_asking_for_more_skeletons_than_exist_is_a_one_line_error(tmp_path, tiny_config, monkeypatch):
+    monkeypatch.setattr(generate, "MAX_DRY_CANDIDATES", 300)
+    with pytest.raises(generate.GenerateError, match="fewer than 500 skeletons"):
+        generate.find_skeletons(tmp_path, 500, 5, tiny_config.replace(max_ops=1), generate._executor(1, None).run,
+                                progress=False)
+
+
+def test_generation_is_deterministic_and_independent_of_the_number_of_workers(tmp_path, tiny_folder, tiny_config):
+    generate.generate(tmp_path / "j2", 7, 3, tiny_config, jobs=2, progress=False)
+    _assert_same(tiny_folder, tmp_path / "j2")
+
+
+def test_a_dask_cluster_gives_the_same_shards(tmp_path, tiny_folder, tiny_config):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        generate.generate(tmp_path / "dask", 7, 3, tiny_config, scheduler=cluster.scheduler_address, progress=False)
+    _assert_same(tiny_folder, tmp_path / "dask")
+
+
+def test_resume_after_interruption_produces_identical_shards(tmp_path, tiny_folder, tiny_config, monkeypatch):
+    real = generate.solve_shard
+
+    def interrupted(folder, shard, *args):
+        if shard == 1:
+            raise KeyboardInterrupt
+        return real(folder, shard, *args)
+
+    monkeypatch.setattr(generate, "solve_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        generate.generate(tmp_path / "r", 7, 3, tiny_config, progress=False)
+    assert len(store.shard_paths(tmp_path / "r")) == 1
+    monkeypatch.setattr(generate, "solve_shard", real)
+    generate.generate(tmp_path / "r", 7, 3, tiny_config, progress=False)
+    _assert_same(tiny_folder, tmp_path / "r")
+    # a deleted shard and a half-written temporary file are made again
+    (tmp_path / "r" / "shards" / "shard-00002.parquet").unlink()
+    (tmp_path / "r" / "shards" / ".shard-00002.parquet.123.tmp").write_bytes(b"partial")
+    generate.generate(tmp_path / "r", 7, 3, tiny_config, progress=False)
+    _assert_same(tiny_folder, tmp_path / "r")
+
+
+def test_a_larger_n_extends_the_same_skeleton_list(tmp_path, tiny_folder, tiny_config):
+    generate.generate(tmp_path / "e", 4, 3, tiny_config, progress=False)
+    generate.generate(tmp_path / "e", 7, 3, tiny_config, progress=False)
+    _assert_same(tiny_folder, tmp_path / "e")
+
+
+def test_large_skeletons_are_never_used_for_training(tmp_path, tiny_folder, tiny_config, monkeypatch):
+    first = pq.read_table(tiny_folder / store.SKELETON_FILE).column("skeleton").to_pylist()[:2]
+    excluded = tmp_path / "excluded.yaml"
+    excluded.write_text(json.dumps({"skeletons": first}))  # JSON is YAML
+    monkeypatch.setattr(generate, "EXCLUDED_FILE", excluded)
+    generate.generate(tmp_path / "x", 7, 3, tiny_config, progress=False)
+    skeletons = pq.read_table(tmp_path / "x" / store.SKELETON_FILE).column("skeleton").to_pylist()
+    assert len(skeletons) == 7 and not set(first) & set(skeletons)
+    assert not set(first) & {r["skeleton"] for r in store.iter_rows(tmp_path / "x", columns=["skeleton"])}
+
+
+def test_resuming_with_another_seed_is_refused_in_one_line(tmp_path, tiny_folder, capsys):
+    folder = tmp_path / "copy"
+    shutil.copytree(tiny_folder, folder)
+    assert main(["generate", "--out", str(folder), "--n-skeletons", "7", "--seed", "4", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "seed" in err and "Traceback" not in err
+
+
+def test_an_unknown_config_key_is_refused_in_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("max_ops: 4\nn_solutions: 3\n")
+    code = main(["generate", "--out", str(tmp_path / "o"), "--n-skeletons", "2", "--seed", "1", "--config", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "n_solutions" in err
+    assert not (tmp_path / "o").exists()

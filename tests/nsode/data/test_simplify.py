@@ -1,0 +1,80 @@
+"""Simplification, the support filter, skeletons and the paper's constant-resampling rules."""
+import numpy as np
+import pytest
+import sympy
+
+from nsode.data import config as cfg
+from nsode.data import simplify
+from nsode.data import tokens as tok
+from nsode.data.expressions import Y
+
+CONFIG = cfg.default()
+
+
+def _resampled(text: str, n: int = 200, seed: int = 0):
+    expr = simplify.canonical(tok.parse_infix(text))
+    sets = simplify.resample_constants(expr, tok.skeleton(expr), np.random.default_rng(seed), CONFIG, n=n)
+    return expr, sets
+
+
+@pytest.mark.parametrize("text, role", [
+    ("3*sin(y)", simplify.COEFFICIENT), ("-3*sin(y)", simplify.COEFFICIENT),
+    ("2**y", simplify.BASE), ("y**3", simplify.EXPONENT), ("y**(-3.5)", simplify.EXPONENT),
+    ("sin(y) + 4", simplify.TERM), ("sin(y) - 4", simplify.TERM),
+])
+def test_every_resampling_rule_is_enforced(text, role):
+    expr, sets = _resampled(text)
+    (original, found_role), = simplify.constant_slots(expr)
+    assert found_role == role
+    assert len(sets) == 200 and len({tuple(v) for _, v in sets}) == 200  # distinct constant sets
+    for new, (value,) in sets:
+        assert value != 0 and np.sign(value) == np.sign(original)  # no 0, sign kept
+        if role in (simplify.COEFFICIENT, simplify.EXPONENT):
+            assert abs(value) != 1  # no coefficient or exponent +-1
+        if role == simplify.BASE:
+            assert value != 1  # no base 1
+        assert tok.skeleton(new) == tok.skeleton(expr)
+        assert [v for v, _ in simplify.constant_slots(new)] == [value]
+
+
+def test_no_division_by_plus_or_minus_one():
+    # y / c is the coefficient 1/c in canonical form: c = +-1 would be a coefficient +-1
+    expr, sets = _resampled("y/3")
+    assert all(abs(v) != 1 for _, (v,) in sets)
+    assert all(new != Y and new != -Y for new, _ in sets)
+
+
+def test_resampled_sets_keep_the_skeleton_of_several_constants():
+    expr, sets = _resampled("2.5*y**3 - 7*exp(-4*y) + 1.5", n=25)
+    assert len(sets) == 25
+    assert {tok.skeleton(new) for new, _ in sets} == {tok.skeleton(expr)}
+
+
+def test_skeleton_ignores_constant_values_but_keeps_signs():
+    assert tok.skeleton(tok.parse_infix("3*y + 2")) == tok.skeleton(tok.parse_infix("5.5*y + 7"))
+    assert tok.skeleton(tok.parse_infix("3*y + 2")) != tok.skeleton(tok.parse_infix("3*y - 2"))
+
+
+@pytest.mark.parametrize("prefix, reason", [
+    (["sub", "y", "y"], "constant"),
+    (["mul", 3, 2], "constant"),
+    (["log", -3], "not real"),
+    (["mul", 11.5, ["y"][0]], "constant outside grid"),
+])
+def test_support_filter_drops_what_the_distribution_cannot_express(prefix, reason):
+    with pytest.raises(simplify.Rejected) as err:
+        simplify.process(prefix, CONFIG)
+    assert err.value.reason == reason
+
+
+def test_functions_outside_the_support_are_rejected():
+    with pytest.raises(simplify.Rejected) as err:
+        simplify.check_support(sympy.Abs(Y) + sympy.tan(Y), CONFIG)
+    assert err.value.reason == "unsupported"
+
+
+def test_simplify_gives_up_after_its_time_limit():
+    hard = sum(sympy.sin(Y + k) ** k for k in range(1, 9)) / (sympy.cos(Y) ** 7 + Y**5 - 3)
+    with pytest.raises(simplify.Rejected) as err:
+        simplify.simplify(hard, time_limit=0.05)
+    assert err.value.reason == "timeout"

@@ -1,0 +1,35 @@
+"""`python -m nsode.data stats` and the expressions feed of the harness's dataset figures."""
+from nsode.data import generate, stats
+from nsode.data import shards as store
+from nsode.data.__main__ import main
+
+
+def test_expressions_yields_each_ode_once_with_its_complexity(tiny_folder):
+    pairs = list(stats.expressions(tiny_folder))
+    ode_ids = {r["ode_id"] for r in store.iter_rows(tiny_folder, columns=["ode_id"])}
+    assert len(pairs) == len(ode_ids) == generate.totals(tiny_folder)["odes"]
+    assert all(isinstance(e, str) and c >= 1 for e, c in pairs)
+
+
+def test_stats_prints_the_tables_and_writes_the_plot(tiny_folder, tmp_path, capsys):
+    plot = tmp_path / "stats.png"
+    assert main(["stats", str(tiny_folder), "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    for heading in ("## Counts", "## Complexity", "## Operator and leaf frequencies", "solution: solve failed"):
+        assert heading in out
+    assert plot.stat().st_size > 10_000
+
+
+def test_stats_of_a_folder_without_shards_is_a_one_line_error(tmp_path, capsys):
+    assert main(["stats", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_help_reads_for_every_command(capsys):
+    for command in ([], ["generate"], ["stats"], ["large"]):
+        try:
+            main([*command, "--help"])
+        except SystemExit as done:
+            assert done.code == 0
+    out = capsys.readouterr().out
+    assert "--n-skeletons" in out and "--scheduler" in out and "excluded_skeletons.yaml" in out

@@ -1,0 +1,67 @@
+"""The expression sampler: uniform tree shapes, and the configured decoration probabilities."""
+from collections import Counter
+
+import numpy as np
+from scipy import stats
+
+from nsode.data import config as cfg
+from nsode.data import trees
+
+
+def _n_ops(prefix) -> int:
+    return sum(isinstance(t, str) and t != "y" for t in prefix)
+
+
+def test_tree_sizes_follow_the_exact_counts_not_biased_to_small_trees():
+    config = cfg.default()
+    rng = np.random.default_rng(0)
+    sizes = Counter(_n_ops(trees.sample_expression(rng, config)) for _ in range(6000))
+    expected = trees.size_distribution(config.max_ops)  # D(1, n) / sum: most mass on n = K
+    observed = np.array([sizes[n] for n in range(1, config.max_ops + 1)])
+    assert expected[config.max_ops] > 0.7  # the counts themselves favour large trees
+    chi2 = stats.chisquare(observed, expected[1:] * observed.sum())
+    assert chi2.pvalue > 1e-3
+
+
+def test_trees_of_one_size_are_uniform_over_shapes():
+    rng = np.random.default_rng(1)
+    shapes = Counter(tuple(trees.sample_shape(3, rng)) for _ in range(4000))
+    assert len(shapes) == trees.count_trees(1, 3)  # every shape occurs
+    counts = np.array(list(shapes.values()))
+    assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_operator_and_leaf_frequencies_match_the_configured_probabilities():
+    config = cfg.default().replace(binary_ops={"add": 0.4, "mul": 0.4, "pow": 0.2},
+                                   unary_ops={"sin": 0.5, "exp": 0.25, "log": 0.25}, p_sym=0.7, p_int=0.3)
+    rng = np.random.default_rng(2)
+    ops, leaves, ints, n_const = Counter(), Counter(), 0, 0
+    for _ in range(3000):
+        for tok in trees.sample_expression(rng, config):
+            if isinstance(tok, str) and tok != "y":
+                ops[tok] += 1
+            else:
+                leaves["y" if tok == "y" else "c"] += 1
+                if tok != "y":
+                    n_const += 1
+                    ints += isinstance(tok, int)
+                    assert tok != 0 and -10 <= tok <= 10
+    for group in (config.binary_ops, config.unary_ops):
+        total = sum(ops[k] for k in group)
+        for name, p in group.items():
+            assert abs(ops[name] / total - p) < 4 * np.sqrt(p * (1 - p) / total), name
+    assert not set(ops) - set(config.binary_ops) - set(config.unary_ops)
+    n_leaves = sum(leaves.values())
+    assert abs(leaves["y"] / n_leaves - 0.7) < 4 * np.sqrt(0.21 / n_leaves)
+    assert abs(ints / n_const - 0.3) < 4 * np.sqrt(0.21 / n_const)
+
+
+def test_constants_are_nonzero_and_keep_a_requested_sign():
+    config = cfg.default()
+    rng = np.random.default_rng(3)
+    values = [trees.sample_constant(rng, config) for _ in range(4000)]
+    assert all(v != 0 and -10 <= v <= 10 for v in values)
+    integers = [v for v in values if isinstance(v, int)]
+    assert set(integers) == set(range(-10, 11)) - {0}
+    assert all(trees.sample_constant(rng, config, sign=-1) < 0 for _ in range(500))
+    assert all(trees.sample_constant(rng, config, sign=+1) > 0 for _ in range(500))
