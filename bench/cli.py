@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
                      help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
     run.add_argument("--n", nargs="+", type=_positive_int, default=[128], metavar="N",
                      help=f"observed points per trajectory (paper: {' '.join(map(str, protocol.N_SAMPLES))}; default 128)")
-    run.add_argument("--methods", nargs="+", metavar="NAME", help="methods to run (default: every available one)")
+    run.add_argument("--methods", "--method", nargs="+", metavar="NAME", help="methods to run (default: every available one)")
     run.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
     run.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S", help="data and method seeds (default 0)")
     run.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")

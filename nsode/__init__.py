@@ -1,5 +1,8 @@
 """NSODE: predict a scalar autonomous ODE y' = f(y) in symbolic form from one trajectory.
 
-Sub-packages: `nsode.data` (random ODEs, their solutions and the token vocabulary),
-`nsode.model`, `nsode.train`, `nsode.decode` and `nsode.predict`. Nothing here imports `bench`.
+Modules, in the order data flows: `nsode.data` (random ODEs, their solutions, the token
+vocabulary and two-hot constants), `encoding` (IEEE-754 bits of the observations), `stream` and
+`batching` (training examples from the generator's shards), `model` (the transformer), `train`,
+`decode` (beam search), `select` (candidate choice by R^2), `predict` (the whole pipeline) and
+`export` (shipping checkpoints to nsode/checkpoints/). Nothing here imports `bench`.
 """

@@ -1,0 +1,82 @@
+"""Seconds per trajectory of NSODE inference, split into encoding, beam search and selection,
+for a range of beam widths, and the speed-up of the fast selection path over the naive one.
+
+The naive path integrates every beam candidate with LSODA; the fast path ranks them by the
+integral-form residual and integrates only the best `EXACT_TOP`. The table also says how often
+both paths choose the same expression. Prints a markdown table.
+
+    python benchmarks/nsode_latency.py [--checkpoint DIR] [--beams 16 64 256] [--trajectories 5]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import sympy
+import torch
+
+from nsode.data.expressions import compile_scalar
+from nsode.data.solve import solve
+from nsode.data.tokens import parse_infix
+from nsode.decode import beam_search, to_expression
+from nsode.encoding import encode_observations
+from nsode.predict import Predictor, default_checkpoint
+from nsode.select import select
+
+ODES = ["-0.5*y", "y*(1 - y/4)", "sin(y) + 0.5", "y - y**3", "2 - sqrt(y)", "-exp(y/3) + 2", "cos(y)",
+        "0.3*y*(2 - y)", "-y**2 + 1", "log(y + 3)"]
+
+
+def trajectories(n: int, rng) -> list[tuple[np.ndarray, np.ndarray]]:
+    """n noisy (sigma 0.01) trajectories of 128 random grid points: the ODEs above, y0 ~ U(0.5, 2)."""
+    out = []
+    for text in (ODES * n)[:n]:
+        t = np.sort(rng.choice(np.linspace(0, 2, 1024), 128, replace=False))
+        y = solve(compile_scalar(parse_infix(text)), rng.uniform(0.5, 2.0), t)
+        out.append((t, y * rng.normal(1, 0.01, t.shape)))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", default=str(default_checkpoint()))
+    p.add_argument("--beams", type=int, nargs="+", default=[16, 64, 256, 1536])
+    p.add_argument("--trajectories", type=int, default=10)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    pred = Predictor(args.checkpoint)
+    model = pred.model
+    data = trajectories(args.trajectories, np.random.default_rng(0))
+    device = next(model.parameters()).device
+    print(f"device: {device}, threads: {args.threads}, {len(data)} trajectories of 128 points\n")
+    print("| beam | encode s | beam search s | candidates | select fast s | select naive s | speed-up | same choice |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for width in args.beams:
+        pred.beam = width
+        enc, dec, fast_s, naive_s, same, n_c = [], [], [], [], 0, []
+        for t, y in data:
+            s = time.perf_counter()
+            with torch.no_grad():
+                memory = model.encode(torch.from_numpy(encode_observations(t, y)).unsqueeze(0).to(device))
+            enc.append(time.perf_counter() - s)
+            s = time.perf_counter()
+            beams = beam_search(model, None, memory=memory, beam=width)
+            exprs = list({sympy.srepr(e): e for e in (to_expression(b.prefix) for b in beams) if e is not None}.values())
+            dec.append(time.perf_counter() - s)
+            n_c.append(len(exprs))
+            s = time.perf_counter()
+            fast = select(exprs, t, y)
+            fast_s.append(time.perf_counter() - s)
+            s = time.perf_counter()
+            naive = select(exprs, t, y, exact=None)
+            naive_s.append(time.perf_counter() - s)
+            same += bool(fast and naive and (fast[0].expr == naive[0].expr or fast[0].r2 == naive[0].r2))
+        print(f"| {width} | {np.mean(enc):.4f} | {np.mean(dec):.3f} | {np.mean(n_c):.0f} | {np.mean(fast_s):.3f} "
+              f"| {np.mean(naive_s):.3f} | {np.mean(naive_s) / max(np.mean(fast_s), 1e-9):.1f}x | {same}/{len(data)} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Command line: python -m nsode predict FILE.csv [--checkpoint DIR] [--beam N] [--refine] [--plot out.png]
+
+Reads a CSV with columns t and y (one observed trajectory of a scalar autonomous ODE), prints
+the predicted y' = f(y), its R^2 on the data and the best candidates, and optionally plots the
+data against the predicted trajectory, extrapolated to twice the observed time span.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+class InputError(ValueError):
+    """A problem with the user's file, reported as one line."""
+
+
+def read_trajectory(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    import pandas as pd
+
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        df = pd.read_csv(path)
+    except Exception as err:
+        raise InputError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
+    df.columns = [str(c).strip().lower() for c in df.columns]
+    if not {"t", "y"} <= set(df.columns):
+        raise InputError(f"{path}: needs columns named t and y (found {', '.join(df.columns) or 'none'})")
+    try:
+        t = df["t"].to_numpy(dtype=float)
+        y = df["y"].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: columns t and y must hold numbers only") from None
+    if len(t) < 10:
+        raise InputError(f"{path}: only {len(t)} row{'' if len(t) == 1 else 's'}; at least 10 observations are needed")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        raise InputError(f"{path}: empty, NaN or infinite values in t or y; remove those rows")
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    if np.any(np.diff(t) == 0):
+        raise InputError(f"{path}: duplicate time values; keep one row per time")
+    return t, y
+
+
+def plot(path: Path, t, y, expression: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from nsode.data.expressions import compile_scalar
+    from nsode.data.solve import SolveError, solve
+    from nsode.data.tokens import parse_infix
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(t, y, ".", ms=3, color="k", label="data")
+    if expression:
+        grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
+        try:
+            ax.plot(grid, solve(compile_scalar(parse_infix(expression)), y[0], grid,
+                                time_limit=5.0), label=f"y' = {expression}")
+        except SolveError:  # blows up in the extrapolation: draw the fitted part only
+            ax.plot(t, solve(compile_scalar(parse_infix(expression)), y[0], t,
+                             time_limit=5.0), label=f"y' = {expression}")
+        ax.axvline(t[-1], color="0.7", ls="--", lw=1)
+    ax.set(xlabel="t", ylabel="y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
+    pr.add_argument("file", type=Path, help="CSV with columns t and y")
+    pr.add_argument("--checkpoint", type=Path, default=None,
+                    help="checkpoint folder (default: the shipped nsode/checkpoints/nsode-eps)")
+    pr.add_argument("--beam", type=int, default=None,
+                    help="beam width (default 64 on CPU, the paper's 1536 on a GPU)")
+    pr.add_argument("--refine", action="store_true", help="re-fit the constants of the best 3 candidates")
+    pr.add_argument("--top", type=int, default=5, help="candidates to list")
+    pr.add_argument("--plot", type=Path, default=None, help="write a PNG of data vs prediction")
+    args = p.parse_args(argv)
+
+    from nsode.model import CheckpointError
+    from nsode.predict import Predictor, default_checkpoint
+
+    try:
+        t, y = read_trajectory(args.file)
+        predictor = Predictor(args.checkpoint or default_checkpoint(), beam=args.beam,
+                              refine=3 if args.refine else 0)
+    except (InputError, CheckpointError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    result = predictor.predict(t, y)
+    if not result.expression:
+        print("no candidate could be integrated over the observed interval", file=sys.stderr)
+        return 1
+    print(f"y' = {result.expression}")
+    print(f"R^2 on the data: {result.r2:.6f}")
+    print(f"top {args.top} candidates (R^2 of the integrated trajectory):")
+    for expr, r2 in result.candidates[: args.top]:
+        print(f"  {r2:10.6f}  {expr}")
+    if args.plot:
+        plot(args.plot, t, y, result.expression)
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Training examples -> tensors: observation sampling per variant, noise, bits, two-hot rows.
+
+A target sequence is a list of rows (id_lo, id_hi, w_lo, w_hi): an ordinary token k is
+(k, k, 1, 0); a constant alpha x_i + beta x_{i+1} is (i, i+1, alpha, beta). The same rows are
+the cross-entropy targets (a two-hot distribution) and, shifted right behind BOS, the decoder
+inputs (a mix of two embeddings), as in the paper.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from nsode.encoding import encode_observations
+
+# the paper's two variants (Sec. 4): observed points and multiplicative noise
+VARIANTS = {
+    "nsode": dict(n_points=256, random_points=False, noise=0.0),
+    "nsode-eps": dict(n_points=128, random_points=True, noise=0.01),
+}
+
+
+def observe(t: np.ndarray, y: np.ndarray, variant: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The points the model sees of a solution stored on the regular grid t."""
+    spec = VARIANTS[variant]
+    n = min(spec["n_points"], len(t))
+    if spec["random_points"]:
+        idx = np.sort(rng.choice(len(t), size=n, replace=False))
+    else:  # every k-th grid point: exactly equidistant (1024 / 256 = 4)
+        idx = np.arange(n) * (len(t) // n)
+    y_obs = y[idx]
+    if spec["noise"]:
+        y_obs = y_obs * rng.normal(1.0, spec["noise"], size=n)
+    return t[idx], y_obs
+
+
+@dataclass
+class Batch:
+    bits: torch.Tensor  # (B, n, 128)
+    mask: torch.Tensor  # (B, n) 1 for real observations
+    dec_ids: torch.Tensor  # (B, L, 2) decoder inputs
+    dec_w: torch.Tensor  # (B, L, 2)
+    tgt_ids: torch.Tensor  # (B, L, 2) two-hot targets
+    tgt_w: torch.Tensor  # (B, L, 2); all zero at padding
+
+    def to(self, device) -> "Batch":
+        return Batch(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
+
+
+def collate(observations: list[tuple[np.ndarray, np.ndarray]], rows: list[list[tuple]], bos: int, pad: int) -> Batch:
+    """Pad a list of (t, y) observations and target rows into one Batch."""
+    B = len(rows)
+    n = max(len(t) for t, _ in observations)
+    L = max(len(r) for r in rows)
+    bits = np.zeros((B, n, 128), np.float32)
+    mask = np.zeros((B, n), np.int64)
+    tgt_ids = np.full((B, L, 2), pad, np.int64)
+    tgt_w = np.zeros((B, L, 2), np.float32)
+    for b, ((t, y), r) in enumerate(zip(observations, rows)):
+        bits[b, : len(t)] = encode_observations(t, y)
+        mask[b, : len(t)] = 1
+        arr = np.asarray(r, dtype=np.float64)
+        tgt_ids[b, : len(r)] = arr[:, :2].astype(np.int64)
+        tgt_w[b, : len(r)] = arr[:, 2:]
+    dec_ids = np.concatenate([np.full((B, 1, 2), bos, np.int64), tgt_ids[:, :-1]], 1)
+    dec_w = np.concatenate([np.tile(np.array([1.0, 0.0], np.float32), (B, 1, 1)), tgt_w[:, :-1]], 1)
+    dec_w[dec_ids[..., 0] == pad] = (1.0, 0.0)  # padding inputs: any finite embedding will do
+    return Batch(*(torch.from_numpy(a) for a in (bits, mask, dec_ids, dec_w, tgt_ids, tgt_w)))
+
+
+def two_hot_loss(logits: torch.Tensor, tgt_ids: torch.Tensor, tgt_w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy against two-hot targets over non-padding positions, and token accuracy.
+
+    Accuracy counts a position correct when the argmax is one of the target's support tokens
+    with positive weight (for a constant: either grid neighbour).
+    """
+    logp = logits.float().log_softmax(-1)
+    picked = logp.gather(-1, tgt_ids)  # (B, L, 2)
+    real = tgt_w.sum(-1) > 0
+    nll = -(picked * tgt_w).sum(-1)
+    loss = nll[real].mean()
+    pred = logits.argmax(-1, keepdim=True)
+    hit = ((pred == tgt_ids) & (tgt_w > 0)).any(-1)
+    acc = hit[real].float().mean()
+    return loss, acc

@@ -1,0 +1,192 @@
+"""Beam search for NSODE with a key-value cache, batched across beams, honouring two-hot constants.
+
+Written for this model rather than using `generate()`, because a constant is not one token: the
+paper decodes it from two neighbouring grid tokens (argmax x_i and its larger-logit neighbour,
+weights from a softmax restricted to the two), and the next decoder input is the matching mix of
+their embeddings. In the beam, the constant mass is grouped by grid interval: an interval
+(x_i, x_{i+1}) is a candidate when one of its ends picks the other as its larger neighbour; its
+score is log(p_i + p_{i+1}) and its value alpha x_i + beta x_{i+1}. With beam width 1 this is
+exactly the paper's greedy rule.
+
+Every sequence is a complete prefix expression: an open-slot counter (arity bookkeeping) allows
+the end token only when the tree is complete and forbids tokens that could not be completed
+within `max_tokens`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import sympy
+import torch
+
+from nsode.data import tokens as vocab
+from nsode.model import DecoderInput, NSODEModel
+
+CPU_DEFAULT_BEAM = 64  # keeps a CPU prediction well under a second (benchmarks/nsode_latency.py)
+GPU_DEFAULT_BEAM = 1536  # the paper's width
+INTEGER_SNAP = 5e-3  # a decoded constant this close to an integer is that integer
+
+
+@dataclass(frozen=True)
+class Beam:
+    """One finished hypothesis: prefix tokens as in `nsode.data.tokens` (names, floats) and its score."""
+
+    prefix: tuple  # operator names, "y", and floats for constants
+    score: float  # sum of log-probabilities
+
+
+def arity(token_names: Sequence[str]) -> np.ndarray:
+    """Children per token id: 2 binary, 1 unary, 0 leaves (y, grid tokens), -1 for pad/bos/eos."""
+    return np.array([2 if t in vocab.BINARY else 1 if t in vocab.UNARY else -1 if t in vocab.SPECIALS
+                     else 0 for t in token_names])
+
+
+def decoded_constant(value: float) -> float:
+    """A constant as the beam emits it: snapped to an integer within INTEGER_SNAP (the two-hot mass
+    sits on one grid token up to rounding), otherwise rounded to 4 decimals (what a grid spacing of 1
+    resolves), so that integers come out as sympy Integers and printed floats stay short."""
+    if abs(value - round(value)) < INTEGER_SNAP:
+        return float(round(value))
+    return round(value, 4)
+
+
+def to_expression(prefix: Sequence) -> sympy.Expr | None:
+    """sympy expression of a finished beam, or None when it is not a finite real expression.
+
+    Beams are complete prefix trees by construction; what can still fail is arithmetic
+    (y / 0 gives zoo, log(-1) gives I pi, 0 ** -1 ...).
+    """
+    try:
+        expr = vocab.decode(list(prefix))
+    except (vocab.EncodingError, ZeroDivisionError, TypeError, ValueError):
+        return None
+    if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo, sympy.I):
+        return None
+    return expr
+
+
+def two_hot_rule(logits: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The paper's constant decoding applied to every grid interval at once.
+
+    `logits`: (..., m) logits of the m grid tokens; `values`: (m,) grid values, increasing.
+    Returns per interval i (0..m-2): `valid` (some end picks the other as larger neighbour),
+    `alpha` (weight on x_i; beta = 1 - alpha) and the decoded value alpha x_i + beta x_{i+1}.
+    """
+    m = logits.shape[-1]
+    left = torch.cat([torch.full_like(logits[..., :1], -torch.inf), logits[..., :-1]], -1)
+    right = torch.cat([logits[..., 1:], torch.full_like(logits[..., :1], -torch.inf)], -1)
+    picks_right = right >= left  # ties go right; the last token can only pick left
+    picks_right[..., -1] = False
+    valid = picks_right[..., :-1] | ~picks_right[..., 1:]  # x_i picks right or x_{i+1} picks left
+    pair = torch.stack([logits[..., :-1], logits[..., 1:]], -1).softmax(-1)
+    alpha = pair[..., 0]
+    value = alpha * values[:-1] + (1 - alpha) * values[1:]
+    assert valid.shape[-1] == m - 1
+    return valid, alpha, value
+
+
+def constant_from_argmax(logits: torch.Tensor, values: torch.Tensor) -> float:
+    """Greedy decoding of one constant from the logits of the m grid tokens (paper, Sec. 3.2)."""
+    i = int(torch.argmax(logits))
+    m = len(values)
+    if i == 0:
+        j = 1
+    elif i == m - 1:
+        j = m - 2
+    else:
+        j = i + 1 if logits[i + 1] >= logits[i - 1] else i - 1
+    lo, hi = min(i, j), max(i, j)
+    a, b = torch.stack([logits[lo], logits[hi]]).softmax(0)
+    return float(a * values[lo] + b * values[hi])
+
+
+@torch.no_grad()
+def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU_DEFAULT_BEAM,
+                max_tokens: int | None = None, banned: tuple[int, ...] = (),
+                memory: torch.Tensor | None = None) -> list[Beam]:
+    """All finished hypotheses for one trajectory (bits: (n, 128)), best score first.
+
+    Every hypothesis is one complete prefix tree over the model's vocabulary (`config.tokens`);
+    `banned` token ids are never emitted. `memory` (1, n, d_model), the encoder's output, may be
+    passed instead of `bits` (to time the encoder apart).
+    """
+    cfg = model.config
+    names = list(cfg.tokens)
+    arity_ = arity(names)
+    device = next(model.parameters()).device
+    max_tokens = max_tokens or cfg.max_tokens
+    n_vocab = cfg.vocab_size
+    eos, bos = cfg.eos_token_id, cfg.bos_token_id
+    const_ids = torch.tensor(cfg.constant_token_ids, device=device)
+    const_vals = torch.tensor(cfg.constant_values, device=device, dtype=torch.float32)
+    n_int = len(const_ids) - 1
+    tok_arity = torch.tensor(arity_, device=device)
+    symbolic = (tok_arity >= 0)
+    symbolic[const_ids] = False  # constants enter as intervals, not as single tokens
+    for b in banned:
+        symbolic[b] = False
+
+    if memory is None:
+        memory = model.encode(bits.unsqueeze(0).to(device))
+    memory = memory.expand(beam, -1, -1)
+    scores = torch.full((beam,), -torch.inf, device=device)
+    scores[0] = 0.0
+    slots = torch.ones(beam, dtype=torch.long, device=device)  # open slots of each prefix tree
+    ids = torch.full((beam, 1, 2), bos, device=device)
+    weights = torch.tensor([1.0, 0.0], device=device).expand(beam, 1, 2).clone()
+    history: list[list] = [[] for _ in range(beam)]
+    finished: list[Beam] = []
+    past = None
+    for step in range(max_tokens + 1):
+        logits, past = model.decode(DecoderInput(ids, weights), memory, past=past, use_cache=True)
+        logp = logits[:, -1].float().log_softmax(-1)
+        remaining = max_tokens - step  # tokens still allowed after this one
+        # symbolic tokens: allowed when a slot is open and the tree can still close in time
+        new_slots = slots[:, None] + tok_arity[None, :] - 1
+        ok = symbolic[None, :] & (slots[:, None] > 0) & (new_slots <= remaining)
+        tok_scores = torch.where(ok, logp, -torch.inf)
+        # end token: only for complete trees
+        end_scores = torch.where(slots == 0, logp[:, eos], -torch.inf)
+        # constants, grouped into grid intervals
+        valid, alpha, value = two_hot_rule(logp[:, const_ids], const_vals)
+        cp = logp[:, const_ids]
+        int_scores = torch.logaddexp(cp[:, :-1], cp[:, 1:])
+        int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining)
+        int_scores = torch.where(int_ok, int_scores, -torch.inf)
+
+        total = scores[:, None] + torch.cat([tok_scores, int_scores], 1)  # (beam, vocab + n_int)
+        ends = scores + end_scores
+        # finished hypotheses: end-token continuations that beat the k-th best live continuation
+        top = torch.topk(total.flatten(), beam)
+        kth = top.values[-1]
+        for b in torch.nonzero(torch.isfinite(ends) & (ends >= kth)).flatten().tolist():
+            finished.append(Beam(tuple(history[b]), float(ends[b])))
+        if step == max_tokens or not torch.isfinite(top.values[0]):
+            break
+        if len(finished) >= beam:
+            best_live = float(top.values[0])
+            worst_kept = sorted((f.score for f in finished), reverse=True)[beam - 1]
+            if best_live < worst_kept:  # log-probabilities only fall: nothing live can enter
+                break
+        parent = top.indices // total.shape[1]
+        choice = top.indices % total.shape[1]
+        alive = torch.isfinite(top.values)
+        is_const = choice >= n_vocab
+        k = (choice - n_vocab).clamp(min=0, max=n_int - 1)
+        a = alpha[parent, k]
+        tok = torch.where(is_const, const_ids[k], choice)
+        tok2 = torch.where(is_const, const_ids[(k + 1).clamp(max=n_int)], choice)
+        ids = torch.stack([tok, tok2], -1)[:, None, :]
+        weights = torch.stack([torch.where(is_const, a, torch.ones_like(a)),
+                               torch.where(is_const, 1 - a, torch.zeros_like(a))], -1)[:, None, :]
+        arity_of = torch.where(is_const, torch.zeros_like(choice), tok_arity[tok])
+        slots = slots[parent] + arity_of - 1
+        scores = torch.where(alive, top.values, -torch.inf)
+        past.self_attention_cache.reorder_cache(parent)  # cross-attention keys are the same for all
+        vals = value[parent, k].tolist()
+        history = [history[p] + [decoded_constant(v) if c else names[t]]
+                   for p, c, t, v in zip(parent.tolist(), is_const.tolist(), tok.tolist(), vals)]
+    finished.sort(key=lambda f: f.score, reverse=True)
+    return finished

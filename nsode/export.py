@@ -1,0 +1,46 @@
+"""Export trained weights for shipping: fp16 safetensors + config (no optimizer state).
+
+    python -m nsode.export RUN/best nsode/checkpoints/nsode-eps
+
+Training can continue from the shipped folder with `python -m nsode.train --init FOLDER`
+(weights are loaded back as float32; the optimizer restarts).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+
+from nsode.model import WEIGHTS_NAME, count_parameters, load
+
+MAX_BYTES = 16 * 2**20  # keep the repository light (issue 5)
+
+
+def export(src: Path, dst: Path) -> int:
+    model = load(src).to(torch.float16)
+    dst.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(dst)
+    if (src / "training_state.json").is_file():
+        shutil.copy(src / "training_state.json", dst / "training_state.json")
+    size = (dst / WEIGHTS_NAME).stat().st_size
+    if size > MAX_BYTES:
+        raise SystemExit(f"error: {dst / WEIGHTS_NAME} is {size / 2**20:.1f} MiB, over the 16 MiB limit")
+    print(json.dumps({"parameters": count_parameters(model), "bytes": size}))
+    return size
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("src", type=Path, help="a checkpoint folder written by nsode.train (e.g. RUN/best)")
+    p.add_argument("dst", type=Path, help="where to write the shipped checkpoint")
+    args = p.parse_args(argv)
+    export(args.src, args.dst)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

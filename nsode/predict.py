@@ -1,0 +1,85 @@
+"""Inference: trajectory -> beam of candidate ODEs -> selection by R^2 (optionally refined).
+
+`Predictor` holds a loaded model and the decoding settings; `predict(t, y)` returns a
+`Prediction` with the chosen expression, its R^2 on the data, all candidates best first and the
+time spent in each stage. Used by `python -m nsode predict` and by the harness methods.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import sympy
+import torch
+
+from nsode.data.tokens import to_infix
+from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_expression
+from nsode.encoding import encode_observations
+from nsode.model import NSODEModel, load
+from nsode.select import EXACT_TOP, select
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"
+
+
+@dataclass
+class Prediction:
+    expression: str  # python syntax in y ("" when no candidate could be integrated)
+    r2: float  # R^2 of its trajectory from the first observation, on the observations
+    candidates: list[tuple[str, float]]  # (expression, R^2 or -inf when not integrated), best first
+    timings: dict = field(default_factory=dict)  # seconds: encode+beam, selection, refinement
+
+
+def default_checkpoint(variant: str = "nsode-eps") -> Path:
+    return CHECKPOINTS / variant
+
+
+class Predictor:
+    def __init__(self, model: NSODEModel | str | Path | None = None, *, beam: int | None = None,
+                 exact: int | None = EXACT_TOP, refine: int = 0, device: str = "auto"):
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if model is None:
+            model = default_checkpoint()
+        if not isinstance(model, NSODEModel):
+            model = load(model, device)
+        self.model = model
+        on_gpu = next(model.parameters()).device.type == "cuda"
+        self.beam = beam or (GPU_DEFAULT_BEAM if on_gpu else CPU_DEFAULT_BEAM)
+        self.exact, self.refine = exact, refine
+
+    def candidates(self, t: np.ndarray, y: np.ndarray) -> list[tuple[sympy.Expr, float]]:
+        """Unique parseable expressions from the beam, best log-probability first."""
+        bits = torch.from_numpy(encode_observations(t, y))
+        was_training = self.model.training
+        self.model.eval()
+        beams = beam_search(self.model, bits, beam=self.beam)
+        self.model.train(was_training)
+        seen, out = set(), []
+        for b in beams:
+            expr = to_expression(b.prefix)
+            if expr is None:
+                continue
+            key = sympy.srepr(expr)
+            if key not in seen:
+                seen.add(key)
+                out.append((expr, b.score))
+        return out
+
+    def predict(self, t: np.ndarray, y: np.ndarray) -> Prediction:
+        t = np.asarray(t, float)
+        y = np.asarray(y, float)
+        t0 = time.perf_counter()
+        cands = self.candidates(t, y)
+        t1 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scored = select([e for e, _ in cands], t, y, exact=self.exact, refine=self.refine)
+        t2 = time.perf_counter()
+        ranked = [(to_infix(s.expr), s.r2) for s in scored]
+        best = ranked[0] if ranked and math.isfinite(ranked[0][1]) else ("", -math.inf)
+        return Prediction(best[0], best[1], ranked, {"beam_s": t1 - t0, "select_s": t2 - t1,
+                                                     "n_candidates": len(cands)})

@@ -1,0 +1,117 @@
+"""Training examples streamed from the generator's shards, split into train/validation by skeleton.
+
+Reads `DIR/shards/shard-*.parquet` through `nsode.data.shards` one shard at a time (only the
+columns training needs) and shuffles through a buffer, so the data never has to fit in memory.
+Each pass re-lists the shards, so training can start while `python -m nsode.data generate` is
+still writing them. Skeletons of the Large benchmark (`nsode.data.generate.excluded_skeletons`)
+are skipped even in folders generated before that list existed. The split hashes the skeleton: every ODE of a held-out skeleton (all constant
+sets, all initial values) is unseen in training.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from nsode.data import shards
+from nsode.data import tokens as vocab
+from nsode.data.generate import excluded_skeletons
+
+SHUFFLE_BUFFER = 4096
+COLUMNS = ["skeleton", "skeleton_id", "expression", "tokens", "y"]
+
+
+@dataclass
+class Example:
+    t: np.ndarray  # the solution's grid on [0, T]
+    y: np.ndarray
+    rows: list  # two-hot targets (id_a, id_b, w_a, w_b) ending with <eos>
+    skeleton: str
+    expression: str  # infix, as stored
+
+
+def in_validation(skeleton_id: int, val_percent: int) -> bool:
+    """Whether a skeleton is held out, from its stored stable hash (`skeleton_id`, blake2b of the
+    skeleton text): the same on every machine and run, and for every ODE of the skeleton."""
+    return int(skeleton_id) % 100 < val_percent
+
+
+def read_examples(path: Path, t: np.ndarray, *, want_val: bool, val_percent: int, max_rows: int,
+                  excluded: frozenset = frozenset()) -> list[Example]:
+    """The examples of one shard that belong to the split; targets longer than `max_rows` and
+    skeletons in `excluded` are skipped."""
+    df = shards.read_shard(path, columns=COLUMNS)
+    df = df[[in_validation(i, val_percent) == want_val and s not in excluded
+             for i, s in zip(df["skeleton_id"], df["skeleton"])]]
+    out, targets = [], {}
+    for skel, expression, strings, y in zip(df["skeleton"], df["expression"], df["tokens"], df["y"]):
+        if expression not in targets:
+            targets[expression] = vocab.targets(vocab.from_strings(list(strings)))
+        rows = targets[expression]
+        if len(rows) > max_rows:
+            continue
+        y = np.asarray(y, dtype=np.float64)
+        out.append(Example(t[: len(y)], y, rows, skel, expression))
+    return out
+
+
+def list_shards(folders) -> list[tuple[Path, np.ndarray]]:
+    """(shard, time grid) of one folder or several (e.g. generated with different seeds), in order.
+
+    The grid is the folder's [0, T] grid from its config.json.
+    """
+    folders = [folders] if isinstance(folders, (str, Path)) else list(folders)
+    out = []
+    for folder in folders:
+        paths = shards.shard_paths(folder)
+        if paths:
+            t = shards.read_config(folder)[0].t_train()
+            out += [(p, t) for p in paths]
+    return out
+
+
+def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed: int = 0,
+                    limit: int | None = None, repeat: bool = False, max_rows: int = 63) -> Iterator[Example]:
+    """Examples of one split from one data folder or a list of them. Train: shuffled (shard order
+    and a buffer), `repeat` cycles forever. Validation: shard order, deterministic, at most `limit`."""
+    rng = np.random.default_rng(seed)
+    want_val = split == "val"
+    excluded = excluded_skeletons()  # the Large test set's skeletons, also in folders generated before the list
+    buffer: list[Example] = []
+    produced = 0
+    seen_any = False
+    while True:
+        paths = list_shards(folders)  # re-listed each pass: new shards join in
+        if not paths:
+            return
+        order = range(len(paths)) if want_val else rng.permutation(len(paths))
+        for k in order:
+            path, t = paths[k]
+            try:
+                examples = read_examples(path, t, want_val=want_val, val_percent=val_percent, max_rows=max_rows,
+                                         excluded=excluded)
+            except (OSError, ValueError) as err:  # a shard being replaced while we list: next pass
+                print(f"warning: skipped {path} ({err})", file=sys.stderr)
+                continue
+            if want_val:
+                for ex in examples:
+                    yield ex
+                    produced += 1
+                    if limit is not None and produced >= limit:
+                        return
+                continue
+            buffer.extend(examples)
+            while len(buffer) >= SHUFFLE_BUFFER:
+                j = int(rng.integers(len(buffer)))
+                buffer[j], buffer[-1] = buffer[-1], buffer[j]
+                yield buffer.pop()
+            seen_any = seen_any or bool(examples)
+        if want_val:
+            return
+        if not repeat or not seen_any:  # one pass, or no training examples at all
+            rng.shuffle(buffer)
+            yield from buffer
+            return

@@ -1,0 +1,293 @@
+"""Train NSODE: python -m nsode.train --data DIR --preset small --variant nsode-eps --out DIR
+
+Streams the generator's parquet shards (nsode.data), holds out whole skeletons for validation,
+minimises the two-hot cross-entropy with AdamW and a linear warm-up, and checkpoints as it goes
+(`OUT/last` for resuming, `OUT/best` by validation loss; safetensors only). Logs loss and token
+accuracy to OUT/log.csv with the validation R^2 of decoded expressions (beam 4, best of the
+beam by R^2), and draws
+OUT/loss_curve.png.
+
+Learning-rate schedule: the paper warms up linearly over 10,000 steps of batch 600 (6M samples,
+about 1% of its 25 epochs) to a constant 1e-4. Small presets train on CPU for an hour, not days,
+so the defaults keep the warm-up at a few percent of the run (2% of --steps, at least 100 steps)
+and raise the peak rate for narrower models (tiny 5e-4, small 3e-4; the usual width scaling of
+transformers of these sizes, and a batch of 32 instead of 600 keeps updates small).
+`--schedule cosine` then anneals to 10% of the peak by --steps, which helps a short run; the
+paper's `constant` is the default. `--init FOLDER` continues from shipped weights (the optimizer
+restarts with a fresh warm-up; step and sample counts continue).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from transformers.utils import logging as hf_logging
+
+from nsode import model as nsode_model
+from nsode.batching import VARIANTS, collate, observe, two_hot_loss
+from nsode.data.shards import shard_paths
+from nsode.stream import stream_examples
+
+DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "tiny": 5e-4}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m nsode.train", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, nargs="+", metavar="DIR",
+                   help="data folder(s) written by `python -m nsode.data generate` (several: e.g. other seeds)")
+    p.add_argument("--out", required=True, help="output folder (checkpoints, log.csv, loss_curve.png)")
+    p.add_argument("--preset", default="small", choices=sorted(nsode_model.PRESETS))
+    p.add_argument("--variant", default="nsode-eps", choices=sorted(VARIANTS))
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--accum", type=int, default=1, help="gradient accumulation steps per update")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default depends on preset)")
+    p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps (default: 2%% of --steps, >= 100)")
+    p.add_argument("--schedule", default="constant", choices=["constant", "cosine"],
+                   help="after warm-up: constant (paper) or cosine decay to 10%% of the peak at --steps")
+    p.add_argument("--steps", type=int, default=20_000, help="optimizer updates to run in total")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop (and checkpoint) after this wall time")
+    p.add_argument("--eval-every", type=int, default=200, help="updates between validation + checkpoint")
+    p.add_argument("--val-batches", type=int, default=8)
+    p.add_argument("--val-decode", type=int, default=32, help="validation trajectories decoded for R^2")
+    p.add_argument("--val-percent", type=int, default=5, help="percent of skeletons held out")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/last")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def lr_at(step: int, peak: float, warmup: int, *, start: int = 0, total: int = 0,
+          schedule: str = "constant") -> float:
+    """Linear warm-up from `start` over `warmup` steps, then constant or cosine down to 10% at `total`."""
+    k = step - start
+    if k < warmup:
+        return peak * (k + 1) / max(1, warmup)
+    if schedule == "constant" or total <= start + warmup:
+        return peak
+    frac = min(1.0, (k - warmup) / max(1, total - start - warmup))
+    return peak * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+
+
+def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
+    """Weights via save_pretrained; optimizer moments flattened into safetensors; counters as JSON."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tensors = {}
+    for i, (p, s) in enumerate(((p, opt.state[p]) for g in opt.param_groups for p in g["params"])):
+        for k, v in s.items():
+            tensors[f"{i}.{k}"] = torch.as_tensor(v).detach().cpu().contiguous()
+    save_file(tensors, str(folder / "optimizer.safetensors"))
+    (folder / "training_state.json").write_text(json.dumps(state, indent=1))
+
+
+def load_optimizer(folder: Path, opt) -> None:
+    tensors = load_file(str(folder / "optimizer.safetensors"))
+    params = [p for g in opt.param_groups for p in g["params"]]
+    for i, p in enumerate(params):
+        state = {k.split(".", 1)[1]: v.to(p.device) for k, v in tensors.items() if k.split(".", 1)[0] == str(i)}
+        if state:
+            opt.state[p] = state
+
+
+def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, keep_last: bool = False):
+    """Batches of observed examples (observation points and noise drawn per variant)."""
+    buf = []
+    for ex in examples:
+        buf.append(ex)
+        if len(buf) == batch_size:
+            yield collate([observe(e.t, e.y, variant, rng) for e in buf], [e.rows for e in buf], bos, pad)
+            buf = []
+    if buf and keep_last:
+        yield collate([observe(e.t, e.y, variant, rng) for e in buf], [e.rows for e in buf], bos, pad)
+
+
+class Validation:
+    """A fixed validation set of held-out skeletons: batches for loss/accuracy and observed
+    trajectories for the R^2 of decoded expressions (beam 4, best of the beam by R^2).
+
+    Built from the shards present at the start; rebuilt at an evaluation while it is smaller than
+    asked for (training may start while the generator is still writing shards).
+    """
+
+    def __init__(self, data: list[Path], args, bos: int, pad: int, max_rows: int):
+        self.data, self.args, self.bos, self.pad, self.max_rows = data, args, bos, pad, max_rows
+        self.wanted = args.val_batches * args.batch_size
+        self.build()
+
+    def build(self) -> None:
+        a = self.args
+        examples = list(stream_examples(self.data, split="val", val_percent=a.val_percent,
+                                        limit=4 * self.wanted, max_rows=self.max_rows))
+        rng = np.random.default_rng(12345)  # the same observations at every evaluation
+        # spread over many ODEs: consecutive rows are initial values of one ODE
+        pick = rng.permutation(len(examples))[: self.wanted]
+        examples = [examples[i] for i in sorted(pick)] if len(examples) > self.wanted else examples
+        rng.shuffle(examples)
+        self.batches = list(batches(examples, a.variant, a.batch_size, self.bos, self.pad, rng, keep_last=True))
+        self.decode = [observe(e.t, e.y, a.variant, rng) for e in examples[: a.val_decode]]
+        self.size = len(examples)
+
+    @torch.no_grad()
+    def __call__(self, model, device) -> dict:
+        if self.size < self.wanted:
+            self.build()
+        if not self.batches:
+            return {"val_n": 0}
+        model.eval()
+        losses, accs, weights = [], [], []
+        for b in self.batches:
+            b = b.to(device)
+            loss, acc = two_hot_loss(model(b.bits, b.dec_ids, b.dec_w, b.mask), b.tgt_ids, b.tgt_w)
+            losses.append(float(loss))
+            accs.append(float(acc))
+            weights.append(len(b.bits))
+        from nsode.predict import Predictor  # decoding is kept out of the training imports
+
+        predictor = Predictor(model, beam=4, exact=2)
+        r2 = np.array([predictor.predict(t, y).r2 for t, y in self.decode])  # -inf: nothing integrable
+        model.train()
+        return {"val_n": self.size, "val_loss": float(np.average(losses, weights=weights)),
+                "val_acc": float(np.average(accs, weights=weights)),
+                "val_r2_median": float(np.median(r2)) if len(r2) else math.nan,
+                "val_r2_above_0.9": float(np.mean(r2 > 0.9)) if len(r2) else math.nan}
+
+
+def plot_curve(log_path: Path, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    df = pd.read_csv(log_path)
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
+    ax[0].plot(df["samples"], df["loss"], label="train")
+    v = df.dropna(subset=["val_loss"])
+    ax[0].plot(v["samples"], v["val_loss"], "o-", label="validation")
+    ax[0].set(xlabel="training samples", ylabel="two-hot cross-entropy", yscale="log")
+    ax[0].legend()
+    ax[1].plot(df["samples"], df["acc"], label="train")
+    ax[1].plot(v["samples"], v["val_acc"], "o-", label="validation")
+    ax[1].set(xlabel="training samples", ylabel="token accuracy")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    hf_logging.disable_progress_bar()  # checkpoints are one small file each
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
+                          else ("cpu" if args.device == "auto" else args.device))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = [Path(d) for d in args.data]
+    if not any(shard_paths(d) for d in data):
+        print(f"error: no shards in {' '.join(map(str, data))}; generate some with python -m nsode.data generate",
+              file=sys.stderr)
+        return 2  # a folder without shards yet is fine: each pass over the data re-lists the shards
+    state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
+             "preset": args.preset, "variant": args.variant}
+    if args.resume and (out / "last" / "training_state.json").is_file():
+        model = nsode_model.load(out / "last", device)
+        state.update(json.loads((out / "last" / "training_state.json").read_text()))
+    elif args.init:
+        model = nsode_model.load(args.init, device)
+        shipped = Path(args.init) / "training_state.json"
+        if shipped.is_file():  # counts continue; the optimizer and its warm-up start afresh
+            old = json.loads(shipped.read_text())
+            state.update(step=old.get("step", 0), samples=old.get("samples", 0),
+                         elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
+    else:
+        model = nsode_model.build(args.preset).to(device)
+    torch.manual_seed(args.seed + state["step"])
+    rng = np.random.default_rng([args.seed, state["step"]])  # a resumed run sees new noise and points
+    model.train()
+    peak = args.lr or DEFAULT_LR[args.preset]
+    warmup = args.warmup or max(100, args.steps // 50)
+    opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
+    if args.resume and (out / "last" / "optimizer.safetensors").is_file():
+        load_optimizer(out / "last", opt)
+    use_amp = device.type == "cuda"
+    amp_dtype = torch.bfloat16 if use_amp and torch.cuda.is_bf16_supported() else torch.float16
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
+    cfg = model.config
+    bos, pad = cfg.bos_token_id, cfg.pad_token_id
+
+    validate = Validation(data, args, bos, pad, cfg.max_tokens)
+    train_stream = batches(stream_examples(data, split="train", val_percent=args.val_percent,
+                                           seed=args.seed + state["step"], repeat=True, max_rows=cfg.max_tokens),
+                           args.variant, args.batch_size, bos, pad, rng)
+    log_path = out / "log.csv"
+    new_log = not log_path.exists()
+    log_file = open(log_path, "a", newline="")
+    fields = ["step", "samples", "elapsed_s", "lr", "loss", "acc", "val_n", "val_loss", "val_acc",
+              "val_r2_median", "val_r2_above_0.9"]
+    writer = csv.DictWriter(log_file, fieldnames=fields)
+    if new_log:
+        writer.writeheader()
+    t_start = time.perf_counter() - state["elapsed_s"]
+    run_start = time.perf_counter()
+    print(f"NSODE {args.preset} ({nsode_model.count_parameters(model) / 1e6:.2f}M parameters), "
+          f"variant {args.variant}, device {device}, lr {peak:g}, warm-up {warmup}, "
+          f"batch {args.batch_size} x {args.accum}, {validate.size} validation trajectories", flush=True)
+    run_loss, run_acc = [], []
+    while state["step"] < args.steps:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(state["step"], peak, warmup, start=state["warmup_start"], total=args.steps,
+                            schedule=args.schedule)
+        opt.zero_grad(set_to_none=True)
+        for _ in range(args.accum):
+            b = next(train_stream).to(device)
+            with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
+                logits = model(b.bits, b.dec_ids, b.dec_w, b.mask)
+            loss, acc = two_hot_loss(logits, b.tgt_ids, b.tgt_w)
+            scaler.scale(loss / args.accum).backward()
+            run_loss.append(loss.item())
+            run_acc.append(acc.item())
+            state["samples"] += len(b.bits)
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        state["step"] += 1
+        out_of_time = args.max_minutes is not None and time.perf_counter() - run_start > 60 * args.max_minutes
+        if state["step"] % args.eval_every == 0 or state["step"] == args.steps or out_of_time:
+            state["elapsed_s"] = time.perf_counter() - t_start
+            metrics = validate(model, device)
+            row = {"step": state["step"], "samples": state["samples"], "elapsed_s": round(state["elapsed_s"], 1),
+                   "lr": opt.param_groups[0]["lr"], "loss": np.mean(run_loss), "acc": np.mean(run_acc), **metrics}
+            writer.writerow(row)
+            log_file.flush()
+            run_loss, run_acc = [], []
+            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+            save_checkpoint(out / "last", model, opt, state)
+            if metrics.get("val_loss", math.inf) < state["best_val_loss"]:
+                state["best_val_loss"] = metrics["val_loss"]
+                state["best_metrics"] = metrics
+                save_checkpoint(out / "best", model, opt, state)
+                (out / "last" / "training_state.json").write_text(json.dumps(state, indent=1))
+            try:
+                plot_curve(log_path, out / "loss_curve.png")
+            except Exception as err:  # a plot must never stop training
+                print(f"warning: loss curve not drawn ({err})", flush=True)
+        if out_of_time:
+            break
+    log_file.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+import math
+
+import torch
+
+from bench.expressions import parse
+from nsode.data import tokens
+from nsode.decode import arity, beam_search, to_expression
+from nsode.encoding import encode_observations
+from nsode.predict import Predictor
+
+
+def test_beam_returns_complete_hypotheses_sorted_by_score(overfit):
+    model, observations, _ = overfit
+    t, y = observations[1]
+    beams = beam_search(model, torch.from_numpy(encode_observations(t, y)), beam=16)
+    assert len(beams) >= 16
+    scores = [b.score for b in beams]
+    assert scores == sorted(scores, reverse=True) and all(math.isfinite(s) for s in scores)
+    children = dict(zip(tokens.TOKENS, arity(tokens.TOKENS)))
+    for b in beams:  # every hypothesis is one complete prefix tree of the vocabulary
+        open_slots = 1
+        for item in b.prefix:
+            assert open_slots > 0
+            open_slots += (0 if isinstance(item, float) else children[item]) - 1
+        assert open_slots == 0
+        assert to_expression(b.prefix) is None or tokens.decode(list(b.prefix)) == to_expression(b.prefix)
+
+
+def test_predictor_candidates_are_parseable_and_the_truth_wins(overfit):
+    model, observations, _ = overfit
+    t, y = observations[0]
+    result = Predictor(model, beam=16).predict(t, y)
+    assert result.candidates and result.r2 > 0.999
+    for expr, _ in result.candidates:
+        parse(expr)  # raises on anything the harness cannot read
+    best = parse(result.expression)
+    assert abs(float(best.subs({s: 2.0 for s in best.free_symbols})) + 1.0) < 1e-2  # -0.5 * y at y = 2
+    fitted = [r2 for _, r2 in result.candidates if math.isfinite(r2)]
+    assert fitted == sorted(fitted, reverse=True)
+
+
+def test_arithmetic_failures_are_not_candidates():
+    assert to_expression(["div", "y", 0.0]) is None  # y / 0 -> zoo
+    assert to_expression(["log", -1.0]) is None  # i pi
+    assert to_expression(["mul", 2.0, "y"]) == 2 * tokens.decode(["y"])

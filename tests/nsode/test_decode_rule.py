@@ -1,0 +1,35 @@
+import torch
+
+from nsode.decode import constant_from_argmax, two_hot_rule
+
+GRID = torch.arange(-10.0, 11.0)
+
+
+def logits_for(weights: dict[float, float]) -> torch.Tensor:
+    """Logits whose softmax puts the given probabilities on grid values (tiny elsewhere)."""
+    p = torch.full((21,), 1e-9)
+    for v, w in weights.items():
+        p[int(v) + 10] = w
+    return p.log()
+
+
+def test_argmax_constant_takes_larger_neighbour_and_renormalises():
+    # 0.7 on 3 and 0.3 on 4 (plus a smaller 0.1 on 2) decodes to 0.7 * 3 + 0.3 * 4 = 3.3
+    logits = logits_for({3: 0.6, 4: 0.6 * 3 / 7, 2: 0.1})
+    assert abs(constant_from_argmax(logits, GRID) - 3.3) < 1e-5
+
+
+def test_neighbour_on_the_left_and_grid_ends():
+    assert abs(constant_from_argmax(logits_for({-4: 0.5, -5: 0.5 / 3}), GRID) - (-4.25)) < 1e-5
+    assert abs(constant_from_argmax(logits_for({10: 0.9, 9: 0.1}), GRID) - 9.9) < 1e-5
+    assert abs(constant_from_argmax(logits_for({-10: 1.0}), GRID) - (-10.0)) < 1e-5
+
+
+def test_interval_rule_agrees_with_greedy_rule_at_the_argmax():
+    torch.manual_seed(0)
+    for _ in range(50):
+        logits = torch.randn(21) * 3
+        valid, alpha, value = two_hot_rule(logits, GRID)
+        i = int(logits.argmax())
+        greedy = constant_from_argmax(logits, GRID)
+        assert any(abs(float(value[k]) - greedy) < 1e-5 for k in (i - 1, i) if 0 <= k < 20 and valid[k])

@@ -1,0 +1,31 @@
+import pickle
+
+import pytest
+import torch
+
+from nsode.model import CheckpointError, build, load
+
+
+
+def test_save_load_round_trip_gives_identical_outputs(tmp_path):
+    torch.manual_seed(0)
+    model = build("tiny").eval()
+    bits = torch.randint(0, 2, (2, 16, 128)).float()
+    ids = torch.randint(0, 36, (2, 5, 2))
+    w = torch.rand(2, 5, 2)
+    model.save_pretrained(tmp_path)
+    again = load(tmp_path)
+    assert torch.equal(model(bits, ids, w), again(bits, ids, w))
+    assert again.config.constant_values == [float(v) for v in range(-10, 11)]
+
+
+def test_checkpoint_folder_with_a_pickle_file_is_refused(tmp_path):
+    build("tiny").save_pretrained(tmp_path)
+    (tmp_path / "pytorch_model.bin").write_bytes(pickle.dumps({"x": 1}))
+    with pytest.raises(CheckpointError, match="pickle"):
+        load(tmp_path)
+
+
+def test_missing_checkpoint_gives_a_clear_error(tmp_path):
+    with pytest.raises(CheckpointError, match="config.json"):
+        load(tmp_path / "nothing")

@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+
+from nsode.__main__ import main
+
+
+@pytest.mark.parametrize("content, message", [
+    ("a,b\n1,2\n", "needs columns named t and y"),
+    ("t,y\n" + "".join(f"{i},x\n" for i in range(12)), "numbers only"),
+    ("t,y\n0,1\n1,2\n", "only 2 rows"),
+    ("t,y\n" + "".join(f"{i % 11},{i}\n" for i in range(12)), "duplicate time"),
+    ("t,y\n" + "".join(f"{i},{'nan' if i == 3 else i}\n" for i in range(12)), "NaN or infinite"),
+])
+def test_bad_files_get_one_line_errors(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    assert main(["predict", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_missing_checkpoint_gets_a_one_line_error(tmp_path, capsys):
+    path = tmp_path / "ok.csv"
+    t = np.linspace(0, 2, 20)
+    path.write_text("t,y\n" + "".join(f"{a},{np.exp(-a)}\n" for a in t))
+    assert main(["predict", str(path), "--checkpoint", str(tmp_path / "none")]) == 2
+    assert "not an NSODE checkpoint" in capsys.readouterr().err
+
+
+def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
+    model, observations, _ = overfit
+    model.save_pretrained(tmp_path / "ckpt")
+    t, y = observations[0]
+    path = tmp_path / "traj.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    assert main(["predict", str(path), "--checkpoint", str(tmp_path / "ckpt"), "--beam", "8",
+                 "--plot", str(tmp_path / "p.png")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("y' = ") and "R^2 on the data: 0.99" in out and (tmp_path / "p.png").is_file()

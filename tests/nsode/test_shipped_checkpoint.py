@@ -1,0 +1,55 @@
+"""Acceptance tests of the shipped checkpoints (skipped where none is shipped)."""
+import numpy as np
+import pytest
+
+from nsode.data.tokens import parse_infix
+from nsode.predict import Predictor, default_checkpoint
+from nsode.select import exact_r2
+
+SHIPPED = default_checkpoint("nsode-eps")
+needs_shipped = pytest.mark.skipif(not (SHIPPED / "model.safetensors").is_file(), reason="no shipped nsode-eps")
+
+
+@needs_shipped
+@pytest.mark.xfail(strict=True, reason=(
+    "acceptance test the shipped checkpoint does not pass yet (measured 2026-11-23): the tiny CPU model "
+    "(1.1M parameters, 400k samples, ~6.9k training skeletons) picks -4.4194 + y + 2.4877/y with R^2 0.804 "
+    "at the default beam 64 (0.982 at beam 256); -c*y is one of the Large test set's skeletons, which "
+    "training excludes. strict: passing turns this into a failure, so the marker goes when a checkpoint passes"))
+def test_shipped_nsode_eps_recovers_exponential_decay():
+    t = np.linspace(0, 2, 128)
+    y = 3 * np.exp(-0.5 * t)
+    result = Predictor(SHIPPED).predict(t, y)  # the CPU default beam
+    assert result.r2 > 0.99
+    truth_grid = np.linspace(0, 4, 256)  # the chosen ODE also extrapolates the decay
+    assert exact_r2(parse_infix(result.expression), truth_grid, 3 * np.exp(-0.5 * truth_grid)) > 0.99
+
+
+def test_harness_method_reports_a_missing_checkpoint(monkeypatch, tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("nsode_methods", Path(__file__).parents[2] / "methods" / "nsode.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(mod.NSODE, "checkpoint", classmethod(lambda cls: tmp_path / "missing"))
+    assert "no shipped checkpoint" in mod.NSODE.unavailable_reason()
+
+
+@needs_shipped
+def test_harness_method_runs_on_observations():
+    import importlib.util
+    from pathlib import Path
+
+    from bench import Budget, Observations
+    from bench.expressions import parse
+
+    spec = importlib.util.spec_from_file_location("nsode_methods2", Path(__file__).parents[2] / "methods" / "nsode.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    method = mod.NSODEEps(beam=16)
+    method.setup()
+    t = np.linspace(0, 2, 64)
+    pred = method.run(Observations(t, 2 + np.sin(t)), Budget())
+    parse(pred.expression)
+    assert pred.candidates and pred.metadata["load_s"] >= 0 and pred.metadata["device"] == "cpu"

@@ -1,0 +1,84 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nsode.data import config, generate, shards, tokens
+from nsode.stream import in_validation, stream_examples
+from nsode.train import lr_at, main
+
+VAL_PERCENT = 30
+
+
+@pytest.fixture(scope="session")
+def training_data(tmp_path_factory):
+    """A few shards written by the real generator (small: 16 skeletons, 2 x 2 solutions each)."""
+    folder = tmp_path_factory.mktemp("data") / "train"
+    small = config.from_dict({**config.default().to_dict(), "n_const": 2, "n_iv": 2, "skeletons_per_shard": 4})
+    generate.generate(folder, 16, seed=3, config=small, progress=False)
+    return folder
+
+
+def test_stream_reads_the_generator_shards_into_two_hot_targets(training_data):
+    examples = list(stream_examples(training_data, split="train", val_percent=0))
+    stored = sum(len(shards.read_shard(p, ["ode_id"])) for p in shards.shard_paths(training_data))
+    assert len(examples) == stored > 0
+    for ex in examples[:20]:
+        assert len(ex.y) == len(ex.t) == 1024 and ex.t[-1] == 2.0
+        assert ex.rows == tokens.targets(tokens.encode(tokens.parse_infix(ex.expression)))
+    both = list(stream_examples([training_data, training_data], split="train", val_percent=0))
+    assert len(both) == 2 * stored  # several folders (e.g. seeds) stream as one
+
+
+def test_validation_split_holds_out_whole_skeletons(training_data):
+    val = {e.skeleton for e in stream_examples(training_data, split="val", val_percent=VAL_PERCENT)}
+    train = {e.skeleton for e in stream_examples(training_data, split="train", val_percent=VAL_PERCENT)}
+    assert val and train and not val & train
+    ids = {s: i for p in shards.shard_paths(training_data)
+           for s, i in shards.read_shard(p, ["skeleton", "skeleton_id"]).itertuples(index=False)}
+    assert all(in_validation(ids[s], VAL_PERCENT) for s in val)
+
+
+def test_warm_up_then_constant_or_cosine_learning_rate():
+    assert lr_at(0, 1e-3, 10) == pytest.approx(1e-4) and lr_at(9, 1e-3, 10) == pytest.approx(1e-3)
+    assert lr_at(500, 1e-3, 10, total=1000) == 1e-3
+    assert lr_at(1000, 1e-3, 10, total=1000, schedule="cosine") == pytest.approx(1e-4)
+    assert lr_at(105, 1e-3, 10, start=100, total=1000) == pytest.approx(6e-4)  # re-warm-up after --init
+
+
+def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp_path):
+    out = tmp_path / "run"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "2", "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT)]
+    assert main(args + ["--steps", "4"]) == 0
+    assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 4
+    assert (out / "best" / "model.safetensors").is_file() and (out / "loss_curve.png").is_file()
+    assert not list(out.rglob("*.bin")) and not list(out.rglob("*.pt"))  # safetensors only
+    assert main(args + ["--steps", "6", "--resume"]) == 0
+    log = pd.read_csv(out / "log.csv")
+    assert list(log["step"]) == [2, 4, 6] and log["samples"].iloc[-1] == 24
+    assert np.isfinite(log["val_loss"]).all()
+
+
+def test_training_continues_from_exported_fp16_weights(training_data, tmp_path):
+    from nsode.export import export
+
+    args = ["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--eval-every", "2",
+            "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
+    assert main(args + ["--out", str(tmp_path / "a"), "--steps", "2"]) == 0
+    export(tmp_path / "a" / "best", tmp_path / "shipped")
+    assert main(args + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 0
+    state = json.loads((tmp_path / "b" / "last" / "training_state.json").read_text())
+    assert state["step"] == 4 and state["samples"] == 16 and state["warmup_start"] == 2
+
+
+def test_skeletons_of_the_large_test_set_are_never_streamed(training_data, monkeypatch):
+    import nsode.stream
+
+    everything = list(stream_examples(training_data, split="train", val_percent=0))
+    banned = everything[0].skeleton
+    monkeypatch.setattr(nsode.stream, "excluded_skeletons", lambda: frozenset({banned}))
+    kept = list(stream_examples(training_data, split="train", val_percent=0))
+    assert banned not in {e.skeleton for e in kept}
+    assert len(kept) == sum(e.skeleton != banned for e in everything)
