@@ -7,6 +7,11 @@ finite-difference check. Complexities are filled by rejection sampling: candidat
 the generator's block order (`generate.candidate_block` with the Large seed) and one whose
 complexity already has its 10 is skipped.
 
+Two kinds of skeleton are *reserved*, never drawn for Large, because Large's skeletons are
+excluded from training and a model that never saw them would fail where no one expects it to:
+the elementary skeletons (complexity <= 3: y, c*y, -c*y, c + y, y**c, sqrt(y), log(y), ...)
+and the skeletons of the curated benchmarks Textbook and Classic (e.g. -c - c*y).
+
 Writes `datasets/large.json` in the benchmark harness's format (`bench.datasets`) and the list
 of its skeletons to `excluded_skeletons.yaml`, which `generate` consults so that no training set
 ever contains a Large skeleton.
@@ -27,7 +32,32 @@ from nsode.data.expressions import compile_scalar, compile_vector, complexity
 from nsode.data.solve import SolveError, fd_residual, solve, solve_groups
 
 DATASET_FILE = Path(__file__).resolve().parents[2] / "datasets" / "large.json"
+CURATED_FILES = [DATASET_FILE.with_name(name) for name in ("textbook.json", "classic.json")]
 SEED = 20230723
+ELEMENTARY_COMPLEXITY = 3  # skeletons this simple stay in training (see the module docstring)
+
+
+def curated_skeletons(config: cfg.Config, files=CURATED_FILES) -> frozenset[str]:
+    """Skeletons of the curated benchmarks' equations, simplified as the generator simplifies.
+
+    Equations outside the training vocabulary (tan, pi) cannot be training skeletons anyway and
+    are left out.
+    """
+    found = set()
+    for file in files:
+        for eq in json.loads(Path(file).read_text())["equations"]:
+            try:
+                expr = simplify.canonical(simplify.simplify(tok.parse_infix(eq["expression"]),
+                                                            config.simplify_time_limit))
+                found.add(tok.skeleton(expr))
+            except (tok.EncodingError, simplify.Rejected, ValueError, TypeError):
+                continue
+    return frozenset(found)
+
+
+def reserved(skeleton: str, skeleton_complexity: int, curated: frozenset[str]) -> bool:
+    """Whether Large must leave this skeleton to training (module docstring)."""
+    return skeleton_complexity <= ELEMENTARY_COMPLEXITY or skeleton in curated
 
 
 def valid_initial_value(expr, y0: float, config: cfg.Config) -> bool:
@@ -51,6 +81,7 @@ def build(seed: int = SEED, total: int = 162, per_complexity: int = 10, config: 
 
     config = cfg.default() if config is None else config
     equations, seen, per = [], set(), Counter()
+    curated = curated_skeletons(config)
     counts = Counter()
     bar = tqdm(total=total, desc="Large", unit="ODE", disable=not progress)
     block = 0
@@ -62,6 +93,9 @@ def build(seed: int = SEED, total: int = 162, per_complexity: int = 10, config: 
                 counts["duplicate skeleton"] += 1
                 continue
             seen.add(cand.skeleton)  # one try per skeleton, so its first draw decides
+            if reserved(cand.skeleton, cand.complexity, curated):
+                counts["reserved (elementary or curated)"] += 1
+                continue
             if per[cand.complexity] >= per_complexity:
                 counts["complexity full"] += 1
                 continue
@@ -90,7 +124,7 @@ def build(seed: int = SEED, total: int = 162, per_complexity: int = 10, config: 
         "description": (
             f"{total} ODEs y' = f(y) drawn from NSODE's training distribution (nsode/data/default.yaml) "
             f"with a seed of their own: one per skeleton, at most {per_complexity} per complexity "
-            "(rejection sampling), constants resampled as for training, one initial value "
+            "(rejection sampling), none elementary (complexity <= 3) or shared with Textbook or Classic, constants resampled as for training, one initial value "
             f"y0 ~ U({config.y0_range[0]:g}, {config.y0_range[1]:g}) whose solution exists on "
             f"[0, {config.t_extra:g}] and passes the generator's finite-difference check. Their skeletons "
             "are excluded from every training set (nsode/data/excluded_skeletons.yaml). "

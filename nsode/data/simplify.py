@@ -85,6 +85,9 @@ def simplify(expr: sympy.Expr, time_limit: float) -> sympy.Expr:
             finished.set()
     except _Timeout:
         pass
+    except Exception as err:  # sympy has its own bugs (e.g. "Invalid NaN comparison" in exptrigsimp)
+        if not state["fired"]:
+            raise Rejected("simplify error", f"{type(err).__name__}: {err}") from None
     if state["fired"]:
         raise Rejected("timeout", f"simplify took more than {time_limit:g} s")
     return result

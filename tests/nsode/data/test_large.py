@@ -69,3 +69,14 @@ def test_large_skeletons_are_excluded_when_the_search_meets_them(tmp_path, tiny_
     search = json.loads(table.schema.metadata[b"search"])
     assert search["candidates"]["excluded (Large)"] > 0
     assert np.all(np.diff(table.column("skeleton_index").to_numpy()) == 1)
+
+
+def test_large_leaves_elementary_and_curated_skeletons_to_training():
+    # excluding them from training would remove y' = -c*y, Textbook's -c - c*y, Classic's sqrt(y), ...
+    from nsode.data import config as cfg
+
+    curated = large.curated_skeletons(cfg.default())
+    assert {"c*y", "-c - c*y", "sqrt(y)", "log(y)"} <= curated
+    assert min(eq["complexity"] for eq in EQUATIONS) > large.ELEMENTARY_COMPLEXITY
+    assert not {eq["skeleton"] for eq in EQUATIONS} & curated
+    assert "-c*y" not in generate.excluded_skeletons()

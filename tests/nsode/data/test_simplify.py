@@ -78,3 +78,13 @@ def test_simplify_gives_up_after_its_time_limit():
     with pytest.raises(simplify.Rejected) as err:
         simplify.simplify(hard, time_limit=0.05)
     assert err.value.reason == "timeout"
+
+
+def test_a_sympy_crash_rejects_the_expression_instead_of_stopping_the_generator(monkeypatch):
+    def broken(expr):  # sympy 1.14 raises TypeError("Invalid NaN comparison") on some random trees
+        raise TypeError("Invalid NaN comparison")
+
+    monkeypatch.setattr(simplify.sympy, "simplify", broken)
+    with pytest.raises(simplify.Rejected) as err:
+        simplify.simplify(sympy.exp(Y), time_limit=1.0)
+    assert err.value.reason == "simplify error" and "NaN comparison" in str(err.value)
