@@ -1,4 +1,6 @@
 """Simplification, the support filter, skeletons and the paper's constant-resampling rules."""
+import threading
+
 import numpy as np
 import pytest
 import sympy
@@ -85,6 +87,19 @@ def test_a_sympy_crash_rejects_the_expression_instead_of_stopping_the_generator(
         raise TypeError("Invalid NaN comparison")
 
     monkeypatch.setattr(simplify.sympy, "simplify", broken)
+    monkeypatch.setattr(simplify, "_local", threading.local())  # a child forked with the patch in place
     with pytest.raises(simplify.Rejected) as err:
         simplify.simplify(sympy.exp(Y), time_limit=1.0)
     assert err.value.reason == "simplify error" and "NaN comparison" in str(err.value)
+
+
+def test_simplify_stops_a_call_stuck_in_c_code(monkeypatch):
+    # sympy can spend minutes in one C call (a modular power on a huge integer while factoring);
+    # no thread-based timeout interrupts that, killing the child does
+    monkeypatch.setattr(simplify.sympy, "simplify", lambda expr: sum(range(10**12)))
+    monkeypatch.setattr(simplify, "_local", threading.local())
+    with pytest.raises(simplify.Rejected) as err:
+        simplify.simplify(sympy.exp(Y), time_limit=0.2)
+    assert err.value.reason == "timeout"
+    monkeypatch.undo()
+    assert simplify.simplify(sympy.sin(Y) ** 2 + sympy.cos(Y) ** 2 + Y, time_limit=2.0) == Y + 1
