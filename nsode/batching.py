@@ -11,20 +11,37 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.interpolate import CubicSpline
 
 from nsode.encoding import encode_observations
 
-# the paper's two variants (Sec. 4): observed points and multiplicative noise
+# the paper's two variants (Sec. 4): observed points and multiplicative noise. off_grid: the
+# default fraction of examples whose times are drawn uniformly on [0, T] instead of from the
+# 1024-point grid (beyond the paper; `observe`)
 VARIANTS = {
-    "nsode": dict(n_points=256, random_points=False, noise=0.0),
-    "nsode-eps": dict(n_points=128, random_points=True, noise=0.01),
+    "nsode": dict(n_points=256, random_points=False, noise=0.0, off_grid=0.0),
+    "nsode-eps": dict(n_points=128, random_points=True, noise=0.01, off_grid=0.5),
 }
 
 
-def observe(t: np.ndarray, y: np.ndarray, variant: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """The points the model sees of a solution stored on the regular grid t."""
+def observe(t: np.ndarray, y: np.ndarray, variant: str, rng: np.random.Generator,
+            off_grid: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The points the model sees of a solution stored on the regular grid t.
+
+    With probability `off_grid` (default: the variant's) the times are drawn uniformly on
+    [t_0, t_end] and y is the cubic spline of the stored solution there (error far below the
+    noise). The bit encoding shows every mantissa bit of t, and a model that only ever saw grid
+    times reads user data such as linspace(0, 2, 128) worse (measured: R^2 0.80 vs 0.94).
+    """
     spec = VARIANTS[variant]
+    off_grid = spec["off_grid"] if off_grid is None else off_grid
     n = min(spec["n_points"], len(t))
+    if spec["random_points"] and off_grid and rng.random() < off_grid:
+        t_obs = np.sort(rng.uniform(t[0], t[-1], size=n))
+        y_obs = CubicSpline(t, y)(t_obs)
+        if spec["noise"]:
+            y_obs = y_obs * rng.normal(1.0, spec["noise"], size=n)
+        return t_obs, y_obs
     if spec["random_points"]:
         idx = np.sort(rng.choice(len(t), size=n, replace=False))
     else:  # every k-th grid point: exactly equidistant (1024 / 256 = 4)

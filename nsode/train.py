@@ -47,6 +47,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="output folder (checkpoints, log.csv, loss_curve.png)")
     p.add_argument("--preset", default="small", choices=sorted(nsode_model.PRESETS))
     p.add_argument("--variant", default="nsode-eps", choices=sorted(VARIANTS))
+    p.add_argument("--off-grid", type=float, default=None, metavar="FRACTION",
+                   help="fraction of examples observed at uniform random times instead of grid points "
+                        "(default: nsode-eps 0.5, nsode 0; the paper: 0)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--accum", type=int, default=1, help="gradient accumulation steps per update")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default depends on preset)")
@@ -100,16 +103,17 @@ def load_optimizer(folder: Path, opt) -> None:
             opt.state[p] = state
 
 
-def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, keep_last: bool = False):
+def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, keep_last: bool = False,
+            off_grid: float | None = None):
     """Batches of observed examples (observation points and noise drawn per variant)."""
     buf = []
     for ex in examples:
         buf.append(ex)
         if len(buf) == batch_size:
-            yield collate([observe(e.t, e.y, variant, rng) for e in buf], [e.rows for e in buf], bos, pad)
+            yield collate([observe(e.t, e.y, variant, rng, off_grid) for e in buf], [e.rows for e in buf], bos, pad)
             buf = []
     if buf and keep_last:
-        yield collate([observe(e.t, e.y, variant, rng) for e in buf], [e.rows for e in buf], bos, pad)
+        yield collate([observe(e.t, e.y, variant, rng, off_grid) for e in buf], [e.rows for e in buf], bos, pad)
 
 
 class Validation:
@@ -134,8 +138,9 @@ class Validation:
         pick = rng.permutation(len(examples))[: self.wanted]
         examples = [examples[i] for i in sorted(pick)] if len(examples) > self.wanted else examples
         rng.shuffle(examples)
-        self.batches = list(batches(examples, a.variant, a.batch_size, self.bos, self.pad, rng, keep_last=True))
-        self.decode = [observe(e.t, e.y, a.variant, rng) for e in examples[: a.val_decode]]
+        self.batches = list(batches(examples, a.variant, a.batch_size, self.bos, self.pad, rng, keep_last=True,
+                                    off_grid=a.off_grid))
+        self.decode = [observe(e.t, e.y, a.variant, rng, a.off_grid) for e in examples[: a.val_decode]]
         self.size = len(examples)
 
     @torch.no_grad()
@@ -187,6 +192,8 @@ def plot_curve(log_path: Path, out: Path) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.off_grid is None:
+        args.off_grid = VARIANTS[args.variant]["off_grid"]
     torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # checkpoints are one small file each
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
@@ -199,7 +206,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2  # a folder without shards yet is fine: each pass over the data re-lists the shards
     state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
-             "preset": args.preset, "variant": args.variant}
+             "preset": args.preset, "variant": args.variant, "off_grid": args.off_grid}
     if args.resume and (out / "last" / "training_state.json").is_file():
         model = nsode_model.load(out / "last", device)
         state.update(json.loads((out / "last" / "training_state.json").read_text()))
@@ -229,7 +236,7 @@ def main(argv=None) -> int:
     validate = Validation(data, args, bos, pad, cfg.max_tokens)
     train_stream = batches(stream_examples(data, split="train", val_percent=args.val_percent,
                                            seed=args.seed + state["step"], repeat=True, max_rows=cfg.max_tokens),
-                           args.variant, args.batch_size, bos, pad, rng)
+                           args.variant, args.batch_size, bos, pad, rng, off_grid=args.off_grid)
     log_path = out / "log.csv"
     new_log = not log_path.exists()
     log_file = open(log_path, "a", newline="")

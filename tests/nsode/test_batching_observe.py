@@ -1,0 +1,30 @@
+"""What the model sees of a stored solution, per variant."""
+import numpy as np
+
+from nsode.batching import observe
+
+T = np.linspace(0, 2, 1024)
+Y = 3 * np.exp(-0.5 * T)
+
+
+def test_nsode_sees_256_equidistant_grid_points_without_noise():
+    t, y = observe(T, Y, "nsode", np.random.default_rng(0))
+    assert len(t) == 256 and np.allclose(np.diff(t), T[4] - T[0]) and np.array_equal(y, Y[::4])
+
+
+def test_nsode_eps_on_grid_draws_128_distinct_grid_points_with_one_percent_noise():
+    t, y = observe(T, Y, "nsode-eps", np.random.default_rng(0), off_grid=0.0)
+    assert len(t) == 128 and np.all(np.diff(t) > 0) and np.isin(t, T).all()
+    ratio = y / (3 * np.exp(-0.5 * t))
+    assert 0.005 < ratio.std() < 0.02 and abs(ratio.mean() - 1) < 0.005
+
+
+def test_off_grid_times_are_uniform_and_their_values_follow_the_solution():
+    t, y = observe(T, Y, "nsode-eps", np.random.default_rng(1), off_grid=1.0)
+    assert len(t) == 128 and np.all(np.diff(t) > 0) and 0 <= t[0] and t[-1] <= 2
+    assert not np.isin(t, T).any()
+    ratio = y / (3 * np.exp(-0.5 * t))
+    assert abs(ratio.mean() - 1) < 0.005 and ratio.std() < 0.02
+    shares = [np.mean([not np.isin(observe(T, Y, "nsode-eps", rng)[0], T).any() for _ in range(200)])
+              for rng in [np.random.default_rng(2)]]
+    assert 0.4 < shares[0] < 0.6  # the variant's default: half the examples off the grid
