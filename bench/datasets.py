@@ -20,8 +20,8 @@ import pandas as pd
 from bench import protocol
 from bench.expressions import ExpressionError, parse
 from bench.tasks import Trajectory
-from nsode.data.expressions import complexity, compile_scalar, compile_vector
-from nsode.data.solve import SolveError, fd_residual, solve
+from nsode.data.expressions import complexity, compile_scalar
+from nsode.data.solve import SolveError, solve, valid_initial_value
 
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
 CACHE_DIR = DATASETS_DIR / "cache"
@@ -101,23 +101,22 @@ def load_spec_trajectories(spec: dict) -> list[Trajectory]:
     return out
 
 
+def _truth_grid() -> np.ndarray:
+    """[0, T] and [T, T_extra] as one grid (T once), for one LSODA run over both."""
+    return np.concatenate([protocol.interpolation_grid(), protocol.extrapolation_grid()[1:]])
+
+
 def solve_truth(expression: str, y0: float, time_limit: float = protocol.SOLVE_TIME_LIMIT):
     """Noise-free solution on the interpolation and extrapolation grids (one LSODA run)."""
-    rhs = compile_scalar(parse(expression))
-    t_all = np.concatenate([protocol.interpolation_grid(), protocol.extrapolation_grid()[1:]])
-    y_all = solve(rhs, y0, t_all, rtol=protocol.RTOL, atol=protocol.ATOL, time_limit=time_limit)
+    y_all = solve(compile_scalar(parse(expression)), y0, _truth_grid(), rtol=protocol.RTOL, atol=protocol.ATOL,
+                  time_limit=time_limit)
     return y_all[: protocol.GRID], y_all[protocol.GRID - 1:]
 
 
 def is_valid_initial_value(expression: str, y0: float, time_limit: float = 2.0) -> bool:
     """True when the solution exists on [0, T_extra] and passes the FD residual check."""
-    try:
-        y, y_extra = solve_truth(expression, y0, time_limit)
-    except SolveError:
-        return False
-    f = compile_vector(parse(expression))
-    t, t_extra = protocol.interpolation_grid(), protocol.extrapolation_grid()
-    return max(fd_residual(f, t, y), fd_residual(f, t_extra, y_extra)) <= FD_TOLERANCE
+    return valid_initial_value(parse(expression), y0, _truth_grid(), protocol.GRID, rtol=protocol.RTOL,
+                               atol=protocol.ATOL, fd_tolerance=FD_TOLERANCE, time_limit=time_limit)
 
 
 def draw_initial_values(expression: str, count: int, low: float, high: float, seed: int,

@@ -17,7 +17,7 @@ from bench import protocol
 from bench.expressions import ExpressionError, parse
 from bench.tasks import Trajectory
 from nsode.data.expressions import compile_scalar, complexity
-from nsode.data.solve import SolveError, solve
+from nsode.data.solve import SolveError, r2, solve  # r2: the one NSODE's selection uses too
 
 METRICS = ("r2", "l1", "linf", "isclose")
 
@@ -36,15 +36,6 @@ class Scores:
             for metric in METRICS:
                 row[f"{metric}_{part}"] = np.nan if values is None else values[metric]
         return row
-
-
-def r2(pred: np.ndarray, truth: np.ndarray) -> float:
-    """Coefficient of determination; for a constant truth, 1 on an exact match and -inf otherwise."""
-    ss_res = float(np.sum((truth - pred) ** 2))
-    ss_tot = float(np.sum((truth - np.mean(truth)) ** 2))
-    if ss_tot == 0.0:
-        return 1.0 if ss_res == 0.0 else -np.inf
-    return 1.0 - ss_res / ss_tot
 
 
 def compare(pred: np.ndarray, truth: np.ndarray) -> dict:

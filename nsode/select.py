@@ -24,7 +24,7 @@ from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares
 
 from nsode.data.expressions import Y, compile_scalar, compile_vector
-from nsode.data.solve import SolveError, solve
+from nsode.data.solve import SolveError, r2, solve
 
 EXACT_TOP = 8  # candidates integrated with LSODA after the fast ranking
 SOLVE_TIME_LIMIT = 1.0  # seconds per candidate solve at selection time
@@ -37,15 +37,6 @@ class Scored:
     proxy: float = -math.inf  # R^2 of the integral-form residual (fast ranking)
     refined: bool = False
     info: dict = field(default_factory=dict)
-
-
-def r2_score(y: np.ndarray, y_hat: np.ndarray) -> float:
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    with np.errstate(over="ignore", invalid="ignore"):  # a blown-up trajectory scores -inf
-        ss_res = float(np.sum((y - y_hat) ** 2))
-    if not math.isfinite(ss_res):
-        return -math.inf
-    return 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else -math.inf)
 
 
 _NUMPY = {sympy.sin: np.sin, sympy.cos: np.cos, sympy.exp: np.exp, sympy.log: np.log}
@@ -85,7 +76,7 @@ def proxy_r2(expr: sympy.Expr, t: np.ndarray, y: np.ndarray) -> float:
     if not np.all(np.isfinite(f)):
         return -math.inf
     y_hat = y[0] + cumulative_trapezoid(f, t, initial=0.0)
-    return r2_score(y, y_hat)
+    return r2(y_hat, y)
 
 
 def exact_r2(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, time_limit: float = SOLVE_TIME_LIMIT) -> float:
@@ -96,7 +87,7 @@ def exact_r2(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, time_limit: float =
             y_hat = solve(compile_scalar(expr), y[0], t, time_limit=time_limit)
     except (SolveError, Exception):
         return -math.inf
-    return r2_score(y, y_hat)
+    return r2(y_hat, y)
 
 
 def select(exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray, *, exact: int | None = EXACT_TOP,

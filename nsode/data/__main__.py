@@ -13,10 +13,6 @@ import sys
 from pathlib import Path
 
 
-class UserError(ValueError):
-    """Reported as one line, exit code 2."""
-
-
 def _generate(args) -> int:
     from nsode.data import config as cfg
     from nsode.data import generate
@@ -99,7 +95,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UserError, ConfigError, GenerateError) as err:
+    except (ConfigError, GenerateError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

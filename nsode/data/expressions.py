@@ -35,6 +35,13 @@ class _RealPrinter(PythonCodePrinter):
         return f"real_pow({self._print(base)}, {self._print(exponent)})"
 
 
+def number(value: float) -> sympy.Number:
+    """Integer for integral values (so 3 and 3.0 are one constant), else a 53-bit Float."""
+    if float(value).is_integer() and abs(value) < 2**53:
+        return sympy.Integer(int(value))
+    return sympy.Float(float(value))
+
+
 def compile_scalar(expr: sympy.Expr):
     """A fast float -> float callable for `expr` (for ODE solvers, which call it one value at a time).
 

@@ -28,8 +28,9 @@ import yaml
 from nsode.data import config as cfg
 from nsode.data import generate, simplify
 from nsode.data import tokens as tok
-from nsode.data.expressions import compile_scalar, compile_vector, complexity
-from nsode.data.solve import SolveError, fd_residual, solve, solve_groups
+from nsode.data import solve as solving
+from nsode.data.expressions import compile_vector, complexity
+from nsode.data.solve import solve_groups
 
 DATASET_FILE = Path(__file__).resolve().parents[2] / "datasets" / "large.json"
 CURATED_FILES = [DATASET_FILE.with_name(name) for name in ("textbook.json", "classic.json")]
@@ -61,17 +62,12 @@ def reserved(skeleton: str, skeleton_complexity: int, curated: frozenset[str]) -
 
 
 def valid_initial_value(expr, y0: float, config: cfg.Config) -> bool:
-    """The generator's checks for one solution: it exists on [0, T_extra] (one LSODA run, as the
-    harness computes ground truth) and max |FD - f(y)| <= fd_tolerance on both intervals."""
-    t = generate.ode_grid(config)
-    try:
-        y = solve(compile_scalar(expr), y0, t, rtol=config.rtol, atol=config.atol,
-                  time_limit=config.solve_time_limit)
-    except SolveError:
-        return False
-    n = config.grid
-    f = compile_vector(expr)
-    return max(fd_residual(f, t[:n], y[:n]), fd_residual(f, t[n - 1:], y[n - 1:])) <= config.fd_tolerance
+    """The generator's checks for one solution (`solve.valid_initial_value`) with the config's
+    grid, tolerances and time limit; one LSODA run over both intervals, as the harness computes
+    ground truth."""
+    return solving.valid_initial_value(expr, y0, generate.ode_grid(config), config.grid, rtol=config.rtol,
+                                       atol=config.atol, fd_tolerance=config.fd_tolerance,
+                                       time_limit=config.solve_time_limit)
 
 
 def build(seed: int = SEED, total: int = 162, per_complexity: int = 10, config: cfg.Config | None = None,

@@ -22,7 +22,7 @@ import sympy
 from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
-from nsode.data.expressions import Y, complexity
+from nsode.data.expressions import Y, complexity, number
 
 
 class Rejected(ValueError):
@@ -186,7 +186,7 @@ def _fold(expr: sympy.Expr) -> sympy.Expr:
     if expr.is_Number:
         if not (expr.is_real and expr.is_finite):
             raise Rejected("not real", str(expr))
-        return trees.number(float(expr))
+        return number(float(expr))
     if not expr.free_symbols:  # a constant subexpression: sqrt(2), exp(-3), pi, ...
         try:
             value = complex(expr.evalf())
@@ -194,7 +194,7 @@ def _fold(expr: sympy.Expr) -> sympy.Expr:
             raise Rejected("not real", str(expr)) from None
         if value.imag != 0 or not math.isfinite(value.real):
             raise Rejected("not real", str(expr))
-        return trees.number(value.real)
+        return number(value.real)
     if isinstance(expr, sympy.Pow) and _structural_exponent(expr.exp):
         return sympy.Pow(_fold(expr.base), expr.exp)
     if not expr.args:
@@ -319,7 +319,7 @@ def _walk(expr, visit):
 
 
 def _sym(x):
-    return trees.number(x) if isinstance(x, (int, float)) else x
+    return number(x) if isinstance(x, (int, float)) else x
 
 
 def rule_ok(value: float, original: float, role: str) -> bool:

@@ -15,6 +15,8 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import ODEintWarning, odeint
 
+from nsode.data.expressions import compile_scalar, compile_vector
+
 RTOL = ATOL = 1e-9
 MXSTEP = 20_000
 
@@ -291,31 +293,57 @@ def _finished_rows(sol: np.ndarray, info: dict, t: np.ndarray, t_max: float) -> 
     return k
 
 
-def fd_residual(rhs_vector: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y: np.ndarray) -> float:
-    """Max |dy/dt - f(y)| on an equidistant grid, dy/dt by 9th-order central finite differences.
+# central 9-point stencil (accuracy order 8, the closest even order to 9th-order differences;
+# 9 points each side would be order 18): applied where it fits, all but 4 points at each end
+_STENCIL = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
 
-    The 10-point-wide stencil (accuracy order 8 is the closest even order; 9 points each side
-    would be order 18) is applied where it fits; that is all but 4 points at each end.
+
+def fd_residuals(rhs_values: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y: np.ndarray, *,
+                 grid: int | None = None) -> np.ndarray:
+    """Max |dy/dt - f(y)| of each column of y [len(t), n]; inf where anything is not finite.
+
+    dy/dt by central finite differences on an equidistant grid. With `grid`, t is two
+    equidistant intervals of `grid` points each sharing their middle point ([0, T] and
+    [T, T_extra]); each is differenced on its own step and the max over both is returned.
+    `rhs_values(v)` must return f at the values v, column by column.
     """
+    if grid is not None:
+        return np.maximum(fd_residuals(rhs_values, t[:grid], y[:grid]),
+                          fd_residuals(rhs_values, t[grid - 1:], y[grid - 1:]))
     h = t[1] - t[0]
-    # central 9-point stencil, 8th-order accurate first derivative
-    c = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-    dy = np.convolve(y, c[::-1], mode="valid") / h
-    f = rhs_vector(y[4:-4])
-    res = np.abs(dy - f)
-    return float(np.max(res)) if np.all(np.isfinite(res)) else float("inf")
-
-
-def fd_residuals(rhs_values: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """`fd_residual` of each column of y [len(t), n] at once; inf where anything is not finite.
-
-    `rhs_values(y[4:-4])` must return f at those values, column by column.
-    """
-    h = t[1] - t[0]
-    c = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
     n = len(t)
-    dy = sum(c[k] * y[k : n - 8 + k] for k in range(9) if c[k] != 0) / h
+    dy = sum(_STENCIL[k] * y[k: n - 8 + k] for k in range(9) if _STENCIL[k] != 0) / h
     with np.errstate(all="ignore"):
         res = np.abs(dy - rhs_values(y[4:-4]))
     res = np.where(np.isfinite(res), res, np.inf)
     return res.max(axis=0)
+
+
+def fd_residual(rhs_vector: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y: np.ndarray, *,
+                grid: int | None = None) -> float:
+    """`fd_residuals` of one solution y [len(t)]."""
+    return float(fd_residuals(rhs_vector, t, np.asarray(y, dtype=float)[:, None], grid=grid)[0])
+
+
+def valid_initial_value(expr, y0: float, t: np.ndarray, grid: int, *, rtol: float, atol: float,
+                        fd_tolerance: float, time_limit: float | None) -> bool:
+    """Whether y' = expr has a usable solution from y0 on t ([0, T] and [T, T_extra], `grid`
+    points each, solved in one LSODA run) whose FD residual is at most `fd_tolerance` on both."""
+    try:
+        y = solve(compile_scalar(expr), y0, t, rtol=rtol, atol=atol, time_limit=time_limit)
+    except SolveError:
+        return False
+    return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance
+
+
+def r2(pred: np.ndarray, truth: np.ndarray) -> float:
+    """Coefficient of determination; -inf when the residual overflows; for a constant truth,
+    1 on an exact match and -inf otherwise."""
+    with np.errstate(over="ignore", invalid="ignore"):  # a blown-up trajectory scores -inf
+        ss_res = float(np.sum((truth - pred) ** 2))
+    ss_tot = float(np.sum((truth - np.mean(truth)) ** 2))
+    if not np.isfinite(ss_res):
+        return -np.inf
+    if ss_tot == 0.0:
+        return 1.0 if ss_res == 0.0 else -np.inf
+    return 1.0 - ss_res / ss_tot

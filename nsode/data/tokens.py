@@ -28,7 +28,7 @@ import numpy as np
 import sympy
 from sympy.printing.str import StrPrinter
 
-from nsode.data.expressions import Y
+from nsode.data.expressions import Y, number
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIALS = (PAD, BOS, EOS)
@@ -177,7 +177,7 @@ def decode(tokens: Sequence) -> sympy.Expr:
         if tok in _BUILD:
             arity = 2 if tok in BINARY else 1
             return _BUILD[tok](*[build() for _ in range(arity)])
-        return _number(_as_float(tok))
+        return number(_as_float(tok))
 
     expr = build()
     if pos != len(tokens):
@@ -186,22 +186,13 @@ def decode(tokens: Sequence) -> sympy.Expr:
 
 
 def _as_float(tok) -> float:
-    if isinstance(tok, (int, float, np.floating, np.integer)) and not isinstance(tok, bool):
+    try:
         value = float(tok)
-    else:
-        try:
-            value = float(tok)
-        except (TypeError, ValueError):
-            raise EncodingError(f"unknown token {tok!r}") from None
+    except (TypeError, ValueError):
+        raise EncodingError(f"unknown token {tok!r}") from None
     if not math.isfinite(value):
         raise EncodingError(f"constant {value} is not finite")
     return value
-
-
-def _number(value: float) -> sympy.Number:
-    if value.is_integer() and abs(value) < 2**53:
-        return sympy.Integer(int(value))
-    return sympy.Float(value)
 
 
 _PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "div": 2, "neg": 3, "pow": 4}

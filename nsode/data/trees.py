@@ -19,7 +19,7 @@ import numpy as np
 import sympy
 
 from nsode.data.config import Config
-from nsode.data.expressions import Y
+from nsode.data.expressions import Y, number
 
 UNARY, BINARY, LEAF = 1, 2, 0
 
@@ -138,10 +138,3 @@ def to_sympy(prefix: list) -> sympy.Expr:
     if pos != len(prefix):
         raise InvalidTree("prefix list is not a single tree")
     return number(expr) if isinstance(expr, float) else expr
-
-
-def number(value: float) -> sympy.Number:
-    """Integer for integral values (so 3 and 3.0 are one constant), else a 53-bit Float."""
-    if float(value).is_integer() and abs(value) < 2**53:
-        return sympy.Integer(int(value))
-    return sympy.Float(float(value))
