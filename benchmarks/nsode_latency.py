@@ -14,14 +14,11 @@ import argparse
 import time
 
 import numpy as np
-import sympy
 import torch
 
 from nsode.data.expressions import compile_scalar
 from nsode.data.solve import solve
 from nsode.data.tokens import parse_infix
-from nsode.decode import beam_search, to_expression
-from nsode.encoding import encode_observations
 from nsode.predict import Predictor, default_checkpoint
 from nsode.select import select
 
@@ -48,9 +45,8 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     pred = Predictor(args.checkpoint)
-    model = pred.model
     data = trajectories(args.trajectories, np.random.default_rng(0))
-    device = next(model.parameters()).device
+    device = next(pred.model.parameters()).device
     print(f"device: {device}, threads: {args.threads}, {len(data)} trajectories of 128 points\n")
     print("| beam | encode s | beam search s | candidates | select fast s | select naive s | speed-up | same choice | max R^2 lost |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -58,14 +54,11 @@ def main() -> None:
         pred.beam = width
         enc, dec, fast_s, naive_s, same, n_c, lost = [], [], [], [], 0, [], [0.0]
         for t, y in data:
+            timings = {}
             s = time.perf_counter()
-            with torch.no_grad():
-                memory = model.encode(torch.from_numpy(encode_observations(t, y)).unsqueeze(0).to(device))
-            enc.append(time.perf_counter() - s)
-            s = time.perf_counter()
-            beams = beam_search(model, None, memory=memory, beam=width)
-            exprs = list({sympy.srepr(e): e for e in (to_expression(b.prefix) for b in beams) if e is not None}.values())
-            dec.append(time.perf_counter() - s)
+            exprs = [e for e, _ in pred.candidates(t, y, timings)]
+            enc.append(timings["encode_s"])
+            dec.append(time.perf_counter() - s - timings["encode_s"])
             n_c.append(len(exprs))
             s = time.perf_counter()
             fast = select(exprs, t, y)

@@ -58,12 +58,11 @@ def plot(path: Path, t, y, expression: str) -> None:
     ax.plot(t, y, ".", ms=3, color="k", label="data")
     if expression:
         grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
+        f = compile_scalar(parse_infix(expression))
         try:
-            ax.plot(grid, solve(compile_scalar(parse_infix(expression)), y[0], grid,
-                                time_limit=5.0), label=f"y' = {expression}")
+            ax.plot(grid, solve(f, y[0], grid, time_limit=5.0), label=f"y' = {expression}")
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
-            ax.plot(t, solve(compile_scalar(parse_infix(expression)), y[0], t,
-                             time_limit=5.0), label=f"y' = {expression}")
+            ax.plot(t, solve(f, y[0], t, time_limit=5.0), label=f"y' = {expression}")
         ax.axvline(t[-1], color="0.7", ls="--", lw=1)
     ax.set(xlabel="t", ylabel="y")
     ax.legend(fontsize=8)

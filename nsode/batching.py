@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from scipy.interpolate import CubicSpline
 
-from nsode.encoding import encode_observations
+from nsode.encoding import BITS_PER_OBSERVATION, encode_observations
 
 # the paper's two variants (Sec. 4): observed points and multiplicative noise. off_grid: the
 # default fraction of examples whose times are drawn uniformly on [0, T] instead of from the
@@ -39,17 +39,15 @@ def observe(t: np.ndarray, y: np.ndarray, variant: str, rng: np.random.Generator
     if spec["random_points"] and off_grid and rng.random() < off_grid:
         t_obs = np.sort(rng.uniform(t[0], t[-1], size=n))
         y_obs = CubicSpline(t, y)(t_obs)
-        if spec["noise"]:
-            y_obs = y_obs * rng.normal(1.0, spec["noise"], size=n)
-        return t_obs, y_obs
-    if spec["random_points"]:
-        idx = np.sort(rng.choice(len(t), size=n, replace=False))
-    else:  # every k-th grid point: exactly equidistant (1024 / 256 = 4)
-        idx = np.arange(n) * (len(t) // n)
-    y_obs = y[idx]
+    else:
+        if spec["random_points"]:
+            idx = np.sort(rng.choice(len(t), size=n, replace=False))
+        else:  # every k-th grid point: exactly equidistant (1024 / 256 = 4)
+            idx = np.arange(n) * (len(t) // n)
+        t_obs, y_obs = t[idx], y[idx]
     if spec["noise"]:
         y_obs = y_obs * rng.normal(1.0, spec["noise"], size=n)
-    return t[idx], y_obs
+    return t_obs, y_obs
 
 
 @dataclass
@@ -70,7 +68,7 @@ def collate(observations: list[tuple[np.ndarray, np.ndarray]], rows: list[list[t
     B = len(rows)
     n = max(len(t) for t, _ in observations)
     L = max(len(r) for r in rows)
-    bits = np.zeros((B, n, 128), np.float32)
+    bits = np.zeros((B, n, BITS_PER_OBSERVATION), np.float32)
     mask = np.zeros((B, n), np.int64)
     tgt_ids = np.full((B, L, 2), pad, np.int64)
     tgt_w = np.zeros((B, L, 2), np.float32)

@@ -74,7 +74,6 @@ def two_hot_rule(logits: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tens
     Returns per interval i (0..m-2): `valid` (some end picks the other as larger neighbour),
     `alpha` (weight on x_i; beta = 1 - alpha) and the decoded value alpha x_i + beta x_{i+1}.
     """
-    m = logits.shape[-1]
     left = torch.cat([torch.full_like(logits[..., :1], -torch.inf), logits[..., :-1]], -1)
     right = torch.cat([logits[..., 1:], torch.full_like(logits[..., :1], -torch.inf)], -1)
     picks_right = right >= left  # ties go right; the last token can only pick left
@@ -83,7 +82,6 @@ def two_hot_rule(logits: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tens
     pair = torch.stack([logits[..., :-1], logits[..., 1:]], -1).softmax(-1)
     alpha = pair[..., 0]
     value = alpha * values[:-1] + (1 - alpha) * values[1:]
-    assert valid.shape[-1] == m - 1
     return valid, alpha, value
 
 
@@ -104,13 +102,12 @@ def constant_from_argmax(logits: torch.Tensor, values: torch.Tensor) -> float:
 
 @torch.no_grad()
 def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU_DEFAULT_BEAM,
-                max_tokens: int | None = None, banned: tuple[int, ...] = (),
-                memory: torch.Tensor | None = None) -> list[Beam]:
+                max_tokens: int | None = None, memory: torch.Tensor | None = None) -> list[Beam]:
     """All finished hypotheses for one trajectory (bits: (n, 128)), best score first.
 
-    Every hypothesis is one complete prefix tree over the model's vocabulary (`config.tokens`);
-    `banned` token ids are never emitted. `memory` (1, n, d_model), the encoder's output, may be
-    passed instead of `bits` (to time the encoder apart).
+    Every hypothesis is one complete prefix tree over the model's vocabulary (`config.tokens`).
+    `memory` (1, n, d_model), the encoder's output, may be passed instead of `bits` (to time the
+    encoder apart).
     """
     cfg = model.config
     names = list(cfg.tokens)
@@ -125,8 +122,6 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
     tok_arity = torch.tensor(arity_, device=device)
     symbolic = (tok_arity >= 0)
     symbolic[const_ids] = False  # constants enter as intervals, not as single tokens
-    for b in banned:
-        symbolic[b] = False
 
     if memory is None:
         memory = model.encode(bits.unsqueeze(0).to(device))
@@ -150,8 +145,8 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
         # end token: only for complete trees
         end_scores = torch.where(slots == 0, logp[:, eos], -torch.inf)
         # constants, grouped into grid intervals
-        valid, alpha, value = two_hot_rule(logp[:, const_ids], const_vals)
         cp = logp[:, const_ids]
+        valid, alpha, value = two_hot_rule(cp, const_vals)
         int_scores = torch.logaddexp(cp[:, :-1], cp[:, 1:])
         int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining)
         int_scores = torch.where(int_ok, int_scores, -torch.inf)

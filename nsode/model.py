@@ -93,9 +93,6 @@ class NSODEModel(PreTrainedModel):
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.post_init()
 
-    def _init_weights(self, module):
-        super()._init_weights(module)
-
     def encode(self, bits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Encoder states (batch, n, d_model) for bits (batch, n, 128); mask 1 = real observation."""
         embeds = self.input_proj(bits.to(self.input_proj.weight.dtype))

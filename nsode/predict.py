@@ -30,7 +30,7 @@ class Prediction:
     expression: str  # python syntax in y ("" when no candidate could be integrated)
     r2: float  # R^2 of its trajectory from the first observation, on the observations
     candidates: list[tuple[str, float]]  # (expression, R^2 or -inf when not integrated), best first
-    timings: dict = field(default_factory=dict)  # seconds: encode+beam, selection, refinement
+    timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
 
 
 def default_checkpoint(variant: str = "nsode-eps") -> Path:
@@ -51,12 +51,20 @@ class Predictor:
         self.beam = beam or (GPU_DEFAULT_BEAM if on_gpu else CPU_DEFAULT_BEAM)
         self.exact, self.refine = exact, refine
 
-    def candidates(self, t: np.ndarray, y: np.ndarray) -> list[tuple[sympy.Expr, float]]:
-        """Unique parseable expressions from the beam, best log-probability first."""
+    def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
+        """Unique parseable expressions from the beam, best log-probability first.
+
+        `timings`, if given, receives the encoder's seconds as "encode_s".
+        """
         bits = torch.from_numpy(encode_observations(t, y))
         was_training = self.model.training
         self.model.eval()
-        beams = beam_search(self.model, bits, beam=self.beam)
+        start = time.perf_counter()
+        with torch.no_grad():
+            memory = self.model.encode(bits.unsqueeze(0).to(next(self.model.parameters()).device))
+        if timings is not None:
+            timings["encode_s"] = time.perf_counter() - start
+        beams = beam_search(self.model, None, memory=memory, beam=self.beam)
         self.model.train(was_training)
         seen, out = set(), []
         for b in beams:
@@ -72,8 +80,9 @@ class Predictor:
     def predict(self, t: np.ndarray, y: np.ndarray) -> Prediction:
         t = np.asarray(t, float)
         y = np.asarray(y, float)
+        timings = {}
         t0 = time.perf_counter()
-        cands = self.candidates(t, y)
+        cands = self.candidates(t, y, timings)
         t1 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -81,5 +90,5 @@ class Predictor:
         t2 = time.perf_counter()
         ranked = [(to_infix(s.expr), s.r2) for s in scored]
         best = ranked[0] if ranked and math.isfinite(ranked[0][1]) else ("", -math.inf)
-        return Prediction(best[0], best[1], ranked, {"beam_s": t1 - t0, "select_s": t2 - t1,
-                                                     "n_candidates": len(cands)})
+        timings.update(beam_s=t1 - t0, select_s=t2 - t1, n_candidates=len(cands))
+        return Prediction(best[0], best[1], ranked, timings)

@@ -24,7 +24,7 @@ from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares
 
 from nsode.data.expressions import Y, compile_scalar, compile_vector
-from nsode.data.solve import SolveError, r2, solve
+from nsode.data.solve import r2, solve
 
 EXACT_TOP = 8  # candidates integrated with LSODA after the fast ranking
 SOLVE_TIME_LIMIT = 1.0  # seconds per candidate solve at selection time
@@ -85,7 +85,7 @@ def exact_r2(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, time_limit: float =
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # odeint warns on blow-ups that we report as -inf
             y_hat = solve(compile_scalar(expr), y[0], t, time_limit=time_limit)
-    except (SolveError, Exception):
+    except Exception:  # SolveError, or a candidate that does not compile or evaluate
         return -math.inf
     return r2(y_hat, y)
 

@@ -83,14 +83,16 @@ def lr_at(step: int, peak: float, warmup: int, *, start: int = 0, total: int = 0
 
 
 def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
-    """Weights via save_pretrained; optimizer moments flattened into safetensors; counters as JSON."""
+    """Weights via save_pretrained; optimizer moments (unless opt is None: a folder that is never
+    resumed) flattened into safetensors; counters as JSON."""
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
-    tensors = {}
-    for i, (p, s) in enumerate(((p, opt.state[p]) for g in opt.param_groups for p in g["params"])):
-        for k, v in s.items():
-            tensors[f"{i}.{k}"] = torch.as_tensor(v).detach().cpu().contiguous()
-    save_file(tensors, str(folder / "optimizer.safetensors"))
+    if opt is not None:
+        tensors = {}
+        for i, (p, s) in enumerate(((p, opt.state[p]) for g in opt.param_groups for p in g["params"])):
+            for k, v in s.items():
+                tensors[f"{i}.{k}"] = torch.as_tensor(v).detach().cpu().contiguous()
+        save_file(tensors, str(folder / "optimizer.safetensors"))
     (folder / "training_state.json").write_text(json.dumps(state, indent=1))
 
 
@@ -106,14 +108,17 @@ def load_optimizer(folder: Path, opt) -> None:
 def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, keep_last: bool = False,
             off_grid: float | None = None):
     """Batches of observed examples (observation points and noise drawn per variant)."""
+    def batch(buf):
+        return collate([observe(e.t, e.y, variant, rng, off_grid) for e in buf], [e.rows for e in buf], bos, pad)
+
     buf = []
     for ex in examples:
         buf.append(ex)
         if len(buf) == batch_size:
-            yield collate([observe(e.t, e.y, variant, rng, off_grid) for e in buf], [e.rows for e in buf], bos, pad)
+            yield batch(buf)
             buf = []
     if buf and keep_last:
-        yield collate([observe(e.t, e.y, variant, rng, off_grid) for e in buf], [e.rows for e in buf], bos, pad)
+        yield batch(buf)
 
 
 class Validation:
@@ -280,12 +285,13 @@ def main(argv=None) -> int:
             log_file.flush()
             run_loss, run_acc = [], []
             print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
-            save_checkpoint(out / "last", model, opt, state)
-            if metrics.get("val_loss", math.inf) < state["best_val_loss"]:
+            improved = metrics.get("val_loss", math.inf) < state["best_val_loss"]
+            if improved:
                 state["best_val_loss"] = metrics["val_loss"]
                 state["best_metrics"] = metrics
-                save_checkpoint(out / "best", model, opt, state)
-                (out / "last" / "training_state.json").write_text(json.dumps(state, indent=1))
+            save_checkpoint(out / "last", model, opt, state)
+            if improved:  # resuming uses `last`; `best` is for export and --init (weights only)
+                save_checkpoint(out / "best", model, None, state)
             try:
                 plot_curve(log_path, out / "loss_curve.png")
             except Exception as err:  # a plot must never stop training
