@@ -21,7 +21,7 @@ from scipy.integrate import solve_ivp
 from nsode.data import config as cfg
 from nsode.data import generate, simplify, trees
 from nsode.data import tokens as tok
-from nsode.data.expressions import compile_parametrised, compile_scalar, compile_vector
+from nsode.data.expressions import compile_scalar, compile_vector
 from nsode.data.solve import SolveError, fd_residual, solve
 
 
@@ -76,15 +76,7 @@ def compare(rows, seed: int, config: cfg.Config, n_const: int = 5, n_iv: int = 5
             continue
         # the generator's path
         start = time.perf_counter()
-        param_expr, symbols = simplify.parametrised(expr)
-        f = compile_parametrised(param_expr, symbols)
-        values = np.array([v for _, v in sets], float).T.reshape(len(symbols), len(sets))
-        groups = np.repeat(np.arange(len(sets)), y0.shape[1])
-        params = values[:, groups]
-        from nsode.data.solve import solve_groups
-        y, ok = solve_groups(f, params, groups, y0.ravel(), t, rtol=config.rtol, atol=config.atol,
-                             batch_calls=config.max_rhs_calls, time_limit=config.solve_time_limit)
-        _, good = generate.quality_check(f, params, t, y, ok, config.fd_tolerance, config.grid)
+        y, ok, _, good = generate.solve_sets(expr, sets, y0, config)
         seconds["batched odeint (generator)"] += time.perf_counter() - start
         kept["batched odeint (generator)"] += int(good.sum())
         # one solve per solution, compiled once per ODE

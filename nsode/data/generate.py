@@ -9,7 +9,7 @@ Two kinds of work unit, both pure functions of (seed, index, config):
    blocks were computed in parallel, and a run with a larger N extends a smaller one.
 2. `solve_shard(shard)`: for each skeleton of the shard, N_const constant sets (`resample_constants`),
    N_iv initial values y0 ~ U(y0_range), one batched LSODA run on [0, T_extra] for all of them
-   (`solve.solve_groups`: the skeleton's f is compiled once with its constants as parameters),
+   (`solve_sets`: the skeleton's f is compiled once with its constants as parameters),
    and the finite-difference check on both intervals. The worker writes the shard itself
    (extra shard first, then the solution shard, each write-then-rename), so a shard under its
    final name is complete, and resuming skips it.
@@ -42,7 +42,7 @@ from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
 from nsode.data.expressions import compile_parametrised, complexity
-from nsode.data.solve import fd_residuals, solve_groups
+from nsode.data.solve import fd_residuals, solve_batch
 
 GENERATOR_VERSION = "nsode.data/3"
 EXCLUDED_FILE = Path(__file__).with_name("excluded_skeletons.yaml")
@@ -111,18 +111,40 @@ def ode_grid(config: Config) -> np.ndarray:
     return np.concatenate([config.t_train(), config.t_extrapolate()[1:]])
 
 
-def quality_check(f, params: np.ndarray, t: np.ndarray, y: np.ndarray, ok: np.ndarray, tolerance: float,
+def quality_check(f, params: np.ndarray | None, t: np.ndarray, y: np.ndarray, ok: np.ndarray, tolerance: float,
                   grid: int) -> tuple[np.ndarray, np.ndarray]:
     """(residual, good) per column of y [len(t), n] on `ode_grid` (`grid` points per interval).
 
-    residual: the max |FD derivative - f(y)| (9-point central differences, `solve.fd_residuals`)
-    over both intervals, each checked on its own equidistant grid; good: solved and
-    residual <= tolerance.
+    f and params as in `solve.solve_batch`. residual: the max |FD derivative - f(y)| (9-point
+    central differences, `solve.fd_residuals`) over both intervals, each checked on its own
+    equidistant grid; good: solved and residual <= tolerance.
     """
     residual = np.full(y.shape[1], np.inf)
     if ok.any():
-        residual[ok] = fd_residuals(lambda v: f(v, params[:, ok]), t, y[:, ok], grid=grid)
+        rhs = f if params is None else (lambda v: f(v, params[:, ok]))
+        residual[ok] = fd_residuals(rhs, t, y[:, ok], grid=grid)
     return residual, ok & (residual <= tolerance)
+
+
+def solve_sets(expr, sets: list, y0: np.ndarray, config: Config,
+               clock: Callable[[str], None] = lambda stage: None):
+    """Every (constant set, initial value) of one skeleton in one batched LSODA run, then the FD
+    check: (y [len(ode_grid), n], ok, residual, good), column j * n_iv + i for set j and y0[j, i].
+
+    The skeleton's f is compiled once with its constants as parameters (`compile_parametrised`).
+    `clock(stage)` marks the end of the "compile" and "solve" stages.
+    """
+    param_expr, symbols = simplify.parametrised(expr)
+    f = compile_parametrised(param_expr, symbols)
+    values = np.array([v for _, v in sets], dtype=float).T.reshape(len(symbols), len(sets))
+    params = np.repeat(values, y0.shape[1], axis=1)
+    t = ode_grid(config)
+    clock("compile")
+    y, ok = solve_batch(f, y0.ravel(), t, params=params, rtol=config.rtol, atol=config.atol,
+                        max_rhs_calls=config.max_rhs_calls, time_limit=config.solve_time_limit * len(sets))
+    clock("solve")
+    residual, good = quality_check(f, params, t, y, ok, config.fd_tolerance, config.grid)
+    return y, ok, residual, good
 
 
 def solve_skeleton(row: SkeletonRow, seed: int, config: Config, timer: Counter | None = None):
@@ -142,24 +164,14 @@ def solve_skeleton(row: SkeletonRow, seed: int, config: Config, timer: Counter |
     clock("constants")
     if not sets:
         return [], [], drops
-    param_expr, symbols = simplify.parametrised(expr)
-    f = compile_parametrised(param_expr, symbols)
-    values = np.array([v for _, v in sets], dtype=float).T.reshape(len(symbols), len(sets))
-    groups = np.repeat(np.arange(len(sets)), config.n_iv)
-    params = values[:, groups]
-    t = ode_grid(config)
-    clock("compile")
-    y, ok = solve_groups(f, params, groups, y0.ravel(), t, rtol=config.rtol, atol=config.atol,
-                         batch_calls=config.max_rhs_calls, time_limit=config.solve_time_limit)
-    clock("solve")
-    residual, good = quality_check(f, params, t, y, ok, config.fd_tolerance, config.grid)
+    y, ok, residual, good = solve_sets(expr, sets, y0, config, clock)
     drops["solve failed"] += int((~ok).sum())
     drops["fd check"] += int((ok & ~good).sum())
     clock("check")
     rows, extra = [], []
     n = config.grid
     for j, (ode, _) in enumerate(sets):
-        keep = np.flatnonzero(good[groups == j])
+        keep = np.flatnonzero(good.reshape(len(sets), config.n_iv)[j])
         if not len(keep):
             continue
         prefix = tok.encode(ode)

@@ -30,7 +30,7 @@ from nsode.data import generate, simplify
 from nsode.data import tokens as tok
 from nsode.data import solve as solving
 from nsode.data.expressions import compile_vector, complexity
-from nsode.data.solve import solve_groups
+from nsode.data.solve import solve_batch
 
 DATASET_FILE = Path(__file__).resolve().parents[2] / "datasets" / "large.json"
 CURATED_FILES = [DATASET_FILE.with_name(name) for name in ("textbook.json", "classic.json")]
@@ -145,16 +145,11 @@ def _draw(cand: generate.Found, rng: np.random.Generator, config: cfg.Config) ->
         return None
     ode = sets[0][0]
     y0 = rng.uniform(*config.y0_range, size=config.n_iv)
-    f_vector = compile_vector(ode)
-
-    def f(y, _params):
-        return f_vector(y)
-
+    f = compile_vector(ode)
     t = generate.ode_grid(config)
-    params = np.zeros((0, len(y0)))
-    y, ok = solve_groups(f, params, np.zeros(len(y0), int), y0, t, rtol=config.rtol, atol=config.atol,
-                         batch_calls=config.max_rhs_calls, time_limit=config.solve_time_limit)
-    _, good = generate.quality_check(f, params, t, y, ok, config.fd_tolerance, config.grid)
+    y, ok = solve_batch(f, y0, t, rtol=config.rtol, atol=config.atol, max_rhs_calls=config.max_rhs_calls,
+                        time_limit=config.solve_time_limit)
+    _, good = generate.quality_check(f, None, t, y, ok, config.fd_tolerance, config.grid)
     for i in np.flatnonzero(good):
         if valid_initial_value(ode, float(y0[i]), config):
             return {"expression": tok.to_infix(ode), "y0": [float(y0[i])], "complexity": complexity(ode),

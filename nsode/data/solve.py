@@ -1,7 +1,7 @@
 """Solve y' = f(y) with LSODA under a step limit and a wall-clock limit, and check the solution.
 
 `scipy.integrate.odeint` is LSODA behind a compiled loop: about 3x faster here than
-`solve_ivp(method="LSODA")` per scalar solution, and the generator's batched path (`solve_groups`:
+`solve_ivp(method="LSODA")` per scalar solution, and the generator's batched path (`solve_batch`:
 one LSODA run for all solutions of a skeleton, after a cheap per-component screen) about 13x
 (benchmarks/datagen.py). Limits are enforced inside the right-hand side (odeint propagates its
 exceptions), so a blowing-up solve stops on time without signals or threads.
@@ -72,10 +72,12 @@ STEPS_PER_POINT = 200  # LSODA steps allowed between two output points before a 
 
 
 def solve_batch(
-    rhs: Callable[[np.ndarray], np.ndarray],
+    rhs: Callable,
     y0: np.ndarray,
     t: np.ndarray,
     *,
+    params: np.ndarray | None = None,
+    screened: bool = True,
     rtol: float = RTOL,
     atol: float = ATOL,
     max_rhs_calls: int = 20_000,
@@ -83,7 +85,10 @@ def solve_batch(
     blowup: float = BLOWUP,
     steps_per_point: int = STEPS_PER_POINT,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Solve n independent scalar ODEs y_i' = rhs(y)_i at once: (values [len(t), n], ok [n]).
+    """Solve n independent scalar ODEs at once: (values [len(t), n], ok [n]).
+
+    `rhs(y)` gives f at the n values y; with `params` [k, n] (e.g. the constants of each ODE of
+    one skeleton, compiled once) it is `rhs(y, p)` with the columns p of the components evaluated.
 
     One LSODA run on the n-vector, so Python is entered once per step for all n solutions
     instead of once per step per solution (the right-hand side's call cost dominates, see
@@ -91,7 +96,8 @@ def solve_batch(
     weighted max-norm, so every component meets rtol/atol as if it were solved alone.
 
     All components share LSODA's step size, so one hard component would slow down or stop the
-    others. Three rules keep them apart, all deterministic:
+    others. First (unless `screened` is False) `screen` drops the components that certainly blow
+    up, cheaply and in parallel. Then three rules keep them apart, all deterministic:
     - a component whose value or derivative becomes non-finite (a domain error, e.g. log of a
       negative number) or exceeds `blowup` in magnitude is frozen (derivative 0) and not ok.
       A solution beyond 1e9 cannot pass the FD check anyway: LSODA's relative error 1e-9
@@ -102,47 +108,28 @@ def solve_batch(
       not ok, and the others go on from the last output point. Such a solution varies on a time
       scale below the grid step, which the 9-point FD check cannot verify;
     - after `max_rhs_calls` evaluations of f in all, the components still running are not ok.
-    `time_limit` is a wall-clock safety net, with the same effect as the work bound.
+    `time_limit` (seconds for the whole batch) is a wall-clock safety net, with the same effect
+    as the work bound.
     """
-    return _solve_evicting(lambda y, idx: rhs(y), np.asarray(y0, float), np.asarray(t, float), rtol=rtol,
-                           atol=atol, max_rhs_calls=max_rhs_calls, time_limit=time_limit, blowup=blowup,
-                           steps_per_point=steps_per_point)
-
-
-def solve_groups(
-    rhs: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    params: np.ndarray,
-    groups: np.ndarray,
-    y0: np.ndarray,
-    t: np.ndarray,
-    *,
-    rtol: float = RTOL,
-    atol: float = ATOL,
-    batch_calls: int = 20_000,
-    time_limit: float | None = None,
-    steps_per_point: int = STEPS_PER_POINT,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Solve n scalar ODEs y_i' = rhs(y, params)_i (params [k, n]) as one batch (`solve_batch`).
-
-    `groups` labels the ODE of each solution; the work bound is `batch_calls` evaluations of f
-    for the whole batch, and `time_limit` seconds per ODE in it is the wall-clock safety net.
-    Returns (values [len(t), n], ok [n]).
-    """
-    params = np.asarray(params, float)
     y0, t = np.asarray(y0, float), np.asarray(t, float)
-    limit = None if time_limit is None else time_limit * len(np.unique(groups))
+    if params is None:
+        def f(y, idx):
+            return rhs(y)
+    else:
+        params = np.asarray(params, float)
 
-    def f(y, idx):
-        return rhs(y, params[:, idx])
+        def f(y, idx):
+            return rhs(y, params[:, idx])
 
-    failed = screen(f, y0, t[-1] - t[0])
-    keep = np.flatnonzero(~failed)
+    limits = dict(rtol=rtol, atol=atol, max_rhs_calls=max_rhs_calls, time_limit=time_limit, blowup=blowup,
+                  steps_per_point=steps_per_point)
+    if not screened:
+        return _solve_evicting(f, y0, t, **limits)
+    keep = np.flatnonzero(~screen(f, y0, t[-1] - t[0], blowup=blowup))
     out = np.full((len(t), len(y0)), np.nan)
     ok = np.zeros(len(y0), dtype=bool)
     if len(keep):
-        out[:, keep], ok[keep] = _solve_evicting(lambda y, idx: f(y, keep[idx]), y0[keep], t, rtol=rtol, atol=atol,
-                                                 max_rhs_calls=batch_calls, time_limit=limit, blowup=BLOWUP,
-                                                 steps_per_point=steps_per_point)
+        out[:, keep], ok[keep] = _solve_evicting(lambda y, idx: f(y, keep[idx]), y0[keep], t, **limits)
     return out, ok
 
 

@@ -5,7 +5,7 @@ import sympy
 from nsode.data import config as cfg
 from nsode.data import generate
 from nsode.data.expressions import Y, compile_parametrised, compile_scalar, compile_vector
-from nsode.data.solve import screen, solve, solve_groups
+from nsode.data.solve import screen, solve, solve_batch
 
 T = np.concatenate([np.linspace(0, 2, 1024), np.linspace(2, 4, 1024)[1:]])
 
@@ -13,7 +13,7 @@ T = np.concatenate([np.linspace(0, 2, 1024), np.linspace(2, 4, 1024)[1:]])
 def _batch(expr, y0):
     f = compile_vector(expr)
     y0 = np.asarray(y0, float)
-    return solve_groups(lambda y, p: f(y), np.zeros((0, len(y0))), np.zeros(len(y0), int), y0, T)
+    return solve_batch(f, y0, T)
 
 
 def test_batch_agrees_with_one_lsoda_solve_per_solution():
@@ -21,7 +21,7 @@ def test_batch_agrees_with_one_lsoda_solve_per_solution():
     f = compile_parametrised(c0 * sympy.sin(Y) - Y / 3, [c0])
     c = np.array([[0.5, 2.0, -3.0, 7.0]])
     y0 = np.array([1.0, -2.0, 4.5, 0.1])
-    y, ok = solve_groups(f, c, np.arange(4), y0, T)
+    y, ok = solve_batch(f, y0, T, params=c)
     assert ok.all()
     for i in range(4):
         alone = solve(compile_scalar(c[0, i] * sympy.sin(Y) - Y / 3), y0[i], T, time_limit=None)
@@ -50,7 +50,7 @@ def test_a_hard_solution_does_not_take_the_batch_down():
     assert not ok.any()
     c0 = sympy.Symbol("c0", real=True)
     f = compile_parametrised(c0 - sympy.sin(sympy.Float(3.6) ** Y), [c0])
-    y, ok = solve_groups(f, np.array([[5.0, -0.1]]), np.arange(2), np.array([-4.0, -4.0]), T, batch_calls=6000)
+    y, ok = solve_batch(f, np.array([-4.0, -4.0]), T, params=np.array([[5.0, -0.1]]), max_rhs_calls=6000)
     assert ok.tolist() == [False, True]
 
 
@@ -67,11 +67,9 @@ def test_a_deliberately_bad_solution_is_dropped_by_the_fd_check():
 
 
 def test_lsoda_batch_evicts_the_component_that_stalls_it_and_finishes_the_others():
-    from nsode.data.solve import solve_batch
-
     # no screen here: y' = y**2 from 2 blows up at t = 0.5 inside LSODA's own batch
     for steps in (20, 200):
-        y, ok = solve_batch(lambda v: v**2, np.array([2.0, -1.0, -0.5]), T, steps_per_point=steps)
+        y, ok = solve_batch(lambda v: v**2, np.array([2.0, -1.0, -0.5]), T, screened=False, steps_per_point=steps)
         assert ok.tolist() == [False, True, True]
         assert np.allclose(y[:, 1], -1 / (1 + T), atol=1e-7) and np.allclose(y[:, 2], -1 / (2 + T), atol=1e-7)
         assert np.isnan(y[:, 0]).all()
