@@ -12,9 +12,8 @@ import ast
 import math
 
 import sympy
-from sympy.printing.str import StrPrinter
 
-from nsode.data.expressions import Y, complexity
+from nsode.data.expressions import ExactPrinter, Y, complexity
 
 FUNCTIONS = {
     "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "exp": sympy.exp, "log": sympy.log,
@@ -53,11 +52,8 @@ def parse(text: str) -> sympy.Expr:
     return expr
 
 
-class _Printer(StrPrinter):
-    """sympy's str printer with floats written as Python's shortest round-trip repr."""
-
-    def _print_Float(self, expr):
-        return repr(float(expr))
+class _Printer(ExactPrinter):
+    """NSODE's exact-float printer, plus abs() (user expressions may use it)."""
 
     def _print_Abs(self, expr):
         return f"abs({self._print(expr.args[0])})"

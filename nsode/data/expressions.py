@@ -12,6 +12,7 @@ import math
 import numpy as np
 import sympy
 from sympy.printing.pycode import PythonCodePrinter
+from sympy.printing.str import StrPrinter
 
 Y = sympy.Symbol("y", real=True)
 
@@ -33,6 +34,14 @@ class _RealPrinter(PythonCodePrinter):
         if exponent.is_Integer:  # integer powers are real for every base: keep Python's fast path
             return f"({self._print(base)})**({self._print(exponent)})"
         return f"real_pow({self._print(base)}, {self._print(exponent)})"
+
+
+class ExactPrinter(StrPrinter):
+    """sympy's str printer with floats at full precision (Python's shortest round-trip repr),
+    so printed expressions read back bit for bit."""
+
+    def _print_Float(self, expr):
+        return repr(float(expr))
 
 
 def number(value: float) -> sympy.Number:

@@ -26,9 +26,8 @@ from typing import Sequence
 
 import numpy as np
 import sympy
-from sympy.printing.str import StrPrinter
 
-from nsode.data.expressions import Y, number
+from nsode.data.expressions import ExactPrinter, Y, number
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIALS = (PAD, BOS, EOS)
@@ -226,16 +225,9 @@ def prefix_to_infix(tokens: Sequence) -> str:
     return build()[0]
 
 
-class _PythonPrinter(StrPrinter):
-    """sympy's str printer with floats at full precision (Python's shortest round-trip repr)."""
-
-    def _print_Float(self, expr):
-        return repr(float(expr))
-
-
 def to_infix(expr: sympy.Expr) -> str:
     """Python-syntax text of `expr` in y (+ - * / **, sin cos exp sqrt log), floats exact."""
-    return _PythonPrinter({"order": "none"}).doprint(expr)
+    return ExactPrinter({"order": "none"}).doprint(expr)
 
 
 def parse_infix(text: str) -> sympy.Expr:
