@@ -27,12 +27,13 @@ from typing import Sequence
 import numpy as np
 import sympy
 
+from nsode.data.config import BINARY_OPS, UNARY_OPS
 from nsode.data.expressions import ExactPrinter, Y, number
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIALS = (PAD, BOS, EOS)
-BINARY = ("add", "sub", "mul", "div", "pow")
-UNARY = ("neg", "sin", "cos", "exp", "sqrt", "log")
+BINARY = BINARY_OPS
+UNARY = ("neg", *UNARY_OPS)  # the unary minus appears after simplification
 VARIABLES = ("y",)
 GRID = tuple(float(v) for v in range(-10, 11))  # the paper's m = 21 equidistant grid tokens
 GRID_TOKENS = tuple(f"{v:g}" for v in GRID)
@@ -43,7 +44,7 @@ GRID_IDS = tuple(TOKEN_TO_ID[t] for t in GRID_TOKENS)
 CONSTANT = "c"  # placeholder of a constant in skeletons
 
 _FUNCTIONS = {"sin": sympy.sin, "cos": sympy.cos, "exp": sympy.exp, "log": sympy.log}
-_BUILD = {
+SYMPY_OPS = {  # token -> the sympy operation it stands for
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b, "pow": lambda a, b: a**b, "neg": lambda a: -a,
     "sqrt": sympy.sqrt, **_FUNCTIONS,
@@ -173,9 +174,9 @@ def decode(tokens: Sequence) -> sympy.Expr:
         pos += 1
         if tok == "y":
             return Y
-        if tok in _BUILD:
+        if tok in SYMPY_OPS:
             arity = 2 if tok in BINARY else 1
-            return _BUILD[tok](*[build() for _ in range(arity)])
+            return SYMPY_OPS[tok](*[build() for _ in range(arity)])
         return number(_as_float(tok))
 
     expr = build()
@@ -217,7 +218,7 @@ def prefix_to_infix(tokens: Sequence) -> str:
         if tok == "neg":
             a, pa = build()
             return ("-" + (a if pa > 3 else f"({a})")), 3
-        if tok in _BUILD:
+        if tok in SYMPY_OPS:
             return f"{tok}({build()[0]})", 5
         text = tok if isinstance(tok, str) else repr(float(tok))
         return text, (3 if text.startswith("-") else 5)
@@ -268,12 +269,12 @@ def _from_ast(node):
     if isinstance(node, ast.Name) and node.id == "y":
         return Y
     if isinstance(node, ast.BinOp) and type(node.op) in _AST_BINARY:
-        return _BUILD[_AST_BINARY[type(node.op)]](_from_ast(node.left), _from_ast(node.right))
+        return SYMPY_OPS[_AST_BINARY[type(node.op)]](_from_ast(node.left), _from_ast(node.right))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_from_ast(node.operand)
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1
-            and not node.keywords and node.func.id in ("sin", "cos", "exp", "sqrt", "log")):
-        return _BUILD[node.func.id](_from_ast(node.args[0]))
+            and not node.keywords and node.func.id in UNARY_OPS):
+        return SYMPY_OPS[node.func.id](_from_ast(node.args[0]))
     raise EncodingError(f"{ast.unparse(node)!r} is not allowed in an expression")
 
 

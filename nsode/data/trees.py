@@ -18,8 +18,9 @@ from functools import lru_cache
 import numpy as np
 import sympy
 
-from nsode.data.config import Config
+from nsode.data.config import BINARY_OPS, Config
 from nsode.data.expressions import Y, number
+from nsode.data.tokens import SYMPY_OPS
 
 UNARY, BINARY, LEAF = 1, 2, 0
 
@@ -100,13 +101,6 @@ _FLOAT_OPS = {
     "div": lambda a, b: a / b, "pow": lambda a, b: math.pow(a, b),
     "sin": math.sin, "cos": math.cos, "exp": math.exp, "sqrt": math.sqrt, "log": math.log,
 }
-_SYMPY_OPS = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "pow": lambda a, b: a**b,
-    "sin": sympy.sin, "cos": sympy.cos, "exp": sympy.exp, "sqrt": sympy.sqrt, "log": sympy.log,
-}
-
-
 def to_sympy(prefix: list) -> sympy.Expr:
     """sympy expression of a decorated tree; raises InvalidTree.
 
@@ -123,7 +117,7 @@ def to_sympy(prefix: list) -> sympy.Expr:
             return Y
         if not isinstance(item, str):
             return float(item)
-        args = [build() for _ in range(2 if item in ("add", "sub", "mul", "div", "pow") else 1)]
+        args = [build() for _ in range(2 if item in BINARY_OPS else 1)]
         if all(isinstance(a, float) for a in args):
             try:
                 value = _FLOAT_OPS[item](*args)
@@ -132,7 +126,7 @@ def to_sympy(prefix: list) -> sympy.Expr:
             if not math.isfinite(value):
                 raise InvalidTree(f"constant subexpression {item}{tuple(args)} is not finite")
             return value
-        return _SYMPY_OPS[item](*(number(a) if isinstance(a, float) else a for a in args))
+        return SYMPY_OPS[item](*(number(a) if isinstance(a, float) else a for a in args))
 
     expr = build()
     if pos != len(prefix):
