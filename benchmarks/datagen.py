@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.integrate import solve_ivp
 
 from nsode.data import config as cfg
-from nsode.data import generate, simplify, trees
+from nsode.data import generate, simplify
 from nsode.data import tokens as tok
 from nsode.data.expressions import compile_scalar, compile_vector
 from nsode.data.solve import SolveError, fd_residual, solve
@@ -29,20 +29,11 @@ def find_skeletons(n: int, seed: int, config: cfg.Config, timer: Counter) -> lis
     """`generate.candidate_block` in block order with dedup, timing sampling and simplification apart."""
     rows, seen, block = [], set(generate.excluded_skeletons()), 0
     while len(rows) < n:
-        rng = generate.rng_for(seed, generate.CANDIDATES, block)
-        for _ in range(config.candidates_per_block):
-            start = time.perf_counter()
-            prefix = trees.sample_expression(rng, config)
-            middle = time.perf_counter()
-            try:
-                cand = simplify.process(prefix, config)
-            except simplify.Rejected:
-                cand = None
-            timer["sampling"] += middle - start
-            timer["simplify"] += time.perf_counter() - middle
-            if cand and cand.skeleton not in seen and len(rows) < n:
+        found, _ = generate.candidate_block(block, seed, config, timer)
+        for cand in found:
+            if cand.skeleton not in seen and len(rows) < n:
                 seen.add(cand.skeleton)
-                rows.append(generate.SkeletonRow(len(rows), cand.skeleton, tok.to_infix(cand.expr), cand.complexity))
+                rows.append(generate.SkeletonRow(len(rows), cand.skeleton, cand.expression, cand.complexity))
         block += 1
     return rows
 

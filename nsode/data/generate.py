@@ -81,17 +81,23 @@ class Found:
     complexity: int
 
 
-def candidate_block(block: int, seed: int, config: Config) -> tuple[list[Found], Counter]:
-    """The accepted candidates of one block, in sampling order, and the rejection counts."""
+def candidate_block(block: int, seed: int, config: Config, timer: Counter | None = None) -> tuple[list[Found], Counter]:
+    """The accepted candidates of one block, in sampling order, and the rejection counts.
+
+    `timer`, if given, accumulates seconds per stage (sampling, simplify)."""
+    clock = _Clock(timer)
     rng = rng_for(seed, CANDIDATES, block)
     found, rejected = [], Counter()
     for _ in range(config.candidates_per_block):
         prefix = trees.sample_expression(rng, config)
+        clock("sampling")
         try:
             cand = simplify.process(prefix, config)
         except simplify.Rejected as err:
             rejected[err.reason] += 1
             continue
+        finally:
+            clock("simplify")
         found.append(Found(cand.skeleton, tok.to_infix(cand.expr), cand.complexity))
     return found, rejected
 
