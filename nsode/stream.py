@@ -58,25 +58,31 @@ def read_examples(path: Path, t: np.ndarray, *, want_val: bool, val_percent: int
     return out
 
 
-def list_shards(folders) -> list[tuple[Path, np.ndarray]]:
+def list_shards(folders, weights=None) -> list[tuple[Path, np.ndarray]]:
     """(shard, time grid) of one folder or several (e.g. generated with different seeds), in order.
 
-    The grid is the folder's [0, T] grid from its config.json.
+    The grid is the folder's [0, T] grid from its config.json. `weights` (whole numbers, one per
+    folder) lists a folder's shards that many times, so a small supplement can be seen more often.
     """
     folders = [folders] if isinstance(folders, (str, Path)) else list(folders)
+    weights = [1] * len(folders) if weights is None else list(weights)
+    if len(weights) != len(folders) or any(int(w) != w or w < 1 for w in weights):
+        raise ValueError(f"need one whole-number weight >= 1 per data folder, got {weights} for {len(folders)}")
     out = []
-    for folder in folders:
+    for folder, weight in zip(folders, weights):
         paths = shards.shard_paths(folder)
         if paths:
             t = shards.read_config(folder)[0].t_train()
-            out += [(p, t) for p in paths]
+            out += [(p, t) for p in paths] * int(weight)
     return out
 
 
 def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed: int = 0,
-                    limit: int | None = None, repeat: bool = False, max_rows: int = 63) -> Iterator[Example]:
+                    limit: int | None = None, repeat: bool = False, max_rows: int = 63,
+                    weights=None) -> Iterator[Example]:
     """Examples of one split from one data folder or a list of them. Train: shuffled (shard order
-    and a buffer), `repeat` cycles forever. Validation: shard order, deterministic, at most `limit`."""
+    and a buffer), `repeat` cycles forever, each folder's shards `weights` times per pass.
+    Validation: shard order, deterministic, each example once, at most `limit`."""
     rng = np.random.default_rng(seed)
     want_val = split == "val"
     excluded = excluded_skeletons()  # the Large test set's skeletons, also in folders generated before the list
@@ -84,7 +90,7 @@ def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed
     produced = 0
     seen_any = False
     while True:
-        paths = list_shards(folders)  # re-listed each pass: new shards join in
+        paths = list_shards(folders, None if want_val else weights)  # re-listed each pass: new shards join in
         if not paths:
             return
         order = range(len(paths)) if want_val else rng.permutation(len(paths))

@@ -44,6 +44,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, nargs="+", metavar="DIR",
                    help="data folder(s) written by `python -m nsode.data generate` (several: e.g. other seeds)")
+    p.add_argument("--weights", nargs="+", type=int, metavar="W",
+                   help="how many times each --data folder is read per pass (default 1 each): "
+                        "up-weights a small supplement, e.g. of simple skeletons")
     p.add_argument("--out", required=True, help="output folder (checkpoints, log.csv, loss_curve.png)")
     p.add_argument("--preset", default="small", choices=sorted(nsode_model.PRESETS))
     p.add_argument("--variant", default="nsode-eps", choices=sorted(VARIANTS))
@@ -210,6 +213,9 @@ def main(argv=None) -> int:
         print(f"error: no shards in {' '.join(map(str, data))}; generate some with python -m nsode.data generate",
               file=sys.stderr)
         return 2  # a folder without shards yet is fine: each pass over the data re-lists the shards
+    if args.weights is not None and (len(args.weights) != len(data) or min(args.weights) < 1):
+        print(f"error: --weights needs one whole number >= 1 per --data folder ({len(data)})", file=sys.stderr)
+        return 2
     state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
              "preset": args.preset, "variant": args.variant, "off_grid": args.off_grid}
     if args.resume and (out / "last" / "training_state.json").is_file():
@@ -240,7 +246,8 @@ def main(argv=None) -> int:
 
     validate = Validation(data, args, bos, pad, cfg.max_tokens)
     train_stream = batches(stream_examples(data, split="train", val_percent=args.val_percent,
-                                           seed=args.seed + state["step"], repeat=True, max_rows=cfg.max_tokens),
+                                           seed=args.seed + state["step"], repeat=True, max_rows=cfg.max_tokens,
+                                           weights=args.weights),
                            args.variant, args.batch_size, bos, pad, rng, off_grid=args.off_grid)
     log_path = out / "log.csv"
     new_log = not log_path.exists()

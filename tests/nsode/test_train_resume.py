@@ -29,6 +29,11 @@ def test_stream_reads_the_generator_shards_into_two_hot_targets(training_data):
         assert ex.rows == tokens.targets(tokens.encode(tokens.parse_infix(ex.expression)))
     both = list(stream_examples([training_data, training_data], split="train", val_percent=0))
     assert len(both) == 2 * stored  # several folders (e.g. seeds) stream as one
+    weighted = list(stream_examples(training_data, split="train", val_percent=0, weights=[3]))
+    assert len(weighted) == 3 * stored  # a supplement read several times per pass
+    assert len(list(stream_examples(training_data, split="val", val_percent=100, weights=[3]))) == stored
+    with pytest.raises(ValueError, match="weight"):
+        list(stream_examples([training_data, training_data], split="train", val_percent=0, weights=[2]))
 
 
 def test_validation_split_holds_out_whole_skeletons(training_data):
