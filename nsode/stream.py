@@ -58,6 +58,14 @@ def read_examples(path: Path, t: np.ndarray, *, want_val: bool, val_percent: int
     return out
 
 
+def folder_weights(weights, n_folders: int) -> list[int]:
+    """The per-folder read counts (1 each by default); ValueError unless one whole number >= 1 per folder."""
+    weights = [1] * n_folders if weights is None else list(weights)
+    if len(weights) != n_folders or any(int(w) != w or w < 1 for w in weights):
+        raise ValueError(f"need one whole-number weight >= 1 per data folder, got {weights} for {n_folders}")
+    return [int(w) for w in weights]
+
+
 def list_shards(folders, weights=None) -> list[tuple[Path, np.ndarray]]:
     """(shard, time grid) of one folder or several (e.g. generated with different seeds), in order.
 
@@ -65,15 +73,12 @@ def list_shards(folders, weights=None) -> list[tuple[Path, np.ndarray]]:
     folder) lists a folder's shards that many times, so a small supplement can be seen more often.
     """
     folders = [folders] if isinstance(folders, (str, Path)) else list(folders)
-    weights = [1] * len(folders) if weights is None else list(weights)
-    if len(weights) != len(folders) or any(int(w) != w or w < 1 for w in weights):
-        raise ValueError(f"need one whole-number weight >= 1 per data folder, got {weights} for {len(folders)}")
     out = []
-    for folder, weight in zip(folders, weights):
+    for folder, weight in zip(folders, folder_weights(weights, len(folders))):
         paths = shards.shard_paths(folder)
         if paths:
             t = shards.read_config(folder)[0].t_train()
-            out += [(p, t) for p in paths] * int(weight)
+            out += [(p, t) for p in paths] * weight
     return out
 
 

@@ -34,7 +34,7 @@ from transformers.utils import logging as hf_logging
 from nsode import model as nsode_model
 from nsode.batching import VARIANTS, collate, observe, two_hot_loss
 from nsode.data.shards import shard_paths
-from nsode.stream import stream_examples
+from nsode.stream import folder_weights, stream_examples
 
 DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "tiny": 5e-4}
 
@@ -213,8 +213,10 @@ def main(argv=None) -> int:
         print(f"error: no shards in {' '.join(map(str, data))}; generate some with python -m nsode.data generate",
               file=sys.stderr)
         return 2  # a folder without shards yet is fine: each pass over the data re-lists the shards
-    if args.weights is not None and (len(args.weights) != len(data) or min(args.weights) < 1):
-        print(f"error: --weights needs one whole number >= 1 per --data folder ({len(data)})", file=sys.stderr)
+    try:
+        folder_weights(args.weights, len(data))
+    except ValueError as err:
+        print(f"error: --weights: {err}", file=sys.stderr)
         return 2
     state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
              "preset": args.preset, "variant": args.variant, "off_grid": args.off_grid}

@@ -34,6 +34,7 @@ def test_stream_reads_the_generator_shards_into_two_hot_targets(training_data):
     assert len(list(stream_examples(training_data, split="val", val_percent=100, weights=[3]))) == stored
     with pytest.raises(ValueError, match="weight"):
         list(stream_examples([training_data, training_data], split="train", val_percent=0, weights=[2]))
+    assert main(["--data", str(training_data), "--weights", "1", "2", "--out", str(training_data / "run")]) == 2
 
 
 def test_validation_split_holds_out_whole_skeletons(training_data):
