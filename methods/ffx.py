@@ -13,7 +13,7 @@ from bench.baselines.libraries import FFXRegressor
 class FFX(FiniteDifferenceMethod):
     name = "ffx"
     version = "1"
-    requires = ("ffx", "pynumdiff")
+    requires = ("ffx.core.bases", "ffx.core.constants", "pynumdiff")  # what the fit imports, not just the package
     time_limit = 420.0
     description = "FFX (pathwise regularised regression over nonlinear bases) on smoothed finite differences"
     grid = {}

@@ -104,3 +104,33 @@ def test_list_shows_methods_and_report_reads_results(tmp_path):
     assert report.returncode == 0 and "truth" in report.stdout
     rescored = bench("score", out)
     assert rescored.returncode == 0 and "re-scored 12" in rescored.stdout
+
+
+def test_method_with_a_broken_dependency_is_listed_unavailable(tmp_path):
+    # a package that imports but whose submodule needs a missing module, as ffx.core needs six
+    package = tmp_path / "halfbroken"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "core.py").write_text("import a_module_nobody_installed\n")
+    plugin = tmp_path / "uses_halfbroken.py"
+    plugin.write_text(
+        "from bench import Method, Prediction\n\n"
+        "class UsesHalfbroken(Method):\n"
+        "    name = 'uses-halfbroken'\n"
+        "    requires = ('halfbroken.core',)\n\n"
+        "    def run(self, observations, budget):\n"
+        "        return Prediction('y')\n"
+    )
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    listing = subprocess.run([sys.executable, "-m", "bench", "list", "--method-file", plugin], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300, env=env)
+    line = next(line for line in listing.stdout.splitlines() if "uses-halfbroken" in line)
+    assert "unavailable: cannot import halfbroken.core" in line and "a_module_nobody_installed" in line
+
+
+def test_every_builtin_method_runs_here_except_the_ones_that_cannot():
+    # PySR needs Julia and FEAT does not build on these machines; anything else unavailable is a
+    # broken install (how a missing `six` once made every ffx task fail while `list` said available)
+    listing = bench("list")
+    unavailable = {line.split()[0] for line in listing.stdout.splitlines() if "unavailable:" in line}
+    assert unavailable <= {"pysr", "feat"}, listing.stdout

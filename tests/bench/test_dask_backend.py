@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("distributed")
-
-from bench import registry, runner  # noqa: E402
-from bench.dask_backend import local_cluster  # noqa: E402
-from bench.store import KEY, ResultStore  # noqa: E402
+from bench import registry, runner
+from bench.dask_backend import local_cluster
+from bench.store import KEY, ResultStore
 
 FIXTURES = str(Path(__file__).parent / "fixtures" / "misbehaving_methods.py")
 COMPARED = KEY + ["status", "reason", "expression", "score_status", "complexity", "method_version",
