@@ -8,12 +8,15 @@ inputs (a mix of two embeddings), as in the paper.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import torch
 from scipy.interpolate import CubicSpline
 
+from nsode.data import tokens as vocab
 from nsode.encoding import BITS_PER_OBSERVATION, encode_observations
+from nsode.scaling import Scale
 
 # the paper's two variants (Sec. 4): observed points and multiplicative noise. off_grid: the
 # default fraction of examples whose times are drawn uniformly on [0, T] instead of from the
@@ -48,6 +51,36 @@ def observe(t: np.ndarray, y: np.ndarray, variant: str, rng: np.random.Generator
     if spec["noise"]:
         y_obs = y_obs * rng.normal(1.0, spec["noise"], size=n)
     return t_obs, y_obs
+
+
+def model_view(t: np.ndarray, y: np.ndarray, expression: str, rows: list, scaling: str = "none"):
+    """(t, y, target rows) as the model sees them: unchanged for the paper's input path; with
+    `scaling="pow2"` the observations are normalised by `nsode.scaling.Scale` and the target is
+    the same ODE in those units (`scaled_targets`). None when the scaled target cannot be encoded."""
+    if scaling == "none":
+        return t, y, rows
+    scale = Scale.of(t, y)
+    if scale.time_exp == scale.value_exp == 0:
+        target = rows
+    else:
+        target = scaled_targets(expression, scale.time_exp, scale.value_exp)
+    if target is None:
+        return None
+    tau, u = scale.apply(t, y)
+    return tau, u, target
+
+
+@lru_cache(maxsize=200_000)
+def scaled_targets(expression: str, time_exp: int, value_exp: int) -> list | None:
+    """Target rows of g(u) = (a / s) f(s u) for a stored f; constants beyond the two-hot grid are
+    clipped to its ends (the search refits constants; the skeleton is what must be right)."""
+    try:
+        g = Scale(0.0, time_exp, value_exp).to_model(vocab.parse_infix(expression))
+        prefix = [tok if isinstance(tok, str) else float(np.clip(float(tok), vocab.GRID[0], vocab.GRID[-1]))
+                  for tok in vocab.encode(g)]
+        return vocab.targets(prefix)
+    except (vocab.EncodingError, ValueError, TypeError, ZeroDivisionError):
+        return None
 
 
 @dataclass

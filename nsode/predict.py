@@ -20,6 +20,7 @@ from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_expression
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
+from nsode.scaling import Scale
 from nsode.select import EXACT_TOP, select
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
@@ -52,11 +53,14 @@ class Predictor:
         self.exact, self.refine = exact, refine
 
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
-        """Unique parseable expressions from the beam, best log-probability first.
+        """Unique parseable expressions from the beam (in the user's units), best log-probability first.
 
+        A model trained with `input_scaling: pow2` reads the trajectory normalised by
+        `nsode.scaling.Scale` and its expressions are written back in the user's units.
         `timings`, if given, receives the encoder's seconds as "encode_s".
         """
-        bits = torch.from_numpy(encode_observations(t, y))
+        scale = Scale.of(t, y) if getattr(self.model.config, "input_scaling", "none") == "pow2" else None
+        bits = torch.from_numpy(encode_observations(*(scale.apply(t, y) if scale else (t, y))))
         was_training = self.model.training
         self.model.eval()
         start = time.perf_counter()
@@ -71,6 +75,8 @@ class Predictor:
             expr = to_expression(b.prefix)
             if expr is None:
                 continue
+            if scale:
+                expr = scale.to_original(expr)
             key = sympy.srepr(expr)
             if key not in seen:
                 seen.add(key)

@@ -32,7 +32,8 @@ from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
 from nsode import model as nsode_model
-from nsode.batching import VARIANTS, collate, observe, two_hot_loss
+from nsode.batching import VARIANTS, collate, model_view, observe, two_hot_loss
+from nsode.scaling import MODES as SCALING_MODES
 from nsode.data.shards import shard_paths
 from nsode.stream import folder_weights, stream_examples
 
@@ -53,6 +54,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--off-grid", type=float, default=None, metavar="FRACTION",
                    help="fraction of examples observed at uniform random times instead of grid points "
                         "(default: nsode-eps 0.5, nsode 0; the paper: 0)")
+    p.add_argument("--input-scaling", choices=SCALING_MODES, default=None,
+                   help="none: raw t and y (the paper); pow2: shift t to 0 and scale t and y by powers of two "
+                        "(nsode.scaling), targets rewritten to match (default: the model's own, else none)")
+    p.add_argument("--bf16", action="store_true",
+                   help="bfloat16 autocast on CPU (CUDA always uses mixed precision)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--accum", type=int, default=1, help="gradient accumulation steps per update")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default depends on preset)")
@@ -62,6 +68,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=20_000, help="optimizer updates to run in total")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (and checkpoint) after this wall time")
     p.add_argument("--eval-every", type=int, default=200, help="updates between validation + checkpoint")
+    p.add_argument("--snapshot-every", type=int, default=0, metavar="STEPS",
+                   help="also keep the weights every STEPS updates in OUT/snapshots/step-N (learning curves "
+                        "of recall and recovery are computed from them afterwards; 0: none)")
     p.add_argument("--val-batches", type=int, default=8)
     p.add_argument("--val-decode", type=int, default=32, help="validation trajectories decoded for R^2")
     p.add_argument("--val-percent", type=int, default=5, help="percent of skeletons held out")
@@ -109,19 +118,21 @@ def load_optimizer(folder: Path, opt) -> None:
 
 
 def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, keep_last: bool = False,
-            off_grid: float | None = None):
-    """Batches of observed examples (observation points and noise drawn per variant)."""
-    def batch(buf):
-        return collate([observe(e.t, e.y, variant, rng, off_grid) for e in buf], [e.rows for e in buf], bos, pad)
-
+            off_grid: float | None = None, scaling: str = "none"):
+    """Batches of observed examples (observation points and noise drawn per variant, then the
+    model's view of them: `batching.model_view`); an example whose scaled target cannot be
+    encoded is skipped."""
     buf = []
     for ex in examples:
-        buf.append(ex)
+        view = model_view(*observe(ex.t, ex.y, variant, rng, off_grid), ex.expression, ex.rows, scaling)
+        if view is None:
+            continue
+        buf.append(view)
         if len(buf) == batch_size:
-            yield batch(buf)
+            yield collate([(t, y) for t, y, _ in buf], [r for _, _, r in buf], bos, pad)
             buf = []
     if buf and keep_last:
-        yield batch(buf)
+        yield collate([(t, y) for t, y, _ in buf], [r for _, _, r in buf], bos, pad)
 
 
 class Validation:
@@ -147,8 +158,8 @@ class Validation:
         examples = [examples[i] for i in sorted(pick)] if len(examples) > self.wanted else examples
         rng.shuffle(examples)
         self.batches = list(batches(examples, a.variant, a.batch_size, self.bos, self.pad, rng, keep_last=True,
-                                    off_grid=a.off_grid))
-        self.decode = [observe(e.t, e.y, a.variant, rng, a.off_grid) for e in examples[: a.val_decode]]
+                                    off_grid=a.off_grid, scaling=a.input_scaling))
+        self.decode = [observe(e.t, e.y, a.variant, rng, a.off_grid) for e in examples[: a.val_decode]]  # user units
         self.size = len(examples)
 
     @torch.no_grad()
@@ -232,6 +243,14 @@ def main(argv=None) -> int:
                          elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
     else:
         model = nsode_model.build(args.preset).to(device)
+    scaling = getattr(model.config, "input_scaling", "none")
+    if args.input_scaling is None:
+        args.input_scaling = scaling
+    elif args.input_scaling != scaling and args.resume and (out / "last").is_dir():
+        print(f"error: --input-scaling {args.input_scaling} differs from the run's {scaling}", file=sys.stderr)
+        return 2
+    model.config.input_scaling = args.input_scaling  # saved with every checkpoint; predict reads it
+    state["input_scaling"] = args.input_scaling
     torch.manual_seed(args.seed + state["step"])
     rng = np.random.default_rng([args.seed, state["step"]])  # a resumed run sees new noise and points
     model.train()
@@ -240,8 +259,8 @@ def main(argv=None) -> int:
     opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
     if args.resume and (out / "last" / "optimizer.safetensors").is_file():
         load_optimizer(out / "last", opt)
-    use_amp = device.type == "cuda"
-    amp_dtype = torch.bfloat16 if use_amp and torch.cuda.is_bf16_supported() else torch.float16
+    use_amp = device.type == "cuda" or args.bf16
+    amp_dtype = torch.bfloat16 if args.bf16 or (use_amp and torch.cuda.is_bf16_supported()) else torch.float16
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
     cfg = model.config
     bos, pad = cfg.bos_token_id, cfg.pad_token_id
@@ -250,7 +269,8 @@ def main(argv=None) -> int:
     train_stream = batches(stream_examples(data, split="train", val_percent=args.val_percent,
                                            seed=args.seed + state["step"], repeat=True, max_rows=cfg.max_tokens,
                                            weights=args.weights),
-                           args.variant, args.batch_size, bos, pad, rng, off_grid=args.off_grid)
+                           args.variant, args.batch_size, bos, pad, rng, off_grid=args.off_grid,
+                           scaling=args.input_scaling)
     log_path = out / "log.csv"
     new_log = not log_path.exists()
     log_file = open(log_path, "a", newline="")
@@ -263,7 +283,8 @@ def main(argv=None) -> int:
     run_start = time.perf_counter()
     print(f"NSODE {args.preset} ({nsode_model.count_parameters(model) / 1e6:.2f}M parameters), "
           f"variant {args.variant}, device {device}, lr {peak:g}, warm-up {warmup}, "
-          f"batch {args.batch_size} x {args.accum}, {validate.size} validation trajectories", flush=True)
+          f"batch {args.batch_size} x {args.accum}, input scaling {args.input_scaling}, "
+          f"{validate.size} validation trajectories", flush=True)
     run_loss, run_acc = [], []
     while state["step"] < args.steps:
         for g in opt.param_groups:
@@ -301,6 +322,8 @@ def main(argv=None) -> int:
             save_checkpoint(out / "last", model, opt, state)
             if improved:  # resuming uses `last`; `best` is for export and --init (weights only)
                 save_checkpoint(out / "best", model, None, state)
+            if args.snapshot_every and state["step"] % args.snapshot_every == 0:
+                save_checkpoint(out / "snapshots" / f"step-{state['step']:07d}", model, None, state)
             try:
                 plot_curve(log_path, out / "loss_curve.png")
             except Exception as err:  # a plot must never stop training

@@ -88,3 +88,22 @@ def test_skeletons_of_the_large_test_set_are_never_streamed(training_data, monke
     kept = list(stream_examples(training_data, split="train", val_percent=0))
     assert banned not in {e.skeleton for e in kept}
     assert len(kept) == sum(e.skeleton != banned for e in everything)
+
+
+def test_scaled_input_training_is_recorded_and_used_by_predict(training_data, tmp_path):
+    from nsode.model import load
+    from nsode.predict import Predictor
+
+    out = tmp_path / "scaled"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "2", "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT),
+            "--input-scaling", "pow2", "--bf16", "--snapshot-every", "2"]
+    assert main(args + ["--steps", "2"]) == 0
+    assert json.loads((out / "last" / "training_state.json").read_text())["input_scaling"] == "pow2"
+    assert (out / "snapshots" / "step-0000002" / "model.safetensors").is_file()
+    model = load(out / "last")
+    assert model.config.input_scaling == "pow2"
+    t = np.linspace(0, 50, 40)
+    assert Predictor(model, beam=2).candidates(t, 300 * np.exp(-0.01 * t))  # decodes in user units
+    # a run keeps its input path: resuming with the other one is refused
+    assert main(args[:-5] + ["--input-scaling", "none", "--resume", "--steps", "3"]) == 2
