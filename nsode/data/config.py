@@ -3,7 +3,8 @@
 `default.yaml` next to this module holds the paper's values and is the single source of truth
 (K = 5, operator weights 0.2 each, p_sym = 0.5, constants, N_const = N_iv = 25, T = 2,
 T_extra = 4, 1024 grid points, LSODA tolerances 1e-9, FD tolerance 1). A `--config` file
-overrides any subset of its keys, so other distributions can be generated.
+overrides any subset of its keys, so other distributions can be generated; `family: science`
+selects the textbook family of `science.py` and its `science_*` keys.
 """
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ import yaml
 DEFAULT_FILE = Path(__file__).with_name("default.yaml")
 BINARY_OPS = ("add", "sub", "mul", "div", "pow")
 UNARY_OPS = ("sin", "cos", "exp", "sqrt", "log")
+FAMILIES = ("paper", "science")
+SCIENCE_TERMS = ("poly", "constant", "hill", "saturation", "exp", "log", "trig", "logistic")
+# keys of the science family (nsode/data/science.py); folders written before it lack them
+SCIENCE_KEYS = ("science_terms", "science_n_terms", "science_max_degree", "science_rate_range",
+                "science_scale_range", "science_shape_range", "science_y0_range")
 
 
 class ConfigError(ValueError):
@@ -49,6 +55,14 @@ class Config:
     max_rhs_calls: int
     candidates_per_block: int
     skeletons_per_shard: int
+    family: str  # "paper" (uniform random trees, trees.py) or "science" (textbook terms, science.py)
+    science_terms: Mapping[str, float]
+    science_n_terms: tuple[float, ...]
+    science_max_degree: int
+    science_rate_range: tuple[float, float]
+    science_scale_range: tuple[float, float]
+    science_shape_range: tuple[float, float]
+    science_y0_range: tuple[float, float]
 
     def __post_init__(self):
         _validate(self)
@@ -68,10 +82,23 @@ class Config:
         out["binary_ops"], out["unary_ops"] = dict(self.binary_ops), dict(self.unary_ops)
         out["int_range"], out["real_range"] = list(self.int_range), list(self.real_range)
         out["y0_range"] = list(self.y0_range)
+        out["science_terms"], out["science_n_terms"] = dict(self.science_terms), list(self.science_n_terms)
+        for key in ("science_rate_range", "science_scale_range", "science_shape_range", "science_y0_range"):
+            out[key] = list(getattr(self, key))
+        return out
+
+    def family_keys(self) -> dict:
+        """`to_dict` without the keys of families other than this one's: what a folder records, so
+        that a paper folder's config.json is the same as before the science family existed."""
+        out = self.to_dict()
+        if self.family == "paper":
+            for key in ("family", *SCIENCE_KEYS):
+                del out[key]
         return out
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
+        """The keys a folder records (`family_keys`), as JSON."""
+        return json.dumps(self.family_keys(), sort_keys=True)
 
     def replace(self, **changes) -> "Config":
         return from_dict({**self.to_dict(), **changes})
@@ -108,6 +135,9 @@ def load(path: str | Path | None = None) -> Config:
 
 
 def from_dict(data: dict) -> Config:
+    if any(k not in data for k in ("family", *SCIENCE_KEYS)):  # a folder from before the science family
+        defaults = _read_yaml(DEFAULT_FILE)
+        data = {**{k: defaults[k] for k in ("family", *SCIENCE_KEYS)}, **data}
     names = [f.name for f in dataclasses.fields(Config)]
     missing = [n for n in names if n not in data]
     if missing:
@@ -131,6 +161,14 @@ def from_dict(data: dict) -> Config:
             solve_time_limit=float(data["solve_time_limit"]), max_rhs_calls=int(data["max_rhs_calls"]),
             candidates_per_block=int(data["candidates_per_block"]),
             skeletons_per_shard=int(data["skeletons_per_shard"]),
+            family=str(data["family"]),
+            science_terms=_weights(data["science_terms"], SCIENCE_TERMS, "science_terms", normalise=False),
+            science_n_terms=_n_terms(data["science_n_terms"]),
+            science_max_degree=int(data["science_max_degree"]),
+            science_rate_range=_pair(data["science_rate_range"], float, "science_rate_range"),
+            science_scale_range=_pair(data["science_scale_range"], float, "science_scale_range"),
+            science_shape_range=_pair(data["science_shape_range"], float, "science_shape_range"),
+            science_y0_range=_pair(data["science_y0_range"], float, "science_y0_range"),
         )
     except (TypeError, ValueError) as err:
         if isinstance(err, ConfigError):
@@ -138,7 +176,7 @@ def from_dict(data: dict) -> Config:
         raise ConfigError(f"bad config value: {err}") from None
 
 
-def _weights(value, allowed: tuple[str, ...], key: str) -> Mapping[str, float]:
+def _weights(value, allowed: tuple[str, ...], key: str, normalise: bool = True) -> Mapping[str, float]:
     if not isinstance(value, dict):
         raise ConfigError(f"{key} must be a mapping of operator name to weight")
     unknown = sorted(set(value) - set(allowed))
@@ -147,9 +185,16 @@ def _weights(value, allowed: tuple[str, ...], key: str) -> Mapping[str, float]:
     weights = {k: float(v) for k, v in value.items() if float(v) > 0}
     if any(float(v) < 0 for v in value.values()) or not weights:
         raise ConfigError(f"{key}: weights must be >= 0 with at least one positive")
-    total = sum(weights.values())
+    total = sum(weights.values()) if normalise else 1.0
     # canonical order (the vocabulary's), so the same weights give the same samples
     return MappingProxyType({k: weights[k] / total for k in allowed if k in weights})
+
+
+def _n_terms(value) -> tuple[float, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) != 3 or any(float(v) < 0 for v in value) \
+            or not sum(float(v) for v in value) > 0:
+        raise ConfigError("science_n_terms must be three weights >= 0 (of 1, 2, 3 terms), one positive")
+    return tuple(float(v) for v in value)  # as given: normalising again on every round trip would drift
 
 
 def _pair(value, kind, key: str) -> tuple:
@@ -172,6 +217,10 @@ def _validate(c: Config) -> None:
         (c.simplify_time_limit > 0 and c.solve_time_limit > 0 and c.max_rhs_calls > 0, "limits must be positive"),
         (c.candidates_per_block >= 1 and c.skeletons_per_shard >= 1, "block and shard sizes must be >= 1"),
         (c.int_range != (0, 0), "int_range must contain a non-zero integer"),
+        (c.family in FAMILIES, f"family must be one of {', '.join(FAMILIES)}"),
+        (c.science_max_degree >= 2, "science_max_degree must be >= 2"),
+        (min(*c.science_rate_range, *c.science_scale_range, *c.science_shape_range, *c.science_y0_range) > 0,
+         "the science_*_range values must be positive (they are magnitudes)"),
     ]
     for ok, message in checks:
         if not ok:

@@ -14,6 +14,11 @@ Two kinds of work unit, both pure functions of (seed, index, config):
    (extra shard first, then the solution shard, each write-then-rename), so a shard under its
    final name is complete, and resuming skips it.
 
+Two families of right-hand sides, by the config key `family`: "paper" (the default: `trees.py`'s
+random trees, constants resampled by `simplify.resample_constants`, y0 ~ U(y0_range)) and
+"science" (`science.py`: sums of textbook terms, constants and y0 by physical role). They differ
+only in `sample_expression` (work unit 1) and `draw_sets` (work unit 2); the rest is shared.
+
 Every random stream comes from `np.random.SeedSequence(seed, spawn_key=(kind, index))`, so the
 output depends on (seed, config, N) only: not on -j, the scheduler, or interruptions. The only
 exception is the wall-clock safety nets (`simplify_time_limit`, `solve_time_limit`): on a badly
@@ -36,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from nsode.data import science
 from nsode.data import shards as store
 from nsode.data import simplify
 from nsode.data import tokens as tok
@@ -89,7 +95,7 @@ def candidate_block(block: int, seed: int, config: Config, timer: Counter | None
     rng = rng_for(seed, CANDIDATES, block)
     found, rejected = [], Counter()
     for _ in range(config.candidates_per_block):
-        prefix = trees.sample_expression(rng, config)
+        prefix = (science if config.family == "science" else trees).sample_expression(rng, config)
         clock("sampling")
         try:
             cand = simplify.process(prefix, config)
@@ -163,10 +169,9 @@ def solve_skeleton(row: SkeletonRow, seed: int, config: Config, timer: Counter |
     rng = rng_for(seed, SOLUTIONS, row.index)
     drops = Counter()
     expr = tok.parse_infix(row.expression)
-    sets = simplify.resample_constants(expr, row.skeleton, rng, config)
+    sets, y0 = draw_sets(expr, row.skeleton, rng, config)
     if simplify.constant_slots(expr):
         drops["constant sets missing"] += config.n_const - len(sets)
-    y0 = rng.uniform(*config.y0_range, size=(len(sets), config.n_iv))
     clock("constants")
     if not sets:
         return [], [], drops
@@ -192,6 +197,15 @@ def solve_skeleton(row: SkeletonRow, seed: int, config: Config, timer: Counter |
             extra.append({"ode_id": common["ode_id"], "y0_index": int(i), "y_extra": y[n - 1:, col].tolist()})
     clock("rows")
     return rows, extra, drops
+
+
+def draw_sets(expr, skeleton: str, rng: np.random.Generator, config: Config) -> tuple[list, np.ndarray]:
+    """The constant sets of a skeleton and their initial values [len(sets), n_iv], by family: the
+    paper's resampling and y0 ~ U(y0_range), or the science family's constants by role (`science.draw_sets`)."""
+    if config.family == "science":
+        return science.draw_sets(expr, skeleton, rng, config)
+    sets = simplify.resample_constants(expr, skeleton, rng, config)
+    return sets, rng.uniform(*config.y0_range, size=(len(sets), config.n_iv))
 
 
 class _Clock:

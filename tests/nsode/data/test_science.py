@@ -1,0 +1,141 @@
+"""The science family: every term kind, constants by role, the generator end to end, and the paper
+family left as it was."""
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from nsode.data import config as cfg
+from nsode.data import generate, science, simplify
+from nsode.data import shards as store
+from nsode.data import tokens as tok
+from nsode.data.expressions import compile_vector
+from nsode.data.solve import fd_residual
+
+# the tiny paper folder of conftest (7 skeletons, seed 3) as generated before the science family existed
+PAPER_DIGEST = "12892edfe85b56f9"
+
+
+@pytest.fixture(scope="module")
+def science_config(tiny_config):
+    return tiny_config.replace(family="science", skeletons_per_shard=5)
+
+
+@pytest.fixture(scope="module")
+def science_folder(tmp_path_factory, science_config):
+    """20 skeletons, seed 11, one process."""
+    folder = tmp_path_factory.mktemp("science") / "data"
+    generate.generate(folder, 20, 11, science_config, jobs=1, progress=False)
+    return folder
+
+
+def _assert_same(a, b):
+    """Every table of two folders equal, with its metadata, and the same config.json."""
+    files = sorted(str(p.relative_to(a)) for p in a.rglob("*.parquet"))
+    assert files == sorted(str(p.relative_to(b)) for p in b.rglob("*.parquet")) and len(files) > 2
+    for name in files:
+        ta, tb = pq.read_table(a / name), pq.read_table(b / name)
+        assert ta.equals(tb) and ta.schema.metadata == tb.schema.metadata, name
+    assert (a / store.CONFIG_FILE).read_text() == (b / store.CONFIG_FILE).read_text()
+
+
+@pytest.mark.parametrize("kind", sorted(science.TERMS))
+def test_every_term_kind_gives_simplifiable_laws_whose_constants_keep_the_skeleton(kind, science_config):
+    rng = np.random.default_rng(5)
+    accepted = 0
+    for _ in range(6):
+        prefix = science.sample_term(kind, rng, science_config)
+        if kind == "constant":  # alone it is a constant f, rejected by design
+            prefix = ["add", *prefix, *science.sample_term("poly", rng, science_config)]
+        cand = simplify.process(prefix, science_config)
+        sets, y0 = science.draw_sets(cand.expr, cand.skeleton, rng, science_config)
+        assert len(sets) == science_config.n_const and y0.shape == (len(sets), science_config.n_iv)
+        assert all(tok.skeleton(expr) == cand.skeleton for expr, _ in sets)
+        assert np.isfinite(y0).all() and (y0 != 0).all()
+        accepted += 1
+    assert accepted == 6
+
+
+def test_constants_scale_with_y_and_rates_stay_in_range(science_config):
+    rng = np.random.default_rng(0)
+    # Michaelis-Menten y' = a - b*y/(c + y) after simplification: (a*c + (a - b)*y)/(c + y)
+    expr = simplify.process(["sub", 1.3, "div", "mul", 1.5, "y", "add", 1.2, "y"], science_config).expr
+    dims, consistent = science.roles(expr)
+    assert consistent and sorted(dims) == [(1.0, 0.0), (1.0, 1.0), (2.0, 1.0)]
+    for _ in range(20):
+        values, scale = science.draw_constants(expr, rng, science_config)
+        assert 0.01 <= scale <= 100
+        by_dim = dict(zip(dims, values))
+        assert 0.25 <= by_dim[(1.0, 0.0)] / scale <= 4  # the half-saturation constant c is on y's scale
+        assert 0.05 <= abs(by_dim[(1.0, 1.0)]) / scale <= 5  # a rate times S
+    # y' = -a*y: a pure rate, either scale of y
+    values, _ = science.draw_constants(simplify.process(["mul", -1.3, "y"], science_config).expr, rng,
+                                       science_config)
+    assert -5 <= values[0] <= -0.05
+
+
+def test_laws_that_fix_the_unit_of_y_get_scale_one_and_logs_get_positive_y(science_config):
+    rng = np.random.default_rng(1)
+    sine = simplify.process(["mul", 1.3, "sin", "y"], science_config)
+    assert science.roles(sine.expr)[1] is False
+    assert all(science.draw_constants(sine.expr, rng, science_config)[1] == 1.0 for _ in range(5))
+    _, y0 = science.draw_sets(sine.expr, sine.skeleton, rng, science_config.replace(n_const=20))
+    assert (y0 < 0).any() and (y0 > 0).any() and np.abs(y0).max() <= 2
+    gompertz = simplify.process(science.sample_term("log", np.random.default_rng(3), science_config), science_config)
+    assert science.needs_positive_y(gompertz.expr)
+    assert (science.draw_sets(gompertz.expr, gompertz.skeleton, rng, science_config)[1] > 0).all()
+
+
+def test_hill_terms_keep_one_exponent(science_config):
+    rng = np.random.default_rng(2)
+    hill = simplify.process(["mul", 1.4, "div", "pow", "y", 3, "add", 2.7, "pow", "y", 3], science_config)
+    for expr, values in science.draw_sets(hill.expr, hill.skeleton, rng, science_config.replace(n_const=10))[0]:
+        exponents = [v for v, role in simplify.constant_slots(expr) if role == simplify.EXPONENT]
+        assert len(set(exponents)) == 1 and 2 <= exponents[0] <= 5
+
+
+def test_science_folder_solves_its_odes_and_holds_no_large_skeleton(science_folder, science_config):
+    config, provenance = store.read_config(science_folder)
+    assert config == science_config and provenance["seed"] == 11
+    skeletons = pq.read_table(science_folder / store.SKELETON_FILE).column("skeleton").to_pylist()
+    assert len(skeletons) == 20 == len(set(skeletons))
+    assert not set(skeletons) & generate.excluded_skeletons()
+    rows = list(store.iter_rows(science_folder, columns=["expression", "y", "y0"]))
+    assert len(rows) > 20
+    scales = [abs(r["y0"]) for r in rows]
+    assert max(scales) / min(scales) > 100  # raw units over decades
+    t = config.t_train()
+    for r in rows:
+        assert fd_residual(compile_vector(tok.parse_infix(r["expression"])), t, np.array(r["y"])) \
+            <= config.fd_tolerance
+
+
+def test_science_folder_is_the_same_on_rerun_and_resume(tmp_path, science_folder, science_config):
+    generate.generate(tmp_path / "again", 20, 11, science_config, jobs=1, progress=False)
+    _assert_same(science_folder, tmp_path / "again")
+    resumed = tmp_path / "resumed"
+    shutil.copytree(science_folder, resumed)
+    (resumed / "shards" / store.shard_name(1)).unlink()
+    generate.generate(resumed, 20, 11, science_config, jobs=1, progress=False)
+    _assert_same(science_folder, resumed)
+
+
+def test_paper_family_output_and_config_file_are_unchanged(tiny_folder):
+    rows = store.iter_rows(tiny_folder, columns=["skeleton", "expression", "y0"])
+    text = "\n".join(f"{r['skeleton']}|{r['expression']}|{r['y0']!r}" for r in rows)
+    assert hashlib.sha256(text.encode()).hexdigest()[:16] == PAPER_DIGEST
+    recorded = json.loads((tiny_folder / store.CONFIG_FILE).read_text())
+    assert "family" not in recorded and not any(k.startswith("science_") for k in recorded)
+    assert store.read_config(tiny_folder)[0].family == "paper"
+
+
+def test_unknown_family_is_a_one_line_config_error():
+    with pytest.raises(cfg.ConfigError, match="family must be one of paper, science"):
+        cfg.default().replace(family="biology")
+    with pytest.raises(cfg.ConfigError, match="science_terms: unknown operator"):
+        cfg.default().replace(science_terms={"poly": 1, "bessel": 1})
+    config = cfg.default().replace(family="science")
+    assert cfg.from_dict(config.to_dict()) == config == cfg.from_dict(json.loads(config.to_json()))
