@@ -164,7 +164,8 @@ def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: 
     except (ValueError, np.linalg.LinAlgError):  # the iterate ran off to inf/nan
         return Fit(tuple(float(v) for v in start), y0, math.inf, max_nfev, budget.fired)
     values, y0_fit = (x[1:], x[0]) if fit_y0 else (x, y0)
-    rss = scale**2 * cost if np.all(np.isfinite(x)) and cost < 0.999 * len(y) * PENALTY**2 else math.inf
+    usable = np.all(np.isfinite(x)) and math.isfinite(cost) and cost < 0.999 * len(y) * PENALTY**2
+    rss = scale**2 * cost if usable else math.inf
     return Fit(tuple(float(v) for v in values), float(y0_fit), rss, nfev, budget.fired)
 
 
