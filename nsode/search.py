@@ -82,20 +82,24 @@ class _Skeleton:
     source: str
 
 
-def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float]) -> sympy.Expr:
+def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *, numbered: bool = True) -> sympy.Expr:
     """`expr` with every number (but integer and structural exponents) replaced by a new symbol
-    appended to `params`, its value to `start`; each occurrence gets its own symbol."""
+    appended to `params`, its value to `start`; each occurrence gets its own symbol c0, c1, ...
+    (with `numbered` False all are called c: the skeleton as a key)."""
+    def again(e):
+        return abstract(e, params, start, numbered=numbered)
+
     if expr.is_Number:
-        params.append(sympy.Symbol(f"c{len(params)}", real=True))
+        params.append(sympy.Symbol(f"c{len(params)}" if numbered else "c", real=True))
         start.append(float(expr))
         return params[-1]
     if expr.is_Pow:
         base, exponent = expr.args
         keep = exponent.is_Integer or exponent in _STRUCTURAL
-        return sympy.Pow(abstract(base, params, start), exponent if keep else abstract(exponent, params, start))
+        return sympy.Pow(again(base), exponent if keep else again(exponent))
     if not expr.args:
         return expr
-    return expr.func(*(abstract(a, params, start) for a in expr.args))
+    return expr.func(*(again(a) for a in expr.args))
 
 
 def split(expr: sympy.Expr) -> list[tuple[float, sympy.Expr]]:
@@ -112,20 +116,12 @@ def split(expr: sympy.Expr) -> list[tuple[float, sympy.Expr]]:
 
 def term_key(rest: sympy.Expr) -> str:
     """A term's skeleton: srepr with every abstracted number printed as the same symbol c."""
-    return sympy.srepr(abstract(rest, _KeyParams(), []))
-
-
-class _KeyParams(list):
-    """A parameter list whose symbols all print alike, so that a key ignores numbering."""
-
-    def append(self, _symbol):
-        super().append(sympy.Symbol("c", real=True))
+    return sympy.srepr(abstract(rest, [], [], numbered=False))
 
 
 def skeleton_key(expr: sympy.Expr) -> tuple[str, ...]:
     """The skeleton of an expression as the search sees it: the sorted keys of its terms."""
     return tuple(sorted(term_key(rest) for _, rest in split(expr)))
-
 
 
 def _term(rest: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict) -> _Term | None:
