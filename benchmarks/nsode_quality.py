@@ -1,12 +1,15 @@
 """Median R^2 (interpolation and extrapolation) of shipped NSODE checkpoints on the benchmark
-datasets, with and without constant refinement, plus exact-skeleton accuracy on held-out
-generated ODEs and recovery of simple ODEs with random constants. Prints markdown tables.
+datasets, with the paper's selection and with the skeleton search (nsode/search.py), beside the
+ProGED-style grammar baseline and the search fed by the grammar instead of (or besides) the model;
+plus skeleton recall and exact-skeleton accuracy on held-out generated ODEs and recovery of
+simple ODEs with random constants. Prints markdown tables.
 
 Uses the harness's own tasks (bench.tasks.observe) and scoring (bench.scoring.score), so the
 figures match `python -m bench run --methods nsode-eps ...`; this script is the quicker loop.
 
     python benchmarks/nsode_quality.py [--variants nsode-eps] [--datasets textbook classic]
         [--noise 0 0.01 0.02] [--n 128] [--beam 64] [--limit 20] [--heldout DATA_DIR] [--simple 24]
+        [--rows paper search proged grammar+search union+search] [--search-beam 256] [--top-k 16]
 """
 from __future__ import annotations
 
@@ -15,56 +18,103 @@ import time
 from pathlib import Path
 
 import numpy as np
+import sympy
 import torch
 
 from bench import datasets
+from bench.baselines import grammar
 from bench.scoring import score
 from bench.tasks import observe
+from nsode.data.expressions import Y
 from nsode.predict import Predictor, default_checkpoint
+from nsode.search import Settings, propose, search, skeleton_key
+from core.fitting import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"
+ROWS = ("paper", "search", "proged", "grammar+search", "union+search")
 
 
-def dataset_table(pred: Predictor, names, noises, n, limit, refine_levels) -> None:
-    print("| dataset | sigma | refine | tasks | median R^2 interp | median R^2 extrap | R^2 > 0.9 | s / task |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+def grammar_expressions(count: int, seed: int = 0) -> list[sympy.Expr]:
+    """`count` distinct ProGED grammar skeletons with random constants in [0.5, 1.5] (a numeric
+    instance of each, so that the search reads them as it reads the model's expressions)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for skeleton in grammar.sample_skeletons(count, rng):
+        values = rng.uniform(0.5, 1.5, len(skeleton.constants))
+        out.append(skeleton.expr.xreplace({c: sympy.Float(v) for c, v in zip(skeleton.constants, values)}))
+    return out
+
+
+def runners(paper: Predictor, searcher: Predictor, settings: Settings, grammar_count: int) -> dict:
+    """Each row of the tables as a function (t, y) -> predicted expression ('' when none)."""
+    def proged(t, y):
+        fits = [f for f in grammar.search(t, y, grammar_count, 4, seed=0) if f.rmse < float("inf")]
+        return fits[0].expression if fits else ""
+
+    def grammar_search(t, y):
+        found, _ = search(grammar_expressions(grammar_count), t, y, settings)
+        return _expression(found)
+
+    def union_search(t, y):
+        exprs = [e for e, _ in searcher.candidates(t, y)]
+        found, _ = search(exprs, t, y, settings, extra=[("grammar", grammar_expressions(grammar_count))])
+        return _expression(found)
+
+    return {"paper": lambda t, y: paper.predict(t, y).expression,
+            "search": lambda t, y: searcher.predict(t, y).expression,
+            "proged": proged, "grammar+search": grammar_search, "union+search": union_search}
+
+
+def _expression(found) -> str:
+    from nsode.data.tokens import to_infix
+
+    return to_infix(found[0].expr) if found and np.isfinite(found[0].r2) else ""
+
+
+def dataset_table(run: dict, rows, names, noises, n, limit) -> None:
+    print("| dataset | sigma | method | tasks | median R^2 interp | median R^2 extrap | interp > 0.9 | "
+          "extrap > 0.9 | median s / task |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for name in names:
         trajectories = datasets.load(name)
         if limit and len(trajectories) > limit:  # evenly spread over the dataset's equations
             trajectories = [trajectories[i] for i in np.linspace(0, len(trajectories) - 1, limit).astype(int)]
         for sigma in noises:
-            for refine in refine_levels:
-                pred.refine = refine
+            for row in rows:
                 interp, extrap, secs = [], [], []
                 for tr in trajectories:
                     t, y = observe(tr, sigma, n, seed=0)
                     start = time.perf_counter()
-                    result = pred.predict(t, y)
+                    expression = run[row](t, y)
                     secs.append(time.perf_counter() - start)
-                    s = score(result.expression, tr) if result.expression else None
+                    s = score(expression, tr) if expression else None
                     ok = s is not None and s.status == "ok"
                     interp.append(s.interpolation["r2"] if ok else -np.inf)
                     extrap.append(s.extrapolation["r2"] if ok and s.extrapolation else -np.inf)
-                print(f"| {name} | {sigma:g} | {refine} | {len(interp)} | {np.median(interp):.3f} | "
-                      f"{np.median(extrap):.3f} | {np.mean(np.array(interp) > 0.9):.2f} | {np.mean(secs):.2f} |",
-                      flush=True)
+                interp, extrap = np.array(interp), np.array(extrap)
+                print(f"| {name} | {sigma:g} | {row} | {len(interp)} | {np.median(interp):.3f} | "
+                      f"{np.median(extrap):.3f} | {np.mean(interp > 0.9):.0%} | {np.mean(extrap > 0.9):.0%} | "
+                      f"{np.median(secs):.2f} |", flush=True)
 
 
-def skeleton_accuracy(pred: Predictor, folder: str, variant: str, limit: int) -> None:
-    """Share of held-out generated ODEs (validation skeletons) whose chosen ODE has the true skeleton
-    (the generator's definition: constants replaced by c, signs kept)."""
+def recall(searcher: Predictor, t, y, truth: sympy.Expr) -> tuple[bool, bool]:
+    """Whether the true skeleton (as the search reads skeletons) is among the beam's unique
+    skeletons, and among them plus the search's variants."""
+    key = skeleton_key(truth)
+    exprs = [e for e, _ in searcher.candidates(t, y)]
+    sigma = noise_level(t, y)
+    return key in propose(exprs, t, y, sigma, variants=False), key in propose(exprs, t, y, sigma)
+
+
+def skeleton_accuracy(paper: Predictor, searcher: Predictor, folder: str, variant: str, limit: int) -> None:
+    """On held-out generated ODEs (one per validation skeleton): recall of the true skeleton in the
+    beam (and with the search's variants), the paper selection's exact skeleton (the generator's
+    definition: constants replaced by c, signs kept) and the search's (its own, sign-free)."""
     from nsode.batching import observe as observe_variant
     from nsode.data import tokens
     from nsode.stream import stream_examples
 
-    def skeleton(text: str) -> str | None:
-        try:
-            return tokens.skeleton(tokens.parse_infix(text))
-        except (tokens.EncodingError, ValueError):
-            return None
-
     rng = np.random.default_rng(0)
-    hits, total, r2s = 0, 0, []
     examples, seen = [], set()
     for ex in stream_examples(folder, split="val"):  # the first ODE of each held-out skeleton
         if ex.skeleton not in seen:
@@ -72,77 +122,104 @@ def skeleton_accuracy(pred: Predictor, folder: str, variant: str, limit: int) ->
             examples.append(ex)
         if len(examples) == limit:
             break
+    counts = np.zeros(4)
     for ex in examples:
         t, y = observe_variant(ex.t, ex.y, variant, rng)
-        result = pred.predict(t, y)
-        hits += bool(result.expression) and skeleton(result.expression) == skeleton(ex.expression)
-        r2s.append(result.r2)
-        total += 1
-    print(f"\nexact skeleton on {total} held-out generated ODEs, one per validation skeleton ({variant} observations): "
-          f"{hits / max(total, 1):.1%}; median R^2 on the observations {np.median(r2s):.3f}")
+        truth = tokens.parse_infix(ex.expression)
+        counts[:2] += recall(searcher, t, y, truth)
+        chosen = paper.predict(t, y).expression
+        counts[2] += bool(chosen) and tokens.skeleton(tokens.parse_infix(chosen)) == tokens.skeleton(truth)
+        chosen = searcher.predict(t, y).expression
+        counts[3] += bool(chosen) and skeleton_key(tokens.parse_infix(chosen)) == skeleton_key(truth)
+    share = counts / max(len(examples), 1)
+    print(f"\nheld-out generated ODEs ({len(examples)}, one per validation skeleton of {folder}, {variant} "
+          f"observations): true skeleton in the beam {share[0]:.0%}, with variants {share[1]:.0%}; "
+          f"exact skeleton chosen: paper selection {share[2]:.0%}, search {share[3]:.0%}")
 
 
-SIMPLE_FORMS = {  # textbook-sized ODEs: decay, relaxation to b, logistic growth to capacity 3b
+SIMPLE_FORMS = {  # textbook-sized ODEs f(y, a, b) with a in U(0.1, 2), b in U(0.5, 3)
     "-a*y": lambda y, a, b: -a * y,
     "b - a*y": lambda y, a, b: b - a * y,
     "a*y*(1 - y/(3*b))": lambda y, a, b: a * y * (1 - y / (3 * b)),
+    "-a*y**3 (cubic decay)": lambda y, a, b: -a * y**3,
+    "a*y*(1 - y/(3*b)) - 3*a*b/8 (harvesting, half the maximum yield)":
+        lambda y, a, b: a * y * (1 - y / (3 * b)) - 3 * a * b / 8,
+    "a - (a + b)*y/(1 + y) (saturating)": lambda y, a, b: a - (a + b) * y / (1 + y),
 }
 
 
-def simple_recovery(pred: Predictor, count: int, seed: int = 11) -> None:
-    """Whether the chosen ODE is the true one for simple ODEs with random constants (a in U(0.1, 2),
-    b in U(0.5, 3), y0 in U(1, 4)), judged by its R^2 against the truth on [0, 4] from a clean
-    trajectory of 128 points on [0, 2]: a curve fit of [0, 2] rarely extrapolates to R^2 > 0.99."""
+def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11) -> None:
+    """Whether the chosen ODE is the true one for simple ODEs with random constants (y0 in U(1, 4)),
+    judged by its R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise
+    sigma): a curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. Also the true skeleton's recall."""
     from nsode.data.solve import solve
     from nsode.data.tokens import parse_infix
     from nsode.select import exact_r2
 
-    rng = np.random.default_rng(seed)
     t, grid = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
     both = np.union1d(t, grid)
     at_t, at_grid = np.searchsorted(both, t), np.searchsorted(both, grid)
     forms = list(SIMPLE_FORMS.values())
-    r2s = []
-    for k in range(count):
-        a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
-        f = forms[k % len(forms)]
-        truth = solve(lambda y: f(y, a, b), y0, both)
-        result = pred.predict(t, truth[at_t])
-        r2s.append(exact_r2(parse_infix(result.expression), grid, truth[at_grid]) if result.expression else -np.inf)
-    r2s = np.array(r2s)
-    print(f"\nsimple ODEs ({count}: {', '.join(SIMPLE_FORMS)}; random constants, clean, n = 128 on [0, 2]): "
-          f"R^2 on [0, 4] > 0.99 for {np.mean(r2s > 0.99):.0%}, > 0.999 for {np.mean(r2s > 0.999):.0%}; "
-          f"median {np.median(r2s):.3f}")
+    print(f"\nsimple ODEs ({count}: {'; '.join(SIMPLE_FORMS)}; random constants, n = 128 on [0, 2])\n")
+    print("| sigma | method | recovered (R^2 on [0, 4] > 0.99) | > 0.999 | median R^2 on [0, 4] | "
+          "true skeleton in beam | with variants |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for sigma in noises:
+        rng, noise_rng = np.random.default_rng(seed), np.random.default_rng(seed + 1)
+        cases = []
+        for k in range(count):
+            a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
+            f = forms[k % len(forms)]
+            truth = solve(lambda v: f(v, a, b), y0, both)
+            cases.append((truth, truth[at_t] * (1 + sigma * noise_rng.normal(size=t.size)), f(Y, a, b)))
+        hits = np.array([recall(searcher, t, y, expr) for _, y, expr in cases]).mean(axis=0)
+        for row in rows:
+            r2s = []
+            for truth, y, _ in cases:
+                expression = run[row](t, y)
+                r2s.append(exact_r2(parse_infix(expression), grid, truth[at_grid]) if expression else -np.inf)
+            r2s = np.array(r2s)
+            print(f"| {sigma:g} | {row} | {np.mean(r2s > 0.99):.0%} | {np.mean(r2s > 0.999):.0%} | "
+                  f"{np.median(r2s):.3f} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variants", nargs="+", default=["nsode", "nsode-eps"])
-    p.add_argument("--datasets", nargs="+", help="dataset names ('none': only the held-out ODEs)", default=["textbook", "classic"] + (["large"] if LARGE.is_file() else []))
+    p.add_argument("--datasets", nargs="+", help="dataset names ('none': skip)", default=["textbook", "classic"] + (["large"] if LARGE.is_file() else []))
     p.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.01, 0.02])
     p.add_argument("--n", type=int, default=128)
-    p.add_argument("--beam", type=int, default=64)
+    p.add_argument("--beam", type=int, default=64, help="beam of the paper's selection")
+    p.add_argument("--search-beam", type=int, default=256, help="beam of the search rows")
+    p.add_argument("--top-k", type=int, default=16, help="skeletons fitted in full by the search")
+    p.add_argument("--refit", type=int, default=4, help="of those, fitted on the trajectory")
+    p.add_argument("--criterion", choices=("bic", "rss"), default="bic", help="the search's choice (rss: no parsimony)")
+    p.add_argument("--no-robust", action="store_true", help="the search keeps fits that fail the stability check")
+    p.add_argument("--grammar-count", type=int, default=64, help="skeletons sampled from the ProGED grammar")
+    p.add_argument("--rows", nargs="+", choices=ROWS, default=["paper", "search"])
     p.add_argument("--limit", type=int, default=None, help="trajectories per dataset, evenly spread (default: all)")
-    p.add_argument("--no-refine", action="store_true", help="skip the refined rows")
-    p.add_argument("--heldout", default=None, help="data folder for exact-skeleton accuracy (its validation skeletons)")
+    p.add_argument("--heldout", default=None, help="data folder for skeleton recall and accuracy (its validation skeletons)")
     p.add_argument("--heldout-limit", type=int, default=100, help="held-out ODEs to decode (one solution each)")
     p.add_argument("--simple", type=int, default=24, help="simple ODEs with random constants to recover (0: skip)")
+    p.add_argument("--simple-noise", type=float, nargs="+", default=[0.0, 0.01])
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust)
     for variant in args.variants:
-        print(f"\n## {variant} (beam {args.beam}, n = {args.n})\n")
+        print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, top-k {args.top_k}, "
+              f"refit {args.refit}, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
         folder = Path(args.checkpoints) / variant if args.checkpoints else default_checkpoint(variant)
-        pred = Predictor(folder, beam=args.beam)
+        paper = Predictor(folder, beam=args.beam)
+        searcher = Predictor(paper.model, beam=args.search_beam, search=settings)
+        run = runners(paper, searcher, settings, args.grammar_count)
         if args.datasets != ["none"]:
-            dataset_table(pred, args.datasets, args.noise, args.n, args.limit, [0] if args.no_refine else [0, 3])
+            dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit)
         if args.heldout:
-            pred.refine = 0
-            skeleton_accuracy(pred, args.heldout, variant, args.heldout_limit)
+            skeleton_accuracy(paper, searcher, args.heldout, variant, args.heldout_limit)
         if args.simple:
-            pred.refine = 0
-            simple_recovery(pred, args.simple)
+            simple_recovery(run, args.rows, searcher, args.simple, args.simple_noise)
 
 
 if __name__ == "__main__":

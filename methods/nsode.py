@@ -3,7 +3,9 @@ by beam search; the candidate whose integrated trajectory fits the data best is 
 
 Checkpoints ship in nsode/checkpoints/<variant>/ and are loaded once per worker in `setup`, so
 model loading is not part of a task's fit time (it is reported in metadata as `load_s`).
-`nsode-eps+refine` additionally re-fits the constants of the best candidates (not in the paper).
+`nsode-eps+refine` reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in
+the paper): constants and y0 refitted, fits unsafe to extrapolate rejected, parsimony by an
+information criterion. Its budget is counted (beam, top_k skeletons, refit, max_nfev).
 """
 import time
 from pathlib import Path
@@ -14,7 +16,7 @@ from bench import Budget, Method, Observations, Prediction
 class _NSODE(Method):
     variant = "nsode"
     beam = None  # None: nsode.decode.CPU_DEFAULT_BEAM on CPU, GPU_DEFAULT_BEAM on a GPU
-    refine = 0
+    search = False  # the skeleton search of nsode/search.py instead of the paper's selection
     requires = ("torch", "transformers", "safetensors")
     time_limit = 180.0
 
@@ -40,9 +42,14 @@ class _NSODE(Method):
 
         if not torch.cuda.is_available():  # parallelism comes from harness workers (-j), one thread each
             torch.set_num_threads(self.params.get("threads", 1))
+        from nsode.search import Settings
+
         start = time.perf_counter()
-        self.predictor_ = Predictor(self.checkpoint(), beam=self.params.get("beam", self.beam),
-                                    refine=self.params.get("refine", self.refine), device="auto")
+        search = None
+        if self.params.get("search", self.search):
+            search = Settings(**{k: self.params[k] for k in ("top_k", "refit", "max_nfev") if k in self.params})
+        self.predictor_ = Predictor(self.checkpoint(), beam=self.params.get("beam", self.beam), search=search,
+                                    device="auto")
         self.load_s_ = time.perf_counter() - start
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
@@ -54,7 +61,7 @@ class _NSODE(Method):
         return Prediction(result.expression, candidates=tuple(e for e, _ in result.candidates),
                           metadata={"r2_fit": result.r2, "load_s": self.load_s_,
                                     "device": str(next(self.predictor_.model.parameters()).device),
-                                    **result.timings})
+                                    **result.timings, **result.info})
 
 
 class NSODE(_NSODE):
@@ -72,5 +79,8 @@ class NSODEEps(_NSODE):
 class NSODEEpsRefine(_NSODE):
     name = "nsode-eps+refine"
     variant = "nsode-eps"
-    refine = 3
-    description = "NSODE-eps plus least-squares refinement of the constants of the 3 best candidates"
+    version = "2"
+    beam = 256  # nsode.search.SEARCH_BEAM
+    search = True
+    description = ("NSODE-eps proposes skeletons (beam 256), a fitter decides: constants and y0 refitted, "
+                   "unsafe fits rejected, information criterion")

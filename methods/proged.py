@@ -9,7 +9,10 @@ Differences from ProGED (not installable here; reimplemented in bench/baselines/
 - skeletons are deduplicated after merging non-identifiable constants with sympy, and those
   with more than 5 constants are redrawn;
 - constants are fitted with scipy `least_squares` (TRF) from C = 1 plus 3 random restarts in
-  [-5, 5], instead of ProGED's default differential evolution; y0 is the first observation;
+  [-5, 5], instead of ProGED's default differential evolution; y0 is the first observation.
+  The fitter is the project's shared one (core/fitting.py, also used by the NSODE search):
+  real-valued evaluation, LSODA at 1e-7 with at most 5,000 steps per output point; the
+  per-solve wall-clock limit (0.5 s before version 2) is now only a 5 s safety net;
 - selection is by trajectory error, but among fits within 10 % (+ 1e-6 x std(y)) of the best
   error the one with the fewest constants wins (ProGED takes the minimum error outright);
 - the search stops at 85 % of the task's time limit and returns the best skeleton so far.
@@ -20,7 +23,7 @@ from bench.baselines.grammar import search
 
 class ProGED(Method):
     name = "proged"
-    version = "1"
+    version = "2"
     requires = ("scipy", "sympy")
     time_limit = 600.0
     description = "ProGED-style PCFG sampling of skeletons with constants fitted on the trajectory"

@@ -1,8 +1,14 @@
-"""Command line: python -m nsode predict FILE.csv [--checkpoint DIR] [--beam N] [--refine] [--plot out.png]
+"""Command line: python -m nsode predict FILE.csv [--checkpoint DIR] [--beam N] [--top-k K] [--plot out.png]
 
 Reads a CSV with columns t and y (one observed trajectory of a scalar autonomous ODE), prints
 the predicted y' = f(y), its R^2 on the data and the best candidates, and optionally plots the
 data against the predicted trajectory, extrapolated to twice the observed time span.
+
+By default the model proposes skeletons and a fitter decides (nsode/search.py): constants and
+the initial value are refitted, fits that fail from a perturbed initial value or on twice the
+span are rejected, and an information criterion prefers the simpler of two fits that the noise
+cannot tell apart. `--paper` uses the paper's selection (best R^2 of the beam as decoded).
+Constants are printed to 4 significant digits.
 """
 from __future__ import annotations
 
@@ -45,7 +51,17 @@ def read_trajectory(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return t, y
 
 
-def plot(path: Path, t, y, expression: str) -> None:
+def shown(expression: str, digits: int = 4) -> str:
+    """The expression with its constants rounded to `digits` significant digits, for reading."""
+    import sympy
+
+    from nsode.data.tokens import parse_infix, to_infix
+
+    expr = parse_infix(expression)
+    return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
+
+
+def plot(path: Path, t, y, expression: str, y0: float | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,10 +75,12 @@ def plot(path: Path, t, y, expression: str) -> None:
     if expression:
         grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
         f = compile_scalar(parse_infix(expression))
+        start = y[0] if y0 is None else y0
+        label = f"y' = {shown(expression)}"
         try:
-            ax.plot(grid, solve(f, y[0], grid, time_limit=5.0), label=f"y' = {expression}")
+            ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label)
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
-            ax.plot(t, solve(f, y[0], t, time_limit=5.0), label=f"y' = {expression}")
+            ax.plot(t, solve(f, start, t, time_limit=5.0), label=label)
         ax.axvline(t[-1], color="0.7", ls="--", lw=1)
     ax.set(xlabel="t", ylabel="y")
     ax.legend(fontsize=8)
@@ -80,19 +98,27 @@ def main(argv=None) -> int:
     pr.add_argument("--checkpoint", type=Path, default=None,
                     help="checkpoint folder (default: the shipped nsode/checkpoints/nsode-eps)")
     pr.add_argument("--beam", type=int, default=None,
-                    help="beam width (default 64 on CPU, the paper's 1536 on a GPU)")
-    pr.add_argument("--refine", action="store_true", help="re-fit the constants of the best 3 candidates")
+                    help="beam width (default: 256 with the search; with --paper 64 on CPU, 1536 on a GPU)")
+    pr.add_argument("--top-k", type=int, default=16,
+                    help="skeletons whose constants and initial value are all fitted (default 16)")
+    pr.add_argument("--refit", type=int, default=4,
+                    help="of those, fitted by least squares on the integrated trajectory (default 4)")
+    pr.add_argument("--paper", action="store_true",
+                    help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
+    pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
     pr.add_argument("--top", type=int, default=5, help="candidates to list")
     pr.add_argument("--plot", type=Path, default=None, help="write a PNG of data vs prediction")
     args = p.parse_args(argv)
 
     from nsode.model import CheckpointError
     from nsode.predict import Predictor, default_checkpoint
+    from nsode.search import SEARCH_BEAM, Settings
 
+    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit)
+    beam = args.beam or (None if args.paper else SEARCH_BEAM)
     try:
         t, y = read_trajectory(args.file)
-        predictor = Predictor(args.checkpoint or default_checkpoint(), beam=args.beam,
-                              refine=3 if args.refine else 0)
+        predictor = Predictor(args.checkpoint or default_checkpoint(), beam=beam, search=search)
     except (InputError, CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -100,13 +126,17 @@ def main(argv=None) -> int:
     if not result.expression:
         print("no candidate could be integrated over the observed interval", file=sys.stderr)
         return 1
-    print(f"y' = {result.expression}")
+    print(f"y' = {shown(result.expression)}")
+    if result.y0 is not None:
+        print(f"y({t[0]:g}) = {result.y0:.4g} (fitted)")
     print(f"R^2 on the data: {result.r2:.6f}")
     print(f"top {args.top} candidates (R^2 of the integrated trajectory):")
     for expr, r2 in result.candidates[: args.top]:
-        print(f"  {r2:10.6f}  {expr}")
+        print(f"  {r2:10.6f}  {shown(expr)}")
+    if result.info.get("safety_net"):
+        print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.plot:
-        plot(args.plot, t, y, result.expression)
+        plot(args.plot, t, y, result.expression, result.y0)
         print(f"plot written to {args.plot}")
     return 0
 

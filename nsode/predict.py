@@ -1,4 +1,5 @@
-"""Inference: trajectory -> beam of candidate ODEs -> selection by R^2 (optionally refined).
+"""Inference: trajectory -> beam of candidate ODEs -> selection by R^2, or (with `search`) the
+skeleton search of nsode/search.py: constants and y0 refitted, unsafe fits rejected, parsimony.
 
 `Predictor` holds a loaded model and the decoding settings; `predict(t, y)` returns a
 `Prediction` with the chosen expression, its R^2 on the data, all candidates best first and the
@@ -21,6 +22,7 @@ from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_exp
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
 from nsode.scaling import Scale
+from nsode.search import Settings, search
 from nsode.select import EXACT_TOP, select
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
@@ -32,6 +34,8 @@ class Prediction:
     r2: float  # R^2 of its trajectory from the first observation, on the observations
     candidates: list[tuple[str, float]]  # (expression, R^2 or -inf when not integrated), best first
     timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
+    info: dict = field(default_factory=dict)  # the search's counts, noise level and safety-net flag
+    y0: float | None = None  # the fitted initial value (search only; else the first observation)
 
 
 def default_checkpoint(variant: str = "nsode-eps") -> Path:
@@ -40,7 +44,7 @@ def default_checkpoint(variant: str = "nsode-eps") -> Path:
 
 class Predictor:
     def __init__(self, model: NSODEModel | str | Path | None = None, *, beam: int | None = None,
-                 exact: int | None = EXACT_TOP, refine: int = 0, device: str = "auto"):
+                 exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto"):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if model is None:
@@ -50,7 +54,8 @@ class Predictor:
         self.model = model
         on_gpu = next(model.parameters()).device.type == "cuda"
         self.beam = beam or (GPU_DEFAULT_BEAM if on_gpu else CPU_DEFAULT_BEAM)
-        self.exact, self.refine = exact, refine
+        self.exact = exact
+        self.search = Settings() if search is True else (search or None)
 
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
@@ -92,9 +97,19 @@ class Predictor:
         t1 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            scored = select([e for e, _ in cands], t, y, exact=self.exact, refine=self.refine)
-        t2 = time.perf_counter()
-        ranked = [(to_infix(s.expr), s.r2) for s in scored]
-        best = ranked[0] if ranked and math.isfinite(ranked[0][1]) else ("", -math.inf)
-        timings.update(beam_s=t1 - t0, select_s=t2 - t1, n_candidates=len(cands))
-        return Prediction(best[0], best[1], ranked, timings)
+            if self.search is not None:
+                result = self._searched([e for e, _ in cands], t, y)
+            else:
+                scored = select([e for e, _ in cands], t, y, exact=self.exact)
+                ranked = [(to_infix(s.expr), s.r2) for s in scored]
+                best = ranked[0] if ranked and math.isfinite(ranked[0][1]) else ("", -math.inf)
+                result = Prediction(best[0], best[1], ranked)
+        result.timings.update(timings, beam_s=t1 - t0, select_s=time.perf_counter() - t1, n_candidates=len(cands))
+        return result
+
+    def _searched(self, exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray) -> Prediction:
+        found, info = search(exprs, t, y, self.search)
+        ranked = [(to_infix(f.expr), f.r2) for f in found]
+        if not found or not math.isfinite(found[0].r2):
+            return Prediction("", -math.inf, ranked, info=info)
+        return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0)

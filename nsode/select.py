@@ -8,22 +8,20 @@ cheap pass with the integral form of the ODE,
 
 evaluated on the observed y with the trapezoid rule (one vectorised evaluation of f per
 candidate, no solver and no derivative estimates), then integrates only the `exact` best of that
-ranking with LSODA. `refine` optionally re-fits the numeric constants of the best few by least
-squares on the integrated trajectory (scipy), which the paper did not do.
+ranking with LSODA. This is the paper's selection; refitting constants and choosing with
+parsimony (not in the paper) is nsode/search.py, on the shared fitter core/fitting.py.
 """
 from __future__ import annotations
 
 import math
-import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
-from scipy.optimize import least_squares
 
-from nsode.data.expressions import Y, compile_scalar, compile_vector
+from nsode.data.expressions import compile_scalar, compile_vector
 from nsode.data.solve import r2, solve
 
 EXACT_TOP = 8  # candidates integrated with LSODA after the fast ranking
@@ -35,8 +33,6 @@ class Scored:
     expr: sympy.Expr
     r2: float  # R^2 of the LSODA trajectory on the observations (-inf if it failed)
     proxy: float = -math.inf  # R^2 of the integral-form residual (fast ranking)
-    refined: bool = False
-    info: dict = field(default_factory=dict)
 
 
 _NUMPY = {sympy.sin: np.sin, sympy.cos: np.cos, sympy.exp: np.exp, sympy.log: np.log}
@@ -91,11 +87,11 @@ def exact_r2(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, time_limit: float =
 
 
 def select(exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray, *, exact: int | None = EXACT_TOP,
-           refine: int = 0, time_limit: float = SOLVE_TIME_LIMIT) -> list[Scored]:
+           time_limit: float = SOLVE_TIME_LIMIT) -> list[Scored]:
     """Candidates sorted best first. `exact=None` is the naive path (LSODA for every candidate).
 
     Candidates integrated with LSODA come first, by R^2; the others follow by proxy score with
-    r2 = -inf. With `refine` > 0 the best `refine` are re-fitted and replaced when that helps.
+    r2 = -inf.
     """
     t = np.asarray(t, float)
     y = np.asarray(y, float)
@@ -105,46 +101,5 @@ def select(exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray, *, exact: int 
     for i in order[:n_exact]:
         scored[i].r2 = exact_r2(scored[i].expr, t, y, time_limit)
     scored.sort(key=lambda s: (s.r2, s.proxy), reverse=True)
-    for k in range(min(refine, len(scored))):
-        if math.isfinite(scored[k].r2):
-            better = refine_constants(scored[k].expr, t, y, time_limit=time_limit)
-            if better is not None and better.r2 > scored[k].r2:
-                scored[k] = better
-    scored.sort(key=lambda s: (s.r2, s.proxy), reverse=True)
     return scored
 
-
-def refine_constants(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, max_nfev: int = 40,
-                     time_limit: float = SOLVE_TIME_LIMIT) -> Scored | None:
-    """Least-squares fit of the float constants of `expr` on the integrated trajectory from y_0.
-
-    Integer constants (exponents, small coefficients) are kept: they are structure, not values.
-    Returns None when the expression has no float constants or the fit fails.
-    """
-    floats = sorted({a for a in expr.atoms(sympy.Float)}, key=float)
-    if not floats:
-        return None
-    params = sympy.symbols(f"c0:{len(floats)}", real=True)
-    template = expr.xreplace(dict(zip(floats, params)))
-    fn = sympy.lambdify([Y, *params], template, modules="math")
-    deadline = time.perf_counter() + 5 * time_limit
-
-    def residual(c):
-        if time.perf_counter() > deadline:
-            raise TimeoutError
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                y_hat = solve(lambda v: fn(v, *c), y[0], t, time_limit=time_limit)
-        except Exception:
-            return np.full_like(y, 1e6)
-        return y_hat - y
-
-    try:
-        fit = least_squares(residual, np.array([float(f) for f in floats]), max_nfev=max_nfev,
-                            x_scale="jac", method="trf")
-    except TimeoutError:
-        return None
-    new = expr.xreplace({f: sympy.Float(float(v), 6) for f, v in zip(floats, fit.x)})
-    return Scored(new, exact_r2(new, t, y, time_limit), proxy_r2(new, t, y), refined=True,
-                  info={"nfev": int(fit.nfev)})

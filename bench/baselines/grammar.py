@@ -4,8 +4,9 @@ each skeleton by integrating y' = f(y; C) from the first observation and minimis
 trajectory error, and keep the skeleton whose fitted trajectory is closest to the data.
 
 Our own code because ProGED is not on the package index; the parts that are not the method's
-point are libraries: sympy for canonical skeletons, scipy (`least_squares`, LSODA via
-`nsode.data.solve`) for the fits. Differences from the original are listed in methods/proged.py.
+point are libraries: sympy for canonical skeletons, and the project's one constant fitter
+(core/fitting.py: scipy `least_squares` on the LSODA trajectory) for the fits. Differences from
+the original are listed in methods/proged.py.
 """
 from __future__ import annotations
 
@@ -15,11 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy
-from scipy.optimize import least_squares
 
 from bench.expressions import to_string
+from core.fitting import Template, fit_trajectory
 from nsode.data.expressions import Y
-from nsode.data.solve import SolveError, solve
 
 # The grammar: a sum of weighted terms, each a product of factors, a factor being y or a
 # function of y or of a nested sum (ProGED's polynomial grammar extended with its operator
@@ -35,9 +35,6 @@ GRAMMAR: dict[str, list[tuple[tuple[str, ...], float]]] = {
 FUNCTIONS = {"sin": sympy.sin, "cos": sympy.cos, "exp": sympy.exp, "sqrt": sympy.sqrt, "log": sympy.log}
 MAX_DEPTH = 10  # derivations deeper than this are rejected and drawn again
 MAX_CONSTANTS = 5  # skeletons with more free constants are rejected (they rarely fit in time)
-FIT_TOLERANCE = 1e-7  # LSODA tolerances while fitting (scoring uses the protocol's 1e-9)
-SOLVE_TIME_LIMIT = 0.5  # seconds per trial solve
-MXSTEP = 5000
 
 
 class _TooDeep(Exception):
@@ -171,39 +168,22 @@ def sample_skeletons(count: int, rng: np.random.Generator, max_draws: int = 20_0
 
 def fit_skeleton(skeleton: Skeleton, t: np.ndarray, y: np.ndarray, rng: np.random.Generator,
                  restarts: int = 4, deadline: float = math.inf) -> Fit:
-    """Constants minimising the trajectory error of y' = f(y; C) solved from (t[0], y[0]):
-    `least_squares` from C = 1 and from `restarts - 1` random starts, best kept."""
-    rhs = sympy.lambdify([Y, *skeleton.constants], skeleton.expr, modules="math")
-    scale = float(np.std(y)) or 1.0
-    penalty = np.full(len(y), 1e3)  # residual of a constant set whose solution fails
-
-    def residuals(values):
-        if time.perf_counter() > deadline:
-            return penalty
-        try:
-            with np.errstate(all="ignore"):
-                path = solve(lambda v: float(rhs(v, *values)), y[0], t, rtol=FIT_TOLERANCE, atol=FIT_TOLERANCE,
-                             mxstep=MXSTEP, time_limit=SOLVE_TIME_LIMIT)
-        except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
-            return penalty
-        return (path - y) / scale
-
-    best_values, best_cost = np.ones(len(skeleton.constants)), math.inf
-    starts = [np.ones(len(skeleton.constants))] + [rng.uniform(-5, 5, len(skeleton.constants)) for _ in range(restarts - 1)]
+    """Constants minimising the trajectory error of y' = f(y; C) solved from (t[0], y[0])
+    (core.fitting.fit_trajectory with y0 fixed): from C = 1 and from `restarts - 1` random
+    starts in [-5, 5], best kept."""
+    template = Template(skeleton.expr, skeleton.constants)
+    k = len(skeleton.constants)
+    best_values, best_rss = np.ones(k), math.inf
+    starts = [np.ones(k)] + [rng.uniform(-5, 5, k) for _ in range(restarts - 1)]
     for start in starts:
         if time.perf_counter() > deadline:
             break
-        try:
-            result = least_squares(residuals, start, method="trf", x_scale="jac", max_nfev=100 * (len(start) + 1))
-        except (ValueError, np.linalg.LinAlgError):  # the iterate ran off to inf/nan: try the next start
-            continue
-        if np.all(np.isfinite(result.x)) and result.cost < best_cost:
-            best_values, best_cost = result.x, result.cost
-        if best_cost < 1e-16 * len(y):  # exact fit: no restart can do better
+        fit = fit_trajectory(template, t, y, start, fit_y0=False, max_nfev=100 * (k + 1), deadline=deadline)
+        if fit.ok and fit.rss < best_rss:
+            best_values, best_rss = np.array(fit.values), fit.rss
+        if best_rss < 2e-16 * len(y) * float(np.var(y)):  # exact fit: no restart can do better
             break
-    rmse = scale * math.sqrt(2 * best_cost / len(y)) if math.isfinite(best_cost) else math.inf
-    if rmse >= scale * 1e3 * 0.999:  # every trial solve failed
-        rmse = math.inf
+    rmse = math.sqrt(best_rss / len(y)) if math.isfinite(best_rss) else math.inf
     return Fit(skeleton, tuple(float(v) for v in best_values), rmse)
 
 

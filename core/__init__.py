@@ -1,0 +1,1 @@
+"""The small neutral package every part imports: expressions, solving, metrics, fitting."""

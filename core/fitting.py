@@ -1,0 +1,223 @@
+"""Fit the constants (and the initial value) of a parametrised scalar ODE y' = f(y; c) to one
+observed trajectory, check that the fit is safe to integrate, and compare fits by an
+information criterion. One fitter for every method that fits skeletons (the NSODE search in
+nsode/search.py and the ProGED-style grammar baseline in bench/baselines/grammar.py).
+
+Two fits, cheap then exact:
+- `fit_integral`: the integral form y(t_i) = y0 + integral_{t_0}^{t_i} f(y(s); c) ds with the
+  integral taken by the trapezoid rule on the observed y (no solver). Linear in y0, and linear
+  in c whenever c enters f linearly, so one Gauss-Newton step solves those exactly; a few
+  Levenberg-Marquardt steps with the analytic Jacobian (sympy) otherwise.
+- `fit_trajectory`: least squares (scipy `least_squares`) on the LSODA trajectory itself.
+
+Evaluation is real-valued everywhere: numpy with nan out of the domain for arrays, and the
+project's real scalar printer (a fractional power of a negative base raises, never a complex
+number) inside the solver. Budgets are counted (`max_nfev`, LSODA's `mxstep`); the per-solve
+wall-clock limit is a safety net whose firing is reported in `Fit.safety_net`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import sympy
+from scipy.integrate import cumulative_trapezoid
+from scipy.optimize import least_squares
+
+# --- borrowed until core/solving.py and core/expressions.py land (redirect these imports) ---
+from nsode.data.expressions import Y, _RealPrinter, real_pow  # noqa: E402  real scalar printer
+from nsode.data.solve import SolveError, solve  # noqa: E402  the LSODA wrapper
+# ----------------------------------------------------------------------------------------------
+
+RTOL = ATOL = 1e-7  # LSODA tolerances while fitting (scoring uses the protocol's 1e-9)
+MXSTEP = 5000  # LSODA steps between two output points: the counted bound of one solve
+SOLVE_SAFETY_S = 5.0  # wall-clock safety net per solve; never reached on an ordinary fit
+PENALTY = 1e3  # scaled residual of a parameter set whose trajectory fails
+NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
+
+
+@dataclass(frozen=True)
+class Template:
+    """A right-hand side `expr` in y and the symbols `params`, compiled once on first use."""
+    expr: sympy.Expr
+    params: tuple[sympy.Symbol, ...]
+
+    @cached_property
+    def _vector(self):
+        grads = [sympy.diff(self.expr, p) for p in self.params]
+        return sympy.lambdify([Y, *self.params], [self.expr, *grads], modules="numpy")
+
+    @cached_property
+    def linear(self) -> bool:
+        """Whether every constant enters f linearly (one Gauss-Newton step is then exact)."""
+        return all(not (sympy.diff(self.expr, p).free_symbols & set(self.params)) for p in self.params)
+
+    @cached_property
+    def scalar(self):
+        """f(y, *c) for one float y, for the solver; raises on a domain error."""
+        return sympy.lambdify([Y, *self.params], self.expr, printer=_RealPrinter,
+                              modules=[{"real_pow": real_pow, "math": math}, "math"])
+
+    def values_and_gradients(self, y: np.ndarray, c) -> tuple[np.ndarray, np.ndarray]:
+        """f(y; c) [n] and df/dc [k, n] on an array y; nan out of the domain."""
+        with np.errstate(all="ignore"):
+            out = self._vector(y, *c)
+        arrays = [np.broadcast_to(np.asarray(o, dtype=float), y.shape) for o in out]
+        return arrays[0], np.array(arrays[1:]).reshape(len(self.params), len(y))
+
+    def substitute(self, values) -> sympy.Expr:
+        return self.expr.xreplace({p: sympy.Float(float(v)) for p, v in zip(self.params, values)})
+
+
+@dataclass(frozen=True)
+class Fit:
+    values: tuple[float, ...]  # constants, in the template's parameter order
+    y0: float  # initial value at t[0]
+    rss: float  # sum of squared residuals on the observations (inf when the fit failed)
+    nfev: int = 0  # residual evaluations spent
+    safety_net: bool = False  # a wall-clock safety net fired during the fit
+    info: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return math.isfinite(self.rss)
+
+
+def fit_integral(template: Template, t: np.ndarray, y: np.ndarray, start, *, max_nfev: int = 30) -> Fit:
+    """Constants and y0 minimising the integral-form residual (cheap: no solver, see module doc)."""
+    k = len(template.params)
+
+    def parts(x):
+        f, grad = template.values_and_gradients(y, x[1:])
+        residual = x[0] + cumulative_trapezoid(f, t, initial=0.0) - y
+        jac = np.column_stack([np.ones_like(y), *(cumulative_trapezoid(g, t, initial=0.0) for g in grad)])
+        return residual, jac
+
+    x0 = np.array([y[0], *start], dtype=float)
+    try:
+        residual, jac = parts(x0)
+        if not (np.all(np.isfinite(residual)) and np.all(np.isfinite(jac))):
+            return Fit(tuple(map(float, start)), float(y[0]), math.inf)
+        if template.linear:  # one Gauss-Newton step is the exact linear least-squares solution
+            x = x0 - np.linalg.lstsq(jac, residual, rcond=None)[0]
+            nfev = 1
+        else:
+            fit = least_squares(lambda x: parts(x)[0], x0, jac=lambda x: parts(x)[1], method="lm",
+                                max_nfev=max_nfev * (k + 1))
+            x, nfev = fit.x, int(fit.nfev)
+        residual = parts(x)[0]
+    except (ValueError, np.linalg.LinAlgError, OverflowError, ZeroDivisionError, TypeError):
+        return Fit(tuple(map(float, start)), float(y[0]), math.inf)
+    rss = float(residual @ residual)
+    return Fit(tuple(float(v) for v in x[1:]), float(x[0]), rss if math.isfinite(rss) else math.inf, nfev)
+
+
+class _Budget:
+    """Counts solves and records whether the wall-clock safety net fired."""
+
+    def __init__(self, deadline: float):
+        self.deadline, self.fired = deadline, False
+
+
+def trajectory(template: Template, values, y0: float, t: np.ndarray, *, rtol: float = RTOL, atol: float = ATOL,
+               mxstep: int = MXSTEP, budget: _Budget | None = None) -> np.ndarray:
+    """The LSODA solution of y' = f(y; values) from y0 at the times t; raises SolveError."""
+    fn, c = template.scalar, tuple(float(v) for v in values)
+    try:
+        return solve(lambda v: fn(v, *c), y0, t, rtol=rtol, atol=atol, mxstep=mxstep, time_limit=SOLVE_SAFETY_S)
+    except SolveError as err:
+        if budget is not None and "time limit" in str(err):
+            budget.fired = True
+        raise
+
+
+def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: float | None = None, *,
+                   fit_y0: bool = True, max_nfev: int = 40, deadline: float = math.inf) -> Fit:
+    """Least squares on the integrated trajectory, from the constants `start` and `y0` (default:
+    the first observation). With `fit_y0` False the trajectory starts at `y0` exactly.
+    `max_nfev` counts trajectory evaluations (the budget); `deadline` (perf_counter seconds) is
+    a safety net: past it every residual is the penalty and the fit reports `safety_net`."""
+    y0 = float(y[0]) if y0 is None else float(y0)
+    scale = float(np.std(y)) or 1.0
+    budget = _Budget(deadline)
+    penalty = np.full(len(y), PENALTY)
+
+    def residuals(x):
+        c, start_value = (x[1:], x[0]) if fit_y0 else (x, y0)
+        if time.perf_counter() > deadline:
+            budget.fired = True
+            return penalty
+        try:
+            return (trajectory(template, c, start_value, t, budget=budget) - y) / scale
+        except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+            return penalty
+
+    x0 = np.array(([y0] if fit_y0 else []) + [float(v) for v in start])
+    if not len(x0):
+        return Fit((), y0, _rss(residuals(x0), scale), 1, budget.fired)
+    try:
+        fit = least_squares(residuals, x0, method="trf", x_scale="jac", max_nfev=max_nfev)
+        x, cost, nfev = fit.x, 2 * fit.cost, int(fit.nfev)
+    except (ValueError, np.linalg.LinAlgError):  # the iterate ran off to inf/nan
+        return Fit(tuple(float(v) for v in start), y0, math.inf, max_nfev, budget.fired)
+    values, y0_fit = (x[1:], x[0]) if fit_y0 else (x, y0)
+    usable = np.all(np.isfinite(x)) and math.isfinite(cost) and cost < 0.999 * len(y) * PENALTY**2
+    rss = scale**2 * cost if usable else math.inf
+    return Fit(tuple(float(v) for v in values), float(y0_fit), rss, nfev, budget.fired)
+
+
+def _rss(scaled_residual: np.ndarray, scale: float) -> float:
+    rss = float(scaled_residual @ scaled_residual)
+    return scale**2 * rss if rss < 0.999 * len(scaled_residual) * PENALTY**2 else math.inf
+
+
+def estimate_noise(t: np.ndarray, y: np.ndarray) -> float:
+    """Standard deviation of the observation noise (root mean square over the trajectory), from
+    each point's deviation from the straight line through its two neighbours; irregular times
+    allowed. The curvature of a smooth trajectory adds O(h^2 y''), negligible at the usual
+    64-256 points. The mean square, not a median: a median's estimate from 64 points is so
+    noisy that the criterion's penalty of log n per constant drowns in it."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    if len(y) < 5:
+        return 0.0
+    w = (t[2:] - t[1:-1]) / (t[2:] - t[:-2])  # weight of the left neighbour
+    residual = y[1:-1] - (w * y[:-2] + (1 - w) * y[2:])
+    spread = np.sqrt(1 + w**2 + (1 - w) ** 2)  # the residual's noise is sigma times this
+    return float(np.sqrt(np.mean((residual / spread) ** 2)))
+
+
+def noise_level(t: np.ndarray, y: np.ndarray) -> float:
+    """`estimate_noise`, but never below NOISE_FLOOR of the data's scale (clean data, solver error)."""
+    scale = float(np.std(y)) + 1e-3 * float(np.max(np.abs(y)))
+    return max(estimate_noise(t, y), NOISE_FLOOR * (scale or 1.0))
+
+
+def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
+    """BIC with a known noise level: rss / sigma^2 + k log n (lower is better). A constant more
+    must buy a fall of the residual by log n noise variances, so a simpler fit that is as good
+    statistically wins; unlike n log(rss / n) it does not reward fitting below the noise."""
+    return rss / sigma**2 + k * math.log(n) if math.isfinite(rss) else math.inf
+
+
+def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
+                    magnitude: float | None = None, span: float = 2.0, points: int = 128,
+                    bound: float = 1e4) -> str | None:
+    """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- 2 sigma (at least
+    1e-3 of the data's size) its solution must exist on `span` times the observed interval
+    (no pole, no domain edge, finite) and stay within `bound` times the data's `magnitude`
+    (default |y0|)."""
+    t = np.asarray(t, float)
+    grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
+    size = max(abs(y0) if magnitude is None else magnitude, 1e-12)
+    delta = max(2 * sigma, 1e-3 * size)
+    for start in (y0, y0 - delta, y0 + delta):
+        try:
+            path = trajectory(template, values, start, grid)
+        except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError) as err:
+            return f"from y0 = {start:.4g}: {err}"
+        if np.max(np.abs(path)) > bound * max(size, sigma):
+            return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"
+    return None

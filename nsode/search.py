@@ -1,0 +1,264 @@
+"""NSODE proposes, a fitter decides: from beam candidates to one fitted, safe, parsimonious ODE.
+
+The beam's expressions are read as skeletons: each is expanded into a sum of terms, every term
+gets a free coefficient and every other number inside it becomes a free constant (integer and
+structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one term dropped)
+and sums with a constant term added are proposed as well, because the model often writes the
+right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses an offset.
+
+Then a funnel with counted budgets (core.fitting does every fit):
+1. every skeleton: its term coefficients and y0 by linear least squares on the integral form,
+   inner constants at the model's values (one numpy evaluation per term: cheap);
+2. the `top_k` best by information criterion: all constants and y0 on the integral form;
+3. the `refit` best of those: least squares on the LSODA trajectory (`max_nfev`); the others
+   are integrated once with their integral-form constants;
+4. by the information criterion on the trajectory residual, the first candidate whose solution
+   exists from perturbed initial values over twice the observed span wins (`robust`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import sympy
+from scipy.integrate import cumulative_trapezoid
+
+from core.fitting import (Template, fit_integral, fit_trajectory, information_criterion, noise_level,
+                          trajectory, unstable_reason)
+from nsode.data.expressions import Y
+from nsode.data.solve import SolveError, r2
+from nsode.select import evaluate
+
+MAX_TERMS = 6  # sums with more terms are not split into sub-sums
+SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
+MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
+_STRUCTURAL = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)
+
+
+@dataclass
+class Settings:
+    """The search's budget and choices; all counted, none timed."""
+    top_k: int = 16  # skeletons given the full integral-form fit
+    refit: int = 4  # of those, fitted by least squares on the trajectory
+    max_nfev: int = 40  # trajectory evaluations per least-squares fit
+    variants: bool = True  # propose sub-sums and added constant terms
+    criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
+    robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
+
+
+@dataclass
+class Found:
+    """One fitted candidate: `expr` with its constants, the fitted y0 and its trajectory scores."""
+    expr: sympy.Expr
+    y0: float
+    r2: float  # R^2 of the trajectory from y0 on the observations (-inf if it failed)
+    ic: float  # information criterion on the trajectory residual (lower is better)
+    constants: int
+    source: str  # "model", "variant" or any label the caller gives
+    stage: str = "integral"  # "integral" (integrated once) or "trajectory" (least squares)
+    rejected: str | None = None  # why it is unsafe to extrapolate, when it is
+    nfev: int = 0  # trajectory evaluations of its least-squares fit
+    safety_net: bool = False  # a wall-clock safety net fired while fitting it
+    template: Template | None = None
+    values: tuple[float, ...] = ()
+
+
+@dataclass
+class _Term:
+    key: str  # the term's skeleton (numbers abstracted)
+    rest: sympy.Expr  # the term without its coefficient, inner numbers at the model's values
+    integral: np.ndarray  # cumulative trapezoid integral of rest along the observations
+    inner: int  # numbers inside rest that become free constants
+
+
+@dataclass
+class _Skeleton:
+    key: tuple[str, ...]
+    terms: list[_Term]
+    coefficients: np.ndarray  # of the terms, from the linear integral-form fit
+    y0: float
+    cheap_ic: float
+    source: str
+
+
+def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *, numbered: bool = True) -> sympy.Expr:
+    """`expr` with every number (but integer and structural exponents) replaced by a new symbol
+    appended to `params`, its value to `start`; each occurrence gets its own symbol c0, c1, ...
+    (with `numbered` False all are called c: the skeleton as a key)."""
+    def again(e):
+        return abstract(e, params, start, numbered=numbered)
+
+    if expr.is_Number:
+        params.append(sympy.Symbol(f"c{len(params)}" if numbered else "c", real=True))
+        start.append(float(expr))
+        return params[-1]
+    if expr.is_Pow:
+        base, exponent = expr.args
+        keep = exponent.is_Integer or exponent in _STRUCTURAL
+        return sympy.Pow(again(base), exponent if keep else again(exponent))
+    if not expr.args:
+        return expr
+    return expr.func(*(again(a) for a in expr.args))
+
+
+def split(expr: sympy.Expr) -> list[tuple[float, sympy.Expr]]:
+    """(coefficient, rest) of each term of the expanded sum; a constant term has rest 1."""
+    if any(isinstance(n, sympy.Mul) and any(isinstance(a, sympy.Add) for a in n.args)
+           for n in sympy.preorder_traversal(expr)):
+        expr = sympy.expand(expr, power_base=False, power_exp=False, log=False)
+    out = []
+    for term in sympy.Add.make_args(expr):
+        coefficient, rest = term.as_coeff_Mul()
+        out.append((float(coefficient), rest))
+    return out
+
+
+def term_key(rest: sympy.Expr) -> str:
+    """A term's skeleton: srepr with every abstracted number printed as the same symbol c."""
+    return sympy.srepr(abstract(rest, [], [], numbered=False))
+
+
+def skeleton_key(expr: sympy.Expr) -> tuple[str, ...]:
+    """The skeleton of an expression as the search sees it: the sorted keys of its terms."""
+    return tuple(sorted(term_key(rest) for _, rest in split(expr)))
+
+
+def _term(rest: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict) -> _Term | None:
+    """The term `rest` with its integral along the observations (None where f is not finite)."""
+    if rest not in cache:
+        with np.errstate(all="ignore"):
+            column = np.ones_like(y) if rest == 1 else np.broadcast_to(evaluate(rest, y), y.shape)
+        start: list[float] = []
+        abstract(rest, [], start)
+        cache[rest] = (_Term(term_key(rest), rest, cumulative_trapezoid(column, t, initial=0.0),
+                             0 if rest == 1 else len(start)) if np.all(np.isfinite(column)) else None)
+    return cache[rest]
+
+
+def _subsets(terms: list[_Term], variants: bool, const: _Term) -> list[tuple[list[_Term], bool]]:
+    """The full sum, and with `variants` each sum with one term dropped, each also with a constant
+    term added when it has none; (terms, is_variant) pairs, only those that still involve y."""
+    out = [(terms, False)]
+    if variants:
+        drops = [terms[:i] + terms[i + 1:] for i in range(len(terms))] if 2 <= len(terms) <= MAX_TERMS else []
+        for subset in [terms] + drops:
+            out.append((subset, subset is not terms))
+            if all(term.rest != 1 for term in subset):
+                out.append((subset + [const], True))
+    return [(s, v) for s, v in out if any(term.rest != 1 for term in s)]
+
+
+def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True,
+            source: str = "model") -> dict[tuple, _Skeleton]:
+    """Stage 1: the unique skeletons of `exprs` (and variants), each with its term coefficients
+    and y0 fitted linearly on the integral form; per skeleton the best-scoring instance is kept."""
+    cache: dict = {}
+    const = _term(sympy.S.One, t, y, cache)
+    found: dict[tuple, _Skeleton] = {}
+    for expr in exprs:
+        try:
+            terms = [_term(rest, t, y, cache) for _, rest in split(expr)]
+        except (TypeError, ValueError, AttributeError):
+            continue
+        if any(term is None for term in terms):
+            continue
+        for subset, is_variant in _subsets(terms, variants, const):
+            constants = len(subset) + sum(term.inner for term in subset)
+            if constants > MAX_CONSTANTS:
+                continue
+            design = np.column_stack([np.ones_like(y), *(term.integral for term in subset)])
+            x, *_ = np.linalg.lstsq(design, y, rcond=None)
+            residual = design @ x - y
+            ic = information_criterion(float(residual @ residual), len(y), constants + 1, sigma)
+            key = tuple(sorted(term.key for term in subset))
+            if key not in found or ic < found[key].cheap_ic:
+                found[key] = _Skeleton(key, subset, x[1:], float(x[0]), ic, "variant" if is_variant else source)
+    return found
+
+
+def template_of(skeleton: _Skeleton) -> tuple[Template, list[float]]:
+    """The skeleton's parametrised right-hand side and the starting values of its constants."""
+    params: list[sympy.Symbol] = []
+    start: list[float] = []
+    total = sympy.S.Zero
+    for term, coefficient in zip(skeleton.terms, skeleton.coefficients):
+        params.append(sympy.Symbol(f"c{len(params)}", real=True))
+        start.append(float(coefficient))
+        coefficient_symbol = params[-1]
+        total += coefficient_symbol * (1 if term.rest == 1 else abstract(term.rest, params, start))
+    return Template(total, tuple(params)), start
+
+
+def _score(template: Template, values, y0: float, t, y, sigma: float) -> tuple[float, float]:
+    """(R^2, information criterion) of the trajectory from y0 on the observations."""
+    try:
+        path = trajectory(template, values, y0, t)
+    except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+        return -math.inf, math.inf
+    residual = path - y
+    return r2(path, y), information_criterion(float(residual @ residual), len(y), len(values) + 1, sigma)
+
+
+def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Settings) -> list[Found]:
+    """Stages 2 and 3: all constants and y0 on the integral form for each skeleton, then least
+    squares on the trajectory for the `settings.refit` best of those; unsorted."""
+    fitted = []
+    for skeleton in skeletons:
+        template, start = template_of(skeleton)
+        fit = fit_integral(template, t, y, start)
+        if fit.ok:
+            ic = information_criterion(fit.rss, len(y), len(start) + 1, sigma)
+            fitted.append((ic, template, fit, skeleton.source))
+    fitted.sort(key=lambda item: item[0])
+    out = []
+    for rank, (_, template, fit, source) in enumerate(fitted):
+        values, y0, stage, nfev, net = fit.values, fit.y0, "integral", 0, False
+        if rank < settings.refit:
+            exact = fit_trajectory(template, t, y, fit.values, fit.y0, max_nfev=settings.max_nfev)
+            nfev, net = exact.nfev, exact.safety_net
+            if exact.ok:
+                values, y0, stage = exact.values, exact.y0, "trajectory"
+        quality, ic = _score(template, values, y0, t, y, sigma)
+        out.append(Found(template.substitute(values), y0, quality, ic, len(values), source, stage, nfev=nfev,
+                         safety_net=net, template=template, values=tuple(values)))
+    return out
+
+
+def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Settings) -> tuple[list[Found], dict]:
+    """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
+    unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
+    top = sorted(skeletons.values(), key=lambda s: s.cheap_ic)[: settings.top_k]
+    found = fit_candidates(top, t, y, sigma, settings)
+    by = (lambda f: f.ic) if settings.criterion == "bic" else (lambda f: -f.r2)
+    found.sort(key=lambda f: (by(f), f.constants))
+    chosen = None
+    for f in found:
+        if not math.isfinite(f.r2):
+            break
+        if settings.robust:
+            f.rejected = unstable_reason(f.template, f.values, f.y0, t, sigma, magnitude=float(np.max(np.abs(y))))
+        if f.rejected is None:
+            chosen = f
+            break
+    if chosen is not None:
+        found.remove(chosen)
+        found.insert(0, chosen)
+    info = {"skeletons": len(skeletons), "fitted": len(found), "noise_sigma": sigma,
+            "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
+            "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
+    return found, info
+
+
+def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:
+    """The whole search on candidate expressions `exprs` (numbers at the proposer's values, best
+    first); `extra` are (label, expressions) pairs from other proposers, e.g. a grammar."""
+    settings = settings or Settings()
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    sigma = noise_level(t, y)
+    skeletons = propose(exprs, t, y, sigma, variants=settings.variants)
+    for label, more in extra:
+        for key, skeleton in propose(more, t, y, sigma, variants=settings.variants, source=label).items():
+            if key not in skeletons or skeleton.cheap_ic < skeletons[key].cheap_ic:
+                skeletons[key] = skeleton
+    return choose(skeletons, t, y, sigma, settings)

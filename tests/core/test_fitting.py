@@ -1,0 +1,73 @@
+"""The shared constant fitter: integral form, trajectory least squares, noise level, stability."""
+import math
+
+import numpy as np
+import pytest
+import sympy
+
+from core.fitting import (Template, estimate_noise, fit_integral, fit_trajectory, information_criterion,
+                          unstable_reason)
+from nsode.data.expressions import Y, compile_scalar
+from nsode.data.solve import solve
+
+A, B = sympy.symbols("a b", real=True)
+LOGISTIC = Template(A * Y + B * Y**2, (A, B))
+
+
+@pytest.fixture(scope="module")
+def logistic():
+    t = np.sort(np.random.default_rng(0).uniform(0, 2, 128))
+    return t, solve(compile_scalar(0.8 * Y - 0.2 * Y**2), 0.5, t)
+
+
+def test_integral_form_fits_linear_constants_and_the_initial_value_in_one_step(logistic):
+    t, y = logistic
+    fit = fit_integral(LOGISTIC, t, y, [1.0, 1.0])
+    assert fit.nfev == 1 and LOGISTIC.linear
+    assert fit.values == pytest.approx((0.8, -0.2), rel=2e-3) and fit.y0 == pytest.approx(0.5, rel=1e-3)
+
+
+def test_trajectory_fit_recovers_the_constants_and_initial_value_of_a_logistic(logistic):
+    t, y = logistic
+    fit = fit_trajectory(LOGISTIC, t, y, [0.6, -0.1], y0=0.45)
+    assert fit.values == pytest.approx((0.8, -0.2), rel=1e-4) and fit.y0 == pytest.approx(0.5, rel=1e-5)
+    assert fit.rss < 1e-10 and not fit.safety_net
+
+
+def test_nonlinear_constants_are_fitted_on_the_integral_form():
+    t = np.linspace(0, 2, 64)
+    y = solve(compile_scalar(2 - sympy.exp(0.7 * Y)), 0.2, t)
+    fit = fit_integral(Template(A - sympy.exp(B * Y), (A, B)), t, y, [1.5, 0.5])
+    assert not Template(A - sympy.exp(B * Y), (A, B)).linear
+    assert fit.values == pytest.approx((2, 0.7), rel=1e-2)
+
+
+def test_fractional_power_of_a_negative_number_is_a_failed_fit_not_a_complex_number():
+    t = np.linspace(0, 2, 32)
+    y = -1 - t  # y < 0 everywhere: y**1.5 has no real value
+    template = Template(A * Y**sympy.Float(1.5), (A,))
+    assert not fit_integral(template, t, y, [1.0]).ok
+    assert not fit_trajectory(template, t, y, [1.0], max_nfev=5).ok
+
+
+def test_noise_estimate_reads_the_noise_level_of_irregular_samples():
+    rng = np.random.default_rng(1)
+    t = np.sort(rng.uniform(0, 2, 256))
+    y = 3 * np.exp(-0.5 * t) + 0.02 * rng.normal(size=t.size)
+    assert estimate_noise(t, y) == pytest.approx(0.02, rel=0.15)
+    assert estimate_noise(t, 3 * np.exp(-0.5 * t)) < 1e-4
+
+
+def test_a_pole_just_beside_the_data_is_unstable():
+    # y' = 1 / (c - y) with y rising towards c: fine on the data, a pole soon after
+    t = np.linspace(0, 2, 64)
+    template = Template(1 / (A - Y), (A,))
+    y = solve(compile_scalar(1 / (3.2 - Y)), 1.0, t)  # reaches about 2.9 at t = 2, the pole at 3.2
+    assert unstable_reason(template, [3.2], 1.0, t, 0.01) is not None
+    assert unstable_reason(Template(A * Y, (A,)), [-0.5], 1.0, t, 0.01) is None
+    assert np.all(np.isfinite(y))
+
+
+def test_criterion_charges_log_n_per_constant():
+    assert information_criterion(1.0, 100, 2, 1.0) == pytest.approx(1 + 2 * math.log(100))
+    assert information_criterion(math.inf, 100, 1, 1.0) == math.inf

@@ -1,0 +1,64 @@
+"""The skeleton search (nsode/search.py): the fitter decides among the model's proposals."""
+import numpy as np
+import pytest
+import sympy
+
+from nsode.data.expressions import Y, compile_scalar
+from nsode.data.solve import solve
+from nsode.data.tokens import parse_infix
+from nsode.predict import Predictor, default_checkpoint
+from nsode.search import Settings, search, skeleton_key
+
+T = np.linspace(0, 2, 64)
+DECAY = 3 * np.exp(-0.5 * T)
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    import torch
+
+    torch.set_num_threads(1)
+    return Predictor(default_checkpoint("nsode-eps"), beam=256, search=Settings())
+
+
+def rate(expression: str) -> float:
+    expr = parse_infix(expression)
+    assert skeleton_key(expr) == skeleton_key(-0.5 * Y), expression
+    return float(expr.coeff(Y))
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.01])
+def test_search_reads_exponential_decay_to_two_digits(predictor, sigma):
+    y = DECAY * (1 + sigma * np.random.default_rng(3).normal(size=T.size))
+    first, second = predictor.predict(T, y), predictor.predict(T, y)
+    assert first.expression == second.expression  # deterministic: counted budgets only
+    assert rate(first.expression) == pytest.approx(-0.5, abs=0.005)
+    assert not first.info["safety_net"]
+
+
+def test_predict_cli_prints_the_decay_rate_to_four_digits(tmp_path, capsys):
+    from nsode.__main__ import main
+
+    path = tmp_path / "decay.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, DECAY)))
+    assert main(["predict", str(path), "--plot", str(tmp_path / "p.png")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("y' = -0.5*y\n") and "y(0) = 3 (fitted)" in out and (tmp_path / "p.png").is_file()
+
+
+def test_parsimony_prefers_the_one_constant_law_over_a_curve_fit():
+    curve_fit = -0.45 * Y + 0.2 * sympy.sin(1.3 * Y + 0.4)  # 4 constants, contains c*y
+    found, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False))
+    assert skeleton_key(found[0].expr) == skeleton_key(-0.5 * Y)
+    assert float(found[0].expr.coeff(Y)) == pytest.approx(-0.5, rel=1e-4)
+    by_fit, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False, criterion="rss"))
+    assert {f.constants for f in by_fit} == {1, 4}
+
+
+def test_a_candidate_with_a_pole_beside_the_data_is_rejected():
+    # growth towards a pole at y = 3.2 fits the data (which stops at 2.9) but not from y0 + noise
+    y = solve(compile_scalar(1 / (3.2 - Y)), 1.0, T)
+    found, info = search([1 / (3.3 - Y), 0.5 + 0.3 * Y], T, y, Settings(variants=False))
+    pole = [f for f in found if f.expr.has(sympy.Pow) and skeleton_key(f.expr) == skeleton_key(1 / (3.3 - Y))]
+    assert pole and pole[0].rejected and info["rejected"] >= 1
+    assert found[0] is not pole[0]
