@@ -5,7 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench import datasets, protocol, registry
+from bench import datasets, registry
+from core import protocol
 
 EXAMPLES = """examples:
   python -m bench run --dataset classic --noise 0.01

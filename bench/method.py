@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bench import protocol
+from core import protocol
 
 
 class InvalidInput(ValueError):

@@ -136,7 +136,7 @@ def operator_counts(expressions) -> Counter:
     """How often each operator occurs in the parsed expressions (sympy node names: Add, Mul, Pow, sin, ...)."""
     import sympy
 
-    from bench.expressions import ExpressionError, parse
+    from core.expressions import ExpressionError, parse
 
     counts = Counter()
     for text in expressions:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench import protocol
+from core import protocol
 
 GROUP = ["dataset", "method", "noise", "n"]
 TABLE_METRICS = ("r2_interp", "r2_extrap", "complexity", "fit_time")  # columns of the paper-style tables

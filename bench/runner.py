@@ -16,7 +16,8 @@ from pathlib import Path
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from bench import datasets, protocol
+from bench import datasets
+from core import protocol
 from bench.registry import MethodSpec
 from bench.store import KEY, ResultStore
 from bench.tasks import Task

@@ -16,11 +16,12 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from bench.expressions import ExpressionError, parse, to_string
+from core.expressions import ExpressionError, parse, to_string
 from bench.method import Budget, InvalidInput, Prediction
 from bench.registry import MethodSpec
 from bench.scoring import score
 from bench.tasks import Task
+from core.processes import kill_group, one_line
 
 SETUP_TIME_LIMIT = 900.0  # seconds for a method's one-off setup (imports, model loading)
 SCORE_TIME_LIMIT = 120.0  # seconds for scoring a prediction (its solves have their own limits)
@@ -31,11 +32,6 @@ class Job:
     spec: MethodSpec
     task: Task
     time_limit: float
-
-
-def one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}".strip().rstrip(":")
 
 
 def _serve(conn, memory_limit: int | None) -> None:
@@ -144,11 +140,7 @@ class Worker:
         return self.process.is_alive()
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            self.process.kill()
-        self.process.join()
+        kill_group(self.process)
 
     def close(self, grace: float = 2.0) -> None:
         """Ask the worker to exit; kill it if it is still busy after `grace` seconds."""

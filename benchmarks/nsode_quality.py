@@ -93,7 +93,7 @@ def simple_recovery(pred: Predictor, count: int, seed: int = 11) -> None:
     """Whether the chosen ODE is the true one for simple ODEs with random constants (a in U(0.1, 2),
     b in U(0.5, 3), y0 in U(1, 4)), judged by its R^2 against the truth on [0, 4] from a clean
     trajectory of 128 points on [0, 2]: a curve fit of [0, 2] rarely extrapolates to R^2 > 0.99."""
-    from nsode.data.solve import solve
+    from core.solving import solve
     from nsode.data.tokens import parse_infix
     from nsode.select import exact_r2
 

@@ -1,8 +1,8 @@
 """Bayesian symbolic regression (Jin et al. 2019) on smoothed finite differences, through
 `autora-theorist-bsr`. SRBench grid: 3 trees, 50 MCMC iterations, val 100 (`tree_num`,
 `itr_num`, `val` in autora's names)."""
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import BSRRegressor
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import BSRRegressor
 
 
 class BSR(FiniteDifferenceMethod):

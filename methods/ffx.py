@@ -6,8 +6,8 @@ and its `sys.exit` on a failed ElasticNet fit is caught as a failed run. FFX its
 its model's coefficients to 3 significant digits (ffx.core.models.FFXModel); the expression
 keeps exactly the coefficients of FFX's model, which is what FFX predicts with.
 """
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import FFXRegressor
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import FFXRegressor
 
 
 class FFX(FiniteDifferenceMethod):

@@ -1,9 +1,9 @@
 """gplearn's SymbolicRegressor (Koza-style GP in Python), an extra peer the paper did not
 have, on smoothed finite differences (standardised, then scaled back). The grid varies the
 parsimony pressure; protected division and logarithm are written as plain ones (see
-bench.baselines.libraries)."""
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import make_gplearn
+baselines.libraries)."""
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import make_gplearn
 
 FUNCTIONS = ("add", "sub", "mul", "div", "sin", "cos", "log", "sqrt", "neg")
 

@@ -1,8 +1,8 @@
 """Operon (Burlacu et al. 2020, `pyoperon`): fast C++ GP with local search of the constants,
 an extra modern peer the paper did not have. Grid after SRBench's Operon entry (population
 500, length limit, nonlinear operators of the paper's set), on smoothed finite differences."""
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import make_operon
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import make_operon
 
 SYMBOLS = "add,sub,mul,div,constant,variable,exp,log,sin,cos,sqrt,square"
 

@@ -4,8 +4,8 @@ is missing (these machines) the method is listed as unavailable with that reason
 import contextlib
 import io
 
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import PySRAdapter
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import PySRAdapter
 
 
 class PySR(FiniteDifferenceMethod):

@@ -9,8 +9,8 @@ a few seconds: each STLSQ fit is milliseconds, so no per-run child process is ne
 """
 import numpy as np
 
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.sindy import SindyRegressor
+from baselines.fd import FiniteDifferenceMethod
+from baselines.sindy import SindyRegressor
 
 
 class Sindy(FiniteDifferenceMethod):

@@ -23,8 +23,9 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares
 
-from nsode.data.expressions import Y, compile_scalar, compile_vector
-from nsode.data.solve import r2, solve
+from core.expressions import Y, compile_scalar, compile_vector
+from core.metrics import r2
+from core.solving import solve
 
 EXACT_TOP = 8  # candidates integrated with LSODA after the fast ranking
 SOLVE_TIME_LIMIT = 1.0  # seconds per candidate solve at selection time
@@ -46,7 +47,7 @@ def evaluate(expr: sympy.Expr, y: np.ndarray) -> np.ndarray:
     """f(y) on an array by walking the sympy tree with numpy ufuncs.
 
     About 100x cheaper than `sympy.lambdify` for one evaluation (no code generation), which is
-    what the ranking pass needs; real semantics as in nsode.data.expressions (log or a
+    what the ranking pass needs; real semantics as in core.expressions (log or a
     fractional power of a negative number gives nan). Falls back to lambdify for other nodes.
     """
     if expr.is_Symbol:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from bench.baselines import fd, gp
+from baselines import fd, gp
 from bench.method import Budget, Observations, Prediction
 
 COOPERATIVE_SHARE = 0.8  # of the hard per-run limit: leaves time for the fork, the refit's expression and the reply

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from bench.baselines import fd
+from baselines import fd
 from bench.method import Budget, InvalidInput, Observations
 
 

@@ -1,5 +1,5 @@
 """Adapters that make symbolic-regression libraries follow the FD regressor contract of
-`bench.baselines.fd`: scikit-learn parameters, `fit(X, dy)` with X = the y column, and
+`baselines.fd`: scikit-learn parameters, `fit(X, dy)` with X = the y column, and
 `expression_`, the found f(y) as a string in y with constants at full precision.
 
 Each adapter converts the library's fitted model through the library's own structure (FFX
@@ -18,8 +18,8 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from bench.expressions import parse, to_string
-from nsode.data.expressions import Y
+from core.expressions import parse, to_string
+from core.expressions import Y
 
 
 def _c(value: float) -> str:

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from bench import datasets
-from bench.baselines.sindy import SindyRegressor, usable_terms
-from bench.expressions import parse
+from baselines.sindy import SindyRegressor, usable_terms
+from core.expressions import parse
 from bench.method import Budget
 from bench.registry import discover
 from bench.scoring import score

@@ -17,8 +17,8 @@ Contract for regressors (what a method's `make_regressor(seed)` returns):
   plain parameters, so `get_params`/`set_params`/`clone` work and the grid can set them);
 - `fit(X, dy)` with X of shape (n, 1) whose only column is y, and dy the FD estimate of dy/dt;
 - after `fit`, the attribute `expression_`: the found f(y) as a string in the variable `y` that
-  `bench.expressions.parse` accepts, constants written at full precision (`repr(float)` or
-  `bench.expressions.to_string`);
+  `core.expressions.parse` accepts, constants written at full precision (`repr(float)` or
+  `core.expressions.to_string`);
 - `predict(X)` is optional: under `TimeLimited` predictions come from evaluating `expression_`
   (so the validation score is that of the expression the method returns). Without a time limit
   (`run_time_limit = None`) the regressor's own `predict` is used if it has one, else
@@ -38,11 +38,7 @@ search (all settings plus the refit) fits in the task's `Budget.time_limit`.
 """
 from __future__ import annotations
 
-import ctypes
-import multiprocessing
-import signal
 import time
-import traceback
 import warnings
 from typing import Any, ClassVar
 
@@ -50,10 +46,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import GridSearchCV, ParameterGrid, PredefinedSplit
 
-from bench import protocol
-from bench.expressions import parse
+from core import protocol
 from bench.method import Budget, InvalidInput, Method, Observations, Prediction
-from nsode.data.expressions import compile_vector
+from core.expressions import compile_vector, parse
+from core.processes import Deadline, call_with_deadline
 
 WINDOW = 15  # points in the smoothing window (paper: smoothed finite differences, window 15)
 DEGREE = 3  # degree of the local polynomial when a method does not tune it
@@ -119,12 +115,10 @@ def evaluate_expression(expression: str, X: np.ndarray) -> np.ndarray:
 
 class TimeLimited(BaseEstimator, RegressorMixin):
     """Fits `estimator` in a child process and kills it after `seconds` (hard limit, no signals
-    in the fitting process). The child sends back only `expression_`, so regressors need not
-    be picklable after fitting; `predict` evaluates that expression.
-
-    Fork is the default start method: the fit starts in milliseconds and sees the parent's
-    imports. The child dies with its parent (PR_SET_PDEATHSIG), and it stays in the parent's
-    process group, so the runner's kill of a worker also kills it.
+    in the fitting process; `core.processes.call_with_deadline`). The child sends back only
+    `expression_`, so regressors need not be picklable after fitting; `predict` evaluates that
+    expression. The child dies with its parent and stays in the parent's process group, so the
+    runner's kill of a worker also kills it.
     """
 
     def __init__(self, estimator=None, seconds: float = RUN_TIME_LIMIT, start_method: str = "fork"):
@@ -133,29 +127,14 @@ class TimeLimited(BaseEstimator, RegressorMixin):
         self.start_method = start_method
 
     def fit(self, X, y):
-        ctx = multiprocessing.get_context(self.start_method)
-        receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_fit_in_child, args=(send, clone(self.estimator), np.asarray(X), np.asarray(y)),
-                            daemon=False)
         start = time.perf_counter()
-        child.start()
-        send.close()
         try:
-            message = receive.recv() if receive.poll(self.seconds) else None
-        except EOFError:  # the child died without answering
-            message = ("error", f"fit process died (exit code {child.exitcode})")
+            self.expression_ = call_with_deadline(_fit_expression, (clone(self.estimator), np.asarray(X), np.asarray(y)),
+                                                  self.seconds, self.start_method)
+        except Deadline:
+            raise FitTimeout(f"fit exceeded its {self.seconds:g} s limit; killed") from None
         finally:
-            if child.is_alive():
-                child.kill()
-            child.join()
-            receive.close()
-        self.fit_time_ = time.perf_counter() - start
-        if message is None:
-            raise FitTimeout(f"fit exceeded its {self.seconds:g} s limit; killed")
-        status, value = message
-        if status != "ok":
-            raise RuntimeError(value)
-        self.expression_ = value
+            self.fit_time_ = time.perf_counter() - start
         return self
 
     def predict(self, X):
@@ -164,22 +143,12 @@ class TimeLimited(BaseEstimator, RegressorMixin):
         return evaluate_expression(self.expression_, X)
 
 
-def _fit_in_child(conn, estimator, X, y) -> None:
-    try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent
-    except OSError:
-        pass
-    try:
-        estimator.fit(X, y)
-        expression = estimator.expression_
-        parse(expression)  # refuse unparseable output here, with the regressor's own message
-        conn.send(("ok", expression))
-    except BaseException as err:  # noqa: BLE001 - everything, including SystemExit from ffx, is reported
-        lines = str(err).strip().splitlines()
-        conn.send(("error", f"{type(err).__name__}: {lines[0] if lines else ''}"
-                            + ("" if lines else " " + traceback.format_exc(limit=-1).strip().splitlines()[-1])))
-    finally:
-        conn.close()
+def _fit_expression(estimator, X, y) -> str:
+    """In the child: fit, and refuse unparseable output here, with the regressor's own message."""
+    estimator.fit(X, y)
+    expression = estimator.expression_
+    parse(expression)
+    return expression
 
 
 class FiniteDifferenceMethod(Method):

@@ -5,7 +5,7 @@ trajectory error, and keep the skeleton whose fitted trajectory is closest to th
 
 Our own code because ProGED is not on the package index; the parts that are not the method's
 point are libraries: sympy for canonical skeletons, scipy (`least_squares`, LSODA via
-`nsode.data.solve`) for the fits. Differences from the original are listed in methods/proged.py.
+`core.solving`) for the fits. Differences from the original are listed in methods/proged.py.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import numpy as np
 import sympy
 from scipy.optimize import least_squares
 
-from bench.expressions import to_string
-from nsode.data.expressions import Y
-from nsode.data.solve import SolveError, solve
+from core.expressions import to_string
+from core.expressions import Y
+from core.solving import SolveError, solve
 
 # The grammar: a sum of weighted terms, each a product of factors, a factor being y or a
 # function of y or of a nested sum (ProGED's polynomial grammar extended with its operator

@@ -12,11 +12,11 @@ import sympy
 from deap import base, tools
 
 from bench import datasets
-from bench.baselines import gp
-from bench.baselines.gp_ellyn import (AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor,
+from baselines import gp
+from baselines.gp_ellyn import (AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor,
                                       epsilon_lexicase, express)
-from bench.baselines.gp_gomea import GPGOMEARegressor
-from bench.expressions import parse
+from baselines.gp_gomea import GPGOMEARegressor
+from core.expressions import parse
 from bench.scoring import score
 from bench.tasks import Task
 
