@@ -119,16 +119,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def unavailable_reason(cls) -> str | None:
-    """The method's availability check, without the import-time warnings of the libraries it
-    tries (they would bury the one-line messages of the CLI)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return cls.unavailable_reason()
-
-
 def _backend_options(parser) -> None:
     parser.add_argument("--backend", choices=("joblib", "dask"), default="joblib",
                         help="joblib: worker processes on this machine; dask: a Dask cluster (default joblib)")
@@ -186,11 +176,11 @@ def _run(args) -> int:
     if args.methods:
         selected = registry.select(args.methods, specs)
         for spec in selected:
-            reason = unavailable_reason(spec.load())
+            reason = registry.unavailable_reason(spec.load())
             if reason:
                 raise UserError(f"method {spec.name} is unavailable here: {reason}")
     else:
-        selected = [s for s in specs.values() if unavailable_reason(s.load()) is None]
+        selected = [s for s in specs.values() if registry.unavailable_reason(s.load()) is None]
     for name in args.dataset:
         datasets.resolve(name)
     sweep = runner.Sweep(
@@ -200,7 +190,7 @@ def _run(args) -> int:
         method_files=tuple(args.method_file), backend=args.backend, scheduler=args.scheduler)
     store = runner.run(sweep, progress=not args.quiet)
     rows = store.read()
-    mine = rows[rows["method"].isin([s.name for s in selected])] if not rows.empty else rows
+    mine = rows[rows["method"].isin([s.label for s in selected])] if not rows.empty else rows
     if mine.empty:
         print("no results")
         return 0
@@ -219,7 +209,7 @@ def _list(args) -> int:
     print("\nmethods:")
     for name, spec in sorted(registry.discover(tuple(args.method_file)).items()):
         cls = spec.load()
-        reason = unavailable_reason(cls)
+        reason = registry.unavailable_reason(cls)
         state = "available" if reason is None else f"unavailable: {reason}"
         print(f"  {name:<18} v{cls.version:<4} {state}")
         if cls.description:

@@ -12,7 +12,6 @@ from pathlib import Path
 import yaml
 
 from bench import datasets, registry, report, runner
-from bench.cli import unavailable_reason
 from bench.store import ResultStore
 
 GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "figures")
@@ -53,12 +52,12 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
     specs = registry.discover(tuple(method_files))
     wanted = config["methods"]
     if wanted == "all":
-        chosen = [s for s in specs.values() if unavailable_reason(s.load()) is None]
+        chosen = [s for s in specs.values() if registry.unavailable_reason(s.load()) is None]
     else:
         known = [n for n in wanted if n in specs] if quick else wanted
         chosen = []
         for spec in registry.select(known, specs):
-            reason = unavailable_reason(spec.load())
+            reason = registry.unavailable_reason(spec.load())
             if reason:
                 print(f"skipping method {spec.name}: {reason}")
             else:
@@ -112,5 +111,5 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     print(f"paper sweep: {tasks} (method, task) pairs -> {sweep.out}")
     runner.run(sweep, progress=progress)
     rows = ResultStore(sweep.out).read()
-    rows = rows[rows["method"].isin([s.name for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
+    rows = rows[rows["method"].isin([s.label for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
     return write_outputs(rows, Path(sweep.out) / "figures", config.get("figures"), data_folder)
