@@ -12,7 +12,7 @@ family). One place, four small parts, as in the paper's appendix on baselines:
    which `GridSearchCV` records as a failed run (score `error_score`) and the search goes on.
 4. `FiniteDifferenceMethod`: a `Method` whose `run` does derivative -> grid search -> refit.
 
-Contract for regressors (what a method's `make_regressor(seed)` returns):
+Contract for regressors (what a method's `make_regressor(seed, time_limit)` returns):
 - a scikit-learn regressor (subclass `BaseEstimator, RegressorMixin`; constructor only stores
   plain parameters, so `get_params`/`set_params`/`clone` work and the grid can set them);
 - `fit(X, dy)` with X of shape (n, 1) whose only column is y, and dy the FD estimate of dy/dt;
@@ -29,11 +29,12 @@ A method file then looks like:
     class Gplearn(FiniteDifferenceMethod):
         name = "gplearn"; version = "1"; requires = ("gplearn",)
         grid = {"population_size": [1000], "generations": [20, 50]}
-        def make_regressor(self, seed):
+        def make_regressor(self, seed, time_limit=None):
             return MyGplearnRegressor(random_state=seed)
 
-Budget knobs for tests: `Method(grid={...}, run_time_limit=5.0, fd_degrees=(3,))` overrides the
-class attributes `grid`, `run_time_limit` and `fd_degrees` for that instance. Each run's limit is also capped so that the whole
+Budget knobs are constructor arguments: `Method(grid={...}, run_time_limit=5.0, fd_degrees=(3,))`
+overrides the class attributes `grid`, `run_time_limit` and `fd_degrees` for that instance
+(on the command line: `--methods sindy:fd_degrees=(3,)`). Each run's limit is also capped so that the whole
 search (all settings plus the refit) fits in the task's `Budget.time_limit`.
 """
 from __future__ import annotations
@@ -55,7 +56,7 @@ WINDOW = 15  # points in the smoothing window (paper: smoothed finite difference
 DEGREE = 3  # degree of the local polynomial when a method does not tune it
 SPLIT_TIME = protocol.T / 2  # train on t <= 1, validate on 1 < t <= 2
 MIN_SPLIT_POINTS = 5  # fewer points than this on either side of the split is refused
-RUN_TIME_LIMIT = 180.0  # seconds per hyperparameter run (paper: 3 minutes)
+RUN_TIME_LIMIT = protocol.RUN_TIME_LIMIT  # seconds per hyperparameter run (paper: 3 minutes)
 SAFETY = 0.9  # share of the task's time limit the search may plan to use
 
 
@@ -155,7 +156,7 @@ class FiniteDifferenceMethod(Method):
     """A method that regresses the FD derivative on y with a grid search over `grid`.
 
     Subclasses set `grid` (a `GridSearchCV` parameter grid over the regressor's parameters)
-    and implement `make_regressor(seed)`. `fd_degrees` are the local polynomial degrees of the
+    and implement `make_regressor(seed, time_limit)`. `fd_degrees` are the local polynomial degrees of the
     derivative estimate to try (one more grid dimension: one `GridSearchCV` per degree, the best
     validation score over all wins; each is scored against its own derivative estimate, as a
     pipeline FD -> regressor would be); `run_time_limit` is the hard limit per hyperparameter
@@ -167,13 +168,21 @@ class FiniteDifferenceMethod(Method):
     fd_window: ClassVar[int] = WINDOW
     fd_degrees: ClassVar[tuple[int, ...]] = (DEGREE,)
 
-    def __init__(self, **params: Any):
-        super().__init__(**params)
-        for knob in ("grid", "run_time_limit", "fd_degrees"):  # per-instance overrides (tests, small budgets)
-            if knob in params:
-                setattr(self, knob, params[knob])
+    def __init__(self, grid=None, run_time_limit=..., fd_degrees=None, fd_window=None, **params: Any):
+        """Every knob is a constructor argument (scikit-learn style: stored as given, no work);
+        left out, it keeps the class's value: `Sindy(fd_degrees=(3,))` is a smaller variant, and
+        `--methods sindy:fd_degrees=(3,)` sets it from the command line."""
+        given = {"grid": grid, "fd_degrees": fd_degrees, "fd_window": fd_window}
+        given = {k: v for k, v in given.items() if v is not None}
+        if run_time_limit is not ...:
+            given["run_time_limit"] = run_time_limit
+        super().__init__(**given, **params)
+        for knob, value in given.items():
+            setattr(self, knob, tuple(value) if knob == "fd_degrees" else value)
 
-    def make_regressor(self, seed: int) -> BaseEstimator:
+    def make_regressor(self, seed: int, time_limit: float | None = None) -> BaseEstimator:
+        """An unfitted regressor for one hyperparameter run; `time_limit` is the seconds that run
+        may take before it is killed (None: no limit), for regressors that stop by themselves."""
         raise NotImplementedError
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
@@ -182,7 +191,8 @@ class FiniteDifferenceMethod(Method):
         best, failure = None, ""
         for degree in self.fd_degrees:
             dy = derivative(observations.t, observations.y, self.fd_window, degree)
-            search = grid_search(self.make_regressor(budget.seed), self.grid, observations.t,
+            run_limit = None if self.run_time_limit is None else per_run_limit(self.grid, self.run_time_limit, share)
+            search = grid_search(self.make_regressor(budget.seed, run_limit), self.grid, observations.t,
                                  self.run_time_limit, share)
             try:
                 with warnings.catch_warnings():

@@ -79,10 +79,12 @@ def _parser() -> argparse.ArgumentParser:
                           "of the numbers it shows.")
     plot.add_argument("results", metavar="DIR")
     plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures)")
-    plot.add_argument("--dataset", default="classic", help="dataset of the main figure (default classic)")
-    plot.add_argument("--n", type=_positive_int, default=192, help="n of the main figure (default 192)")
-    plot.add_argument("--n-datasets", type=_positive_int, default=128,
-                      help="n of the per-dataset R^2 figures (default 128)")
+    plot.add_argument("--dataset", default=protocol.MAIN_FIGURE["dataset"],
+                      help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']})")
+    plot.add_argument("--n", type=_positive_int, default=protocol.MAIN_FIGURE["n"],
+                      help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']})")
+    plot.add_argument("--n-datasets", type=_positive_int, default=protocol.DATASET_FIGURE_N,
+                      help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N})")
     plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
     plot.set_defaults(handler=_plot)
 

@@ -13,6 +13,7 @@ import yaml
 
 from bench import datasets, registry, report, runner
 from bench.store import ResultStore
+from core import protocol
 
 GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "figures")
 
@@ -77,8 +78,10 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
     figures = figures or {}
     main = figures.get("main", {})
     tables = report.write(rows, folder)
-    drawn = plots.draw_all(rows, folder, dataset=main.get("dataset", "classic"), n_main=main.get("n", 192),
-                           n_datasets=figures.get("by_dataset", {}).get("n", 128), data_folder=data_folder)
+    drawn = plots.draw_all(rows, folder, dataset=main.get("dataset", protocol.MAIN_FIGURE["dataset"]),
+                           n_main=main.get("n", protocol.MAIN_FIGURE["n"]),
+                           n_datasets=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N),
+                           data_folder=data_folder)
     lines = ["# Benchmark results", "",
              f"{len(rows)} stored rows; {rows['method'].nunique()} methods; datasets: "
              f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", "",

@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from bench import report  # noqa: E402
+from core import protocol  # noqa: E402
 
 R2_LIMITS = (-3.0, 1.0)  # the paper's x-axis range for R^2; methods below it are marked
 METRIC_LABELS = {"r2": "median $R^2$", "l1": "median $L_1$", "linf": "median $L_\\infty$",
@@ -54,7 +55,8 @@ def _pick(values, preferred):
     return preferred if preferred in values else values[len(values) // 2]
 
 
-def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = "classic", n: int = 192) -> list[Path]:
+def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = protocol.MAIN_FIGURE["dataset"],
+                n: int = protocol.MAIN_FIGURE["n"]) -> list[Path]:
     """Median R^2, complexity and fit time per method against noise, on one dataset and n
     (paper: Classic, n = 192; otherwise what the results have). Legend ordered by best R^2."""
     dataset = _pick(medians["dataset"], dataset)
@@ -78,7 +80,8 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     return _save(fig, data, out, "main")
 
 
-def r2_by_dataset(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp", n: int = 128) -> list[Path]:
+def r2_by_dataset(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp",
+                 n: int = protocol.DATASET_FIGURE_N) -> list[Path]:
     """Median R^2 per method and noise for each dataset at one n, on [-3, 1]; bars below -3 are
     drawn at the edge and marked with '<'."""
     n = _pick(medians["n"], n)
@@ -192,8 +195,9 @@ def _training_expressions(folder) -> list[tuple[str, int]] | None:
         return None
 
 
-def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = "classic", n_main: int = 192,
-             n_datasets: int = 128, data_folder: str | Path | None = None, statistics: bool = True) -> list[Path]:
+def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = protocol.MAIN_FIGURE["dataset"],
+             n_main: int = protocol.MAIN_FIGURE["n"],
+             n_datasets: int = protocol.DATASET_FIGURE_N, data_folder: str | Path | None = None, statistics: bool = True) -> list[Path]:
     """Every figure of the paper from stored result rows; returns the written files."""
     out = Path(out)
     medians = report.medians(rows)

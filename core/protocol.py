@@ -21,6 +21,14 @@ ISCLOSE_ATOL, ISCLOSE_RTOL = 1e-10, 0.05  # the paper's "average isclose"
 R2_FLOOR = -np.inf  # R^2 given to failed or invalid predictions when taking medians
 
 DEFAULT_TIME_LIMIT = 180.0  # seconds per (method, task); the paper's 3 minutes per fit
+RUN_TIME_LIMIT = 180.0  # seconds per hyperparameter run of an FD baseline (the paper: 3 minutes per run)
+# task deadlines of the baselines whose grid search needs longer than one run (bsr, ffx; gplearn,
+# operon, proged, pysr, sindy): the whole search must fit, each run still bounded by RUN_TIME_LIMIT
+SEARCH_TIME_LIMIT = 420.0
+LONG_SEARCH_TIME_LIMIT = 600.0
+
+MAIN_FIGURE = {"dataset": "classic", "n": 192}  # the paper's main figure (Figure 3): Classic at n = 192
+DATASET_FIGURE_N = 128  # n of the per-dataset R^2 figures
 
 # what a solved trajectory depends on besides the equation and y0 (the truth cache's key)
 SOLVER_SETTINGS = {"method": "LSODA (scipy.integrate.odeint)", "rtol": RTOL, "atol": ATOL, "mxstep": MXSTEP,

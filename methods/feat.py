@@ -22,5 +22,5 @@ class FEAT(FiniteDifferenceMethod):
             return f"feat-ml is not installed (it does not build here: needs Shogun and numpy < 2); {reason}"
         return reason
 
-    def make_regressor(self, seed):
+    def make_regressor(self, seed, time_limit=None):
         return FEATAdapter(random_state=seed)
