@@ -185,14 +185,16 @@ def dataset_statistics(names, out: Path, data_folder: str | Path | None = None) 
 
 
 def _training_expressions(folder) -> list[tuple[str, int]] | None:
-    """(expression, complexity) of the training data through nsode.data's statistics helpers, or
-    None with a message when that part of nsode is not there (it is optional here)."""
-    try:
-        from nsode.data import stats
-        return list(stats.expressions(Path(folder)))
-    except (ImportError, AttributeError) as err:
-        print(f"skipping training-data statistics: nsode.data cannot describe {folder} yet ({err})")
+    """(expression, complexity) of each distinct ODE of a training-data folder, read from its
+    parquet shards (`DIR/shards/shard-*.parquet`, columns ode_id, expression, complexity) as
+    plain data: the harness does not import the generator. None with a message when there are none."""
+    files = sorted((Path(folder) / "shards").glob("shard-*.parquet"))
+    if not files:
+        print(f"skipping training-data statistics: no shards in {folder}/shards")
         return None
+    frame = pd.concat([pd.read_parquet(f, columns=["ode_id", "expression", "complexity"]) for f in files])
+    frame = frame.drop_duplicates("ode_id")
+    return list(zip(frame["expression"], frame["complexity"].astype(int)))
 
 
 def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = protocol.MAIN_FIGURE["dataset"],
