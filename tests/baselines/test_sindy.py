@@ -9,6 +9,7 @@ from bench.method import Budget
 from bench.registry import discover
 from bench.scoring import score
 from bench.tasks import Task
+from baselines_support import assert_same_f
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +24,7 @@ def test_sindy_recovers_textbook_equation_without_noise(textbook, equation):
     result = score(prediction.expression, textbook[equation])
     assert result.status == "ok", result.reason
     assert result.interpolation["r2"] > 0.99, prediction.expression
-    # a constant y' = c fits compound interest on [0, 2] with R^2 0.998: only the extrapolation tells
-    assert result.extrapolation["r2"] > 0.99, prediction.expression
+    assert_same_f(prediction.expression, textbook[equation])  # a constant y' = c also scores R^2 > 0.98
 
 
 def test_terms_undefined_on_the_data_are_dropped_and_the_fit_still_works():
