@@ -5,7 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench import datasets, protocol, registry
+from bench import datasets, registry
+from core import protocol
 
 EXAMPLES = """examples:
   python -m bench run --dataset classic --noise 0.01
@@ -78,10 +79,12 @@ def _parser() -> argparse.ArgumentParser:
                           "of the numbers it shows.")
     plot.add_argument("results", metavar="DIR")
     plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures)")
-    plot.add_argument("--dataset", default="classic", help="dataset of the main figure (default classic)")
-    plot.add_argument("--n", type=_positive_int, default=192, help="n of the main figure (default 192)")
-    plot.add_argument("--n-datasets", type=_positive_int, default=128,
-                      help="n of the per-dataset R^2 figures (default 128)")
+    plot.add_argument("--dataset", default=protocol.MAIN_FIGURE["dataset"],
+                      help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']})")
+    plot.add_argument("--n", type=_positive_int, default=protocol.MAIN_FIGURE["n"],
+                      help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']})")
+    plot.add_argument("--n-datasets", type=_positive_int, default=protocol.DATASET_FIGURE_N,
+                      help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N})")
     plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
     plot.set_defaults(handler=_plot)
 
@@ -116,16 +119,6 @@ def _parser() -> argparse.ArgumentParser:
     draw.add_argument("file", metavar="DATASET.json")
     draw.set_defaults(handler=_draw_y0)
     return parser
-
-
-def unavailable_reason(cls) -> str | None:
-    """The method's availability check, without the import-time warnings of the libraries it
-    tries (they would bury the one-line messages of the CLI)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return cls.unavailable_reason()
 
 
 def _backend_options(parser) -> None:
@@ -185,11 +178,11 @@ def _run(args) -> int:
     if args.methods:
         selected = registry.select(args.methods, specs)
         for spec in selected:
-            reason = unavailable_reason(spec.load())
+            reason = registry.unavailable_reason(spec.load())
             if reason:
                 raise UserError(f"method {spec.name} is unavailable here: {reason}")
     else:
-        selected = [s for s in specs.values() if unavailable_reason(s.load()) is None]
+        selected = [s for s in specs.values() if registry.unavailable_reason(s.load()) is None]
     for name in args.dataset:
         datasets.resolve(name)
     sweep = runner.Sweep(
@@ -199,7 +192,7 @@ def _run(args) -> int:
         method_files=tuple(args.method_file), backend=args.backend, scheduler=args.scheduler)
     store = runner.run(sweep, progress=not args.quiet)
     rows = store.read()
-    mine = rows[rows["method"].isin([s.name for s in selected])] if not rows.empty else rows
+    mine = rows[rows["method"].isin([s.label for s in selected])] if not rows.empty else rows
     if mine.empty:
         print("no results")
         return 0
@@ -218,7 +211,7 @@ def _list(args) -> int:
     print("\nmethods:")
     for name, spec in sorted(registry.discover(tuple(args.method_file)).items()):
         cls = spec.load()
-        reason = unavailable_reason(cls)
+        reason = registry.unavailable_reason(cls)
         state = "available" if reason is None else f"unavailable: {reason}"
         print(f"  {name:<18} v{cls.version:<4} {state}")
         if cls.description:

@@ -10,7 +10,8 @@ are daemonic by default and daemonic processes may not start children, so worker
 - `dask worker tcp://HOST:PORT`: start it with ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` in the
   environment (or with ``--no-nanny``, where the worker is the non-daemonic main process).
 
-The driver stays the only writer of the result store: rows travel back as task results. A Dask
+The driver stays the only writer of the result store and the only scorer: each Dask task returns
+the worker's result (prediction or failure), and the driver scores it and builds the row. A Dask
 worker that dies takes its running task with it; the scheduler reruns that task on another worker
 (up to `distributed.scheduler.allowed-failures` times), and a task that still cannot finish is
 recorded as an error row, so no job is ever lost.
@@ -24,7 +25,6 @@ import uuid
 
 import dask
 
-from bench.runner import make_row
 from bench.workers import Job, Worker
 
 NON_DAEMONIC = {"distributed.worker.daemon": False}
@@ -45,8 +45,8 @@ _idle: dict[int | None, queue.SimpleQueue] = {}
 _lock = threading.Lock()
 
 
-def run_job(job: Job, version: str, memory_limit: int | None) -> dict:
-    """The store row of `job`, run in a warm bench worker of this Dask worker process."""
+def run_job(job: Job, memory_limit: int | None) -> dict:
+    """The worker's result for `job`, run in a warm bench worker of this Dask worker process."""
     with _lock:
         if not _idle:
             # before multiprocessing's own exit handler, which would wait for the idle children
@@ -61,7 +61,7 @@ def run_job(job: Job, version: str, memory_limit: int | None) -> dict:
     finally:
         if worker.alive:
             idle.put(worker)
-    return make_row(job, version, result)
+    return result
 
 
 def _close_idle_workers() -> None:
@@ -78,7 +78,8 @@ class DaskExecutor:
         self.cluster = self.client = None
         self.futures = []
 
-    def rows(self, jobs: list[Job], versions: dict[str, str]):
+    def results(self, jobs: list[Job]):
+        """(index of the job, the worker's result) for every job, in any order."""
         from distributed import Client, as_completed
 
         if self.scheduler:
@@ -87,17 +88,16 @@ class DaskExecutor:
             self.cluster = local_cluster(min(self.jobs, len(jobs)))
             self.client = Client(self.cluster)
         tag = uuid.uuid4().hex[:8]  # task keys unique on a scheduler shared by several sweeps
-        self.futures = [self.client.submit(run_job, job, versions[job.spec.name], self.memory_limit,
-                                           pure=False, key=f"bench-{tag}-{i}") for i, job in enumerate(jobs)]
-        index = {future.key: jobs[i] for i, future in enumerate(self.futures)}
+        self.futures = [self.client.submit(run_job, job, self.memory_limit, pure=False, key=f"bench-{tag}-{i}")
+                        for i, job in enumerate(jobs)]
+        index = {future.key: i for i, future in enumerate(self.futures)}
         for future in as_completed(self.futures):
-            job = index[future.key]
             if future.status == "finished":
-                yield future.result()
+                yield index[future.key], future.result()
             else:  # e.g. KilledWorker: every worker that tried it died
                 error = future.exception()
                 reason = f"dask task failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-                yield make_row(job, versions[job.spec.name], {"status": "error", "reason": reason[:500]})
+                yield index[future.key], {"status": "error", "reason": reason[:500]}
 
     def close(self) -> None:
         if self.client is not None:

@@ -15,18 +15,16 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from bench import protocol
-from bench.expressions import ExpressionError, parse
 from bench.tasks import Trajectory
-from nsode.data.expressions import complexity, compile_scalar
-from nsode.data.solve import SolveError, solve, valid_initial_value
+from core import protocol
+from core.expressions import ExpressionError, complexity, parse
+from core.solving import SolveError, is_valid_initial_value, solve_truth
+from core.trajectories import TrajectoryFileError, read_trajectory
 
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
 CACHE_DIR = DATASETS_DIR / "cache"
 FORMAT = "bench-dataset/1"
-FD_TOLERANCE = 1.0  # the data generator's residual check: max |FD derivative - f(y)|
 
 
 class DatasetError(ValueError):
@@ -101,24 +99,6 @@ def load_spec_trajectories(spec: dict) -> list[Trajectory]:
     return out
 
 
-def _truth_grid() -> np.ndarray:
-    """[0, T] and [T, T_extra] as one grid (T once), for one LSODA run over both."""
-    return np.concatenate([protocol.interpolation_grid(), protocol.extrapolation_grid()[1:]])
-
-
-def solve_truth(expression: str, y0: float, time_limit: float = protocol.SOLVE_TIME_LIMIT):
-    """Noise-free solution on the interpolation and extrapolation grids (one LSODA run)."""
-    y_all = solve(compile_scalar(parse(expression)), y0, _truth_grid(), rtol=protocol.RTOL, atol=protocol.ATOL,
-                  time_limit=time_limit)
-    return y_all[: protocol.GRID], y_all[protocol.GRID - 1:]
-
-
-def is_valid_initial_value(expression: str, y0: float, time_limit: float = 2.0) -> bool:
-    """True when the solution exists on [0, T_extra] and passes the FD residual check."""
-    return valid_initial_value(parse(expression), y0, _truth_grid(), protocol.GRID, rtol=protocol.RTOL,
-                               atol=protocol.ATOL, fd_tolerance=FD_TOLERANCE, time_limit=time_limit)
-
-
 def draw_initial_values(expression: str, count: int, low: float, high: float, seed: int,
                         max_draws: int = 10_000) -> tuple[list[float], list[float]]:
     """`count` valid y0 ~ U(low, high); halves the range after `max_draws` draws with too few.
@@ -148,40 +128,22 @@ def load_csv(path: Path) -> list[Trajectory]:
 
 
 def _read_csv_trajectory(file: Path, dataset: str) -> Trajectory:
-    from bench.method import InvalidInput, Observations
-
     try:
-        frame = pd.read_csv(file)
-    except Exception as err:
-        raise DatasetError(f"{file}: not a readable CSV file ({type(err).__name__})") from None
-    missing = {"t", "y"} - set(frame.columns)
-    if missing:
-        raise DatasetError(f"{file}: missing column(s) {', '.join(sorted(missing))} (need t and y)")
-    try:
-        t = pd.to_numeric(frame["t"], errors="raise").to_numpy(float)
-        y = pd.to_numeric(frame["y"], errors="raise").to_numpy(float)
-        Observations(t, y)
-    except (ValueError, InvalidInput) as err:
-        raise DatasetError(f"{file}: {err}") from None
-    expression = None
-    if "expression" in frame.columns and isinstance(frame["expression"].iloc[0], str):
-        expression = frame["expression"].iloc[0]
-        try:
-            parse(expression)
-        except ExpressionError as err:
-            raise DatasetError(f"{file}: column 'expression': {err}") from None
+        data = read_trajectory(file, sort=False)
+    except TrajectoryFileError as err:
+        raise DatasetError(str(err)) from None
     empty = np.empty(0)
-    return Trajectory(dataset=dataset, equation_id=file.stem, y0_index=0, expression=expression,
-                      y0=float(y[0]), t=t, y=y, t_extra=empty, y_extra=empty, has_truth=False,
-                      complexity=complexity(parse(expression)) if expression else None)
+    return Trajectory(dataset=dataset, equation_id=file.stem, y0_index=0, expression=data.expression,
+                      y0=float(data.y[0]), t=data.t, y=data.y, t_extra=empty, y_extra=empty, has_truth=False,
+                      complexity=complexity(parse(data.expression)) if data.expression else None)
 
 
 def _cached_solutions(spec: dict) -> dict:
     """{(equation id, y0 index): (y on [0, T], y on [T, T_extra])}, from the cache or solved now."""
     items = [(eq["id"], i, eq["expression"], float(y0))
              for eq in spec["equations"] for i, y0 in enumerate(eq["y0"])]
-    setting = [protocol.T, protocol.T_EXTRA, protocol.GRID, protocol.RTOL, protocol.ATOL]
-    digest = hashlib.sha256(json.dumps([setting, items]).encode()).hexdigest()[:16]
+    # everything a solution depends on: the solver and its settings, the grids, the equations
+    digest = hashlib.sha256(json.dumps([protocol.SOLVER_SETTINGS, items], sort_keys=True).encode()).hexdigest()[:16]
     file = CACHE_DIR / f"{spec['name']}-{digest}.npz"
     if file.exists():
         with np.load(file, allow_pickle=False) as data:

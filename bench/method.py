@@ -2,7 +2,9 @@
 
 A method sees only `Observations` (t, y) and a `Budget`; it returns a `Prediction` whose
 expression is a string in the variable y. It never returns code, and it never sees the
-ground truth (the `truth` oracle, which declares `oracle = True`, is the one exception).
+ground truth: the worker process receives only the observations and the budget. The one door
+to the truth is `Oracle`: a subclass gets the true expression through `receive_truth` before
+each `run` (the `truth` method, a check of the harness); no other method is ever sent it.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bench import protocol
+from core import protocol
 
 
 class InvalidInput(ValueError):
@@ -25,7 +27,6 @@ class Observations:
 
     t: np.ndarray
     y: np.ndarray
-    truth: str | None = None  # filled only for oracle methods
 
     def __post_init__(self):
         t = np.asarray(self.t, dtype=float)
@@ -76,11 +77,14 @@ class Method:
     version: ClassVar[str] = "1"
     requires: ClassVar[tuple[str, ...]] = ()  # importable modules the method needs
     time_limit: ClassVar[float] = protocol.DEFAULT_TIME_LIMIT  # default hard deadline per task
-    oracle: ClassVar[bool] = False  # True only for methods allowed to see the ground truth
     description: ClassVar[str] = ""
 
     def __init__(self, **params: Any):
         self.params = params
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments, as given (scikit-learn's estimator API)."""
+        return dict(self.params)
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -101,3 +105,17 @@ class Method:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"{type(self).__name__}({params})"
+
+
+class Oracle(Method):
+    """A method allowed to see the ground truth (only the `truth` check of the harness).
+
+    The runner sends the true expression (None for data without a known model) to a worker
+    only for subclasses of this class, and the worker hands it over through `receive_truth`
+    right before `run`. Every other method's job carries no truth at all.
+    """
+
+    truth_: str | None = None
+
+    def receive_truth(self, expression: str | None) -> None:
+        self.truth_ = expression

@@ -12,8 +12,8 @@ from pathlib import Path
 import yaml
 
 from bench import datasets, registry, report, runner
-from bench.cli import unavailable_reason
 from bench.store import ResultStore
+from core import protocol
 
 GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "figures")
 
@@ -53,12 +53,12 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
     specs = registry.discover(tuple(method_files))
     wanted = config["methods"]
     if wanted == "all":
-        chosen = [s for s in specs.values() if unavailable_reason(s.load()) is None]
+        chosen = [s for s in specs.values() if registry.unavailable_reason(s.load()) is None]
     else:
         known = [n for n in wanted if n in specs] if quick else wanted
         chosen = []
         for spec in registry.select(known, specs):
-            reason = unavailable_reason(spec.load())
+            reason = registry.unavailable_reason(spec.load())
             if reason:
                 print(f"skipping method {spec.name}: {reason}")
             else:
@@ -78,8 +78,10 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
     figures = figures or {}
     main = figures.get("main", {})
     tables = report.write(rows, folder)
-    drawn = plots.draw_all(rows, folder, dataset=main.get("dataset", "classic"), n_main=main.get("n", 192),
-                           n_datasets=figures.get("by_dataset", {}).get("n", 128), data_folder=data_folder)
+    drawn = plots.draw_all(rows, folder, dataset=main.get("dataset", protocol.MAIN_FIGURE["dataset"]),
+                           n_main=main.get("n", protocol.MAIN_FIGURE["n"]),
+                           n_datasets=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N),
+                           data_folder=data_folder)
     lines = ["# Benchmark results", "",
              f"{len(rows)} stored rows; {rows['method'].nunique()} methods; datasets: "
              f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", "",
@@ -112,5 +114,5 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     print(f"paper sweep: {tasks} (method, task) pairs -> {sweep.out}")
     runner.run(sweep, progress=progress)
     rows = ResultStore(sweep.out).read()
-    rows = rows[rows["method"].isin([s.name for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
+    rows = rows[rows["method"].isin([s.label for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
     return write_outputs(rows, Path(sweep.out) / "figures", config.get("figures"), data_folder)

@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from bench import report  # noqa: E402
+from core import protocol  # noqa: E402
 
 R2_LIMITS = (-3.0, 1.0)  # the paper's x-axis range for R^2; methods below it are marked
 METRIC_LABELS = {"r2": "median $R^2$", "l1": "median $L_1$", "linf": "median $L_\\infty$",
@@ -54,7 +55,8 @@ def _pick(values, preferred):
     return preferred if preferred in values else values[len(values) // 2]
 
 
-def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = "classic", n: int = 192) -> list[Path]:
+def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = protocol.MAIN_FIGURE["dataset"],
+                n: int = protocol.MAIN_FIGURE["n"]) -> list[Path]:
     """Median R^2, complexity and fit time per method against noise, on one dataset and n
     (paper: Classic, n = 192; otherwise what the results have). Legend ordered by best R^2."""
     dataset = _pick(medians["dataset"], dataset)
@@ -78,7 +80,8 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     return _save(fig, data, out, "main")
 
 
-def r2_by_dataset(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp", n: int = 128) -> list[Path]:
+def r2_by_dataset(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp",
+                 n: int = protocol.DATASET_FIGURE_N) -> list[Path]:
     """Median R^2 per method and noise for each dataset at one n, on [-3, 1]; bars below -3 are
     drawn at the edge and marked with '<'."""
     n = _pick(medians["n"], n)
@@ -136,7 +139,7 @@ def operator_counts(expressions) -> Counter:
     """How often each operator occurs in the parsed expressions (sympy node names: Add, Mul, Pow, sin, ...)."""
     import sympy
 
-    from bench.expressions import ExpressionError, parse
+    from core.expressions import ExpressionError, parse
 
     counts = Counter()
     for text in expressions:
@@ -182,18 +185,21 @@ def dataset_statistics(names, out: Path, data_folder: str | Path | None = None) 
 
 
 def _training_expressions(folder) -> list[tuple[str, int]] | None:
-    """(expression, complexity) of the training data through nsode.data's statistics helpers, or
-    None with a message when that part of nsode is not there (it is optional here)."""
-    try:
-        from nsode.data import stats
-        return list(stats.expressions(Path(folder)))
-    except (ImportError, AttributeError) as err:
-        print(f"skipping training-data statistics: nsode.data cannot describe {folder} yet ({err})")
+    """(expression, complexity) of each distinct ODE of a training-data folder, read from its
+    parquet shards (`DIR/shards/shard-*.parquet`, columns ode_id, expression, complexity) as
+    plain data: the harness does not import the generator. None with a message when there are none."""
+    files = sorted((Path(folder) / "shards").glob("shard-*.parquet"))
+    if not files:
+        print(f"skipping training-data statistics: no shards in {folder}/shards")
         return None
+    frame = pd.concat([pd.read_parquet(f, columns=["ode_id", "expression", "complexity"]) for f in files])
+    frame = frame.drop_duplicates("ode_id")
+    return list(zip(frame["expression"], frame["complexity"].astype(int)))
 
 
-def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = "classic", n_main: int = 192,
-             n_datasets: int = 128, data_folder: str | Path | None = None, statistics: bool = True) -> list[Path]:
+def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = protocol.MAIN_FIGURE["dataset"],
+             n_main: int = protocol.MAIN_FIGURE["n"],
+             n_datasets: int = protocol.DATASET_FIGURE_N, data_folder: str | Path | None = None, statistics: bool = True) -> list[Path]:
     """Every figure of the paper from stored result rows; returns the written files."""
     out = Path(out)
     medians = report.medians(rows)

@@ -11,9 +11,11 @@ import importlib.metadata
 import importlib.util
 import inspect
 import sys
+import ast
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from bench.method import Method
 
@@ -30,11 +32,26 @@ BROKEN: dict[str, str] = {}  # built-in method files that failed to load, with t
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """How to find a method class: a file path or an entry point ("module:Class")."""
+    """How to find a method class (a file path or an entry point "module:Class") and the
+    parameters to construct it with. `label` names the variant in rows and tables: the
+    method's name, plus `:key=value,...` when parameters are set (`sindy:fd_degrees=(3,)`)."""
 
     name: str
     file: str | None = None
     entry_point: str | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def label(self) -> str:
+        if not self.params:
+            return self.name
+        return f"{self.name}:" + ",".join(f"{key}={value!r}" for key, value in self.params)
+
+    def instantiate(self) -> Method:
+        return self.load()(**dict(self.params))
+
+    def with_params(self, params: dict[str, Any]) -> "MethodSpec":
+        return replace(self, params=tuple(sorted({**dict(self.params), **params}.items())))
 
     def load(self) -> type[Method]:
         if self.file:
@@ -72,13 +89,61 @@ def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
     return specs
 
 
+def unavailable_reason(cls: type[Method]) -> str | None:
+    """The method's availability check, without the import-time warnings of the libraries it
+    tries (they would bury the one-line messages of the CLI)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls.unavailable_reason()
+
+
 def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[MethodSpec]:
+    """The specs named by `names`, each `NAME` or `NAME:key=value,...` (parameters of the
+    method's constructor; values are Python literals, else strings): `sindy:fd_degrees=(3,)`."""
     if not names:
         return list(specs.values())
-    unknown = [n for n in names if n not in specs]
+    parsed = [parse_method_argument(n) for n in names]
+    unknown = [name for name, _ in parsed if name not in specs]
     if unknown:
         raise RegistryError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(sorted(specs))}")
-    return [specs[n] for n in names]
+    return [specs[name].with_params(params) if params else specs[name] for name, params in parsed]
+
+
+def parse_method_argument(text: str) -> tuple[str, dict[str, Any]]:
+    """("sindy", {"fd_degrees": (3,)}) for "sindy:fd_degrees=(3,)". Commas inside brackets or
+    quotes belong to the value; a value that is not a Python literal is kept as a string."""
+    name, _, rest = text.partition(":")
+    params: dict[str, Any] = {}
+    for item in _split_items(rest) if rest else []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise RegistryError(f"method argument {text!r}: expected NAME:key=value,... (got {item!r})")
+        try:
+            params[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            params[key.strip()] = value.strip()
+    return name.strip(), params
+
+
+def _split_items(text: str) -> list[str]:
+    items, depth, quote, current = [], 0, None, ""
+    for char in text:
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(current)
+            current = ""
+            continue
+        current += char
+    return [*items, current] if current.strip() else items
 
 
 _loaded: dict[Path, list[type[Method]]] = {}

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench import protocol
+from bench.rows import METRIC_COLUMNS
+from core import protocol
 
 GROUP = ["dataset", "method", "noise", "n"]
 TABLE_METRICS = ("r2_interp", "r2_extrap", "complexity", "fit_time")  # columns of the paper-style tables
 LATEX_NAMES = {"method": "Method", "noise": "$\\sigma$", "n": "$n$", "r2_interp": "$R^2$ (interp.)",
                "r2_extrap": "$R^2$ (extrap.)", "complexity": "Complexity", "fit_time": "Time (s)"}
-METRICS = ["r2_interp", "r2_extrap", "l1_interp", "l1_extrap", "linf_interp", "linf_extrap",
-           "isclose_interp", "isclose_extrap", "complexity", "fit_time"]
+METRICS = list(METRIC_COLUMNS)
 
 
 def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:

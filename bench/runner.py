@@ -1,7 +1,10 @@
 """A sweep: datasets x noise levels x sample sizes x seeds x methods, run in warm workers.
 
-The driver builds the task list, skips what the store already holds, hands the rest to an
-executor, and appends every row to the store as it arrives; the driver is the only writer, so
+The driver builds the task list, skips what the store already holds, and hands the rest to an
+executor as jobs: a method, the observations and a budget, nothing else (the truth stays here,
+except for an `Oracle`). Executors return each job's result (a prediction or a failure); the
+driver alone scores it (`bench.scoring.score`, the function `bench score` uses), builds the
+row (`bench.rows.make_row`) and appends it to the store; the driver is the only writer, so
 rerunning the same sweep resumes it. Executors: `joblib` (here: `jobs` supervising threads that
 each own one warm worker process) and `dask` (bench.dask_backend: the same warm workers, started
 inside the processes of a Dask cluster).
@@ -16,11 +19,15 @@ from pathlib import Path
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from bench import datasets, protocol
+from bench import datasets
+from bench.method import Budget, Oracle
 from bench.registry import MethodSpec
-from bench.store import KEY, ResultStore
+from bench.rows import make_row
+from bench.scoring import score
+from bench.store import ResultStore
 from bench.tasks import Task
 from bench.workers import Job, Worker
+from core import protocol
 
 
 @dataclass(frozen=True)
@@ -79,24 +86,29 @@ class WorkerPool:
 
 
 class JoblibExecutor:
-    """Rows of jobs run by `jobs` supervising threads (joblib threading backend), one warm worker each."""
+    """Results of jobs run by `jobs` supervising threads (joblib threading backend), one warm worker each."""
 
     def __init__(self, jobs: int, memory_limit: int | None):
         self.jobs, self.memory_limit = jobs, memory_limit
         self.pool: WorkerPool | None = None
 
-    def rows(self, jobs: list[Job], versions: dict[str, str]):
+    def results(self, jobs: list[Job]):
+        """(index of the job, the worker's result) for every job, in any order."""
         self.pool = WorkerPool(min(self.jobs, len(jobs)), self.memory_limit)
         yield from Parallel(n_jobs=self.jobs, backend="threading", return_as="generator_unordered")(
-            delayed(_run_job)(self.pool, job, versions[job.spec.name]) for job in jobs)
+            delayed(_execute)(self.pool, i, job) for i, job in enumerate(jobs))
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
 
 
+def _execute(pool: WorkerPool, index: int, job: Job) -> tuple[int, dict]:
+    return index, pool.execute(job)
+
+
 def make_executor(sweep: Sweep):
-    """The executor named by `sweep.backend`; each yields one store row per job, in any order."""
+    """The executor named by `sweep.backend`; each yields (job index, result) per job, in any order."""
     if sweep.backend == "joblib":
         return JoblibExecutor(sweep.jobs, sweep.memory_limit)
     if sweep.backend == "dask":
@@ -105,31 +117,50 @@ def make_executor(sweep: Sweep):
     raise ValueError(f"unknown backend {sweep.backend!r}")
 
 
-def pending_jobs(sweep: Sweep, store: ResultStore) -> tuple[list[Job], dict[str, str]]:
-    """The jobs of `sweep` that `store` does not hold yet, and each method's version."""
-    classes = {spec.name: spec.load() for spec in sweep.methods}
-    versions = {name: cls.version for name, cls in classes.items()}
+@dataclass(frozen=True)
+class Pending:
+    """A job and what only the driver knows about it: the task (with its truth) and the version."""
+
+    job: Job
+    task: Task
+    version: str
+
+
+def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
+    """The jobs of `sweep` that `store` does not hold yet."""
+    classes = {spec.label: spec.load() for spec in sweep.methods}
+    versions = {label: cls.version for label, cls in classes.items()}
     done = store.finished(versions)
     tasks = build_tasks(sweep)
-    jobs = []
+    pending = []
     for spec in sweep.methods:
-        limit = sweep.time_limit or classes[spec.name].time_limit
+        cls = classes[spec.label]
+        limit = sweep.time_limit or cls.time_limit
         for task in tasks:
-            if task.key + (spec.name,) not in done:
-                jobs.append(Job(spec, task, limit))
-    return jobs, versions
+            if task.key + (spec.label,) not in done:
+                truth = task.trajectory.expression if issubclass(cls, Oracle) else None  # the one door
+                job = Job(spec, task.observations(), Budget(time_limit=limit, seed=task.seed), truth=truth)
+                pending.append(Pending(job, task, cls.version))
+    return pending
+
+
+def finish(pending: Pending, result: dict) -> dict:
+    """The store row of a finished job: the worker's result, scored here against the truth."""
+    scores = score(result["expression"], pending.task.trajectory).as_row() if result.get("status") == "ok" else None
+    return make_row(pending.task, pending.job.spec.label, pending.version, pending.job.time_limit, result, scores)
 
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
     _write_config(sweep, store.folder)
-    jobs, versions = pending_jobs(sweep, store)
-    if not jobs:
+    pending = pending_jobs(sweep, store)
+    if not pending:
         return store
     executor = make_executor(sweep)
-    bar = tqdm(total=len(jobs), disable=not progress, unit="task", dynamic_ncols=True)
+    bar = tqdm(total=len(pending), disable=not progress, unit="task", dynamic_ncols=True)
     try:
-        for row in executor.rows(jobs, versions):
+        for index, result in executor.results([p.job for p in pending]):
+            row = finish(pending[index], result)
             store.append(row)
             bar.set_postfix_str(f"{row['method']} {row['dataset']}/{row['equation_id']}: {row['status']}")
             bar.update()
@@ -140,34 +171,8 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     return store
 
 
-def _run_job(pool: WorkerPool, job: Job, version: str) -> dict:
-    return make_row(job, version, pool.execute(job))
-
-
-def make_row(job: Job, version: str, result: dict) -> dict:
-    """The store row of one job: its key, what is known about the task, and the worker's result."""
-    task, trajectory = job.task, job.task.trajectory
-    row = dict(zip(KEY, task.key + (job.spec.name,)))
-    row.update(
-        method_version=version,
-        truth_expression=trajectory.expression,
-        truth_kind="solution" if trajectory.has_truth else "observations",
-        truth_complexity=trajectory.complexity,
-        y0=trajectory.y0,
-        n_observed=min(task.n, len(trajectory.t)),
-        time_limit=job.time_limit,
-    )
-    row.update({k: result.get(k) for k in _RESULT_FIELDS})
-    return row
-
-
-_RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fit_time", "setup_time",
-                  "score_status", "score_reason", "complexity",
-                  *(f"{m}_{p}" for p in ("interp", "extrap") for m in ("r2", "l1", "linf", "isclose")))
-
-
 def _write_config(sweep: Sweep, folder: Path) -> None:
     config = asdict(sweep)
-    config["methods"] = [spec.name for spec in sweep.methods]
+    config["methods"] = [spec.label for spec in sweep.methods]
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

@@ -13,13 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench import protocol
-from bench.expressions import ExpressionError, parse
 from bench.tasks import Trajectory
-from nsode.data.expressions import compile_scalar, complexity
-from nsode.data.solve import SolveError, r2, solve  # r2: the one NSODE's selection uses too
-
-METRICS = ("r2", "l1", "linf", "isclose")
+from core import protocol
+from core.expressions import ExpressionError, compile_scalar, complexity, parse
+from core.metrics import METRICS, compare
+from core.solving import SolveError, solve
 
 
 @dataclass(frozen=True)
@@ -38,13 +36,6 @@ class Scores:
         return row
 
 
-def compare(pred: np.ndarray, truth: np.ndarray) -> dict:
-    diff = np.abs(pred - truth)
-    close = np.isclose(pred, truth, atol=protocol.ISCLOSE_ATOL, rtol=protocol.ISCLOSE_RTOL)
-    return {"r2": r2(pred, truth), "l1": float(np.mean(diff)), "linf": float(np.max(diff)),
-            "isclose": float(close.sum() / len(truth))}
-
-
 def score(expression: str, trajectory: Trajectory) -> Scores:
     try:
         expr = parse(expression)
@@ -57,7 +48,8 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
     has_extra = len(trajectory.t_extra) > 0
     t_all = np.concatenate([trajectory.t, trajectory.t_extra[1:]]) if has_extra else trajectory.t
     try:
-        y_all = solve(compile_scalar(expr), trajectory.y0, t_all, rtol=protocol.RTOL, atol=protocol.ATOL, time_limit=protocol.SOLVE_TIME_LIMIT)
+        y_all = solve(compile_scalar(expr), trajectory.y0, t_all, rtol=protocol.RTOL, atol=protocol.ATOL,
+                      mxstep=protocol.MXSTEP, time_limit=protocol.SOLVE_TIME_LIMIT)
     except SolveError as err:
         return Scores("diverged", str(err), complexity=size)
     n = len(trajectory.t)

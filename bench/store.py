@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-KEY = ["dataset", "equation_id", "y0_index", "noise", "n", "seed", "method"]
+from bench.rows import KEY as _KEY
+
+KEY = list(_KEY)
 
 
 class ResultStore:

@@ -53,10 +53,10 @@ class Task:
         tr = self.trajectory
         return (tr.dataset, tr.equation_id, tr.y0_index, float(self.noise), int(self.n), int(self.seed))
 
-    def observations(self, with_truth: bool = False) -> Observations:
+    def observations(self) -> Observations:
+        """What a method sees of this task: the noisy sample, nothing of the truth."""
         t, y = observe(self.trajectory, self.noise, self.n, self.seed)
-        truth = self.trajectory.expression if with_truth else None
-        return Observations(t=t, y=y, truth=truth)
+        return Observations(t=t, y=y)
 
 
 def observe(trajectory: Trajectory, noise: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,68 +14,93 @@ import os
 import signal
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 
-from bench.expressions import ExpressionError, parse, to_string
-from bench.method import Budget, InvalidInput, Prediction
+from bench.method import Budget, InvalidInput, Observations, Oracle, Prediction
 from bench.registry import MethodSpec
-from bench.scoring import score
-from bench.tasks import Task
+from core.expressions import ExpressionError, parse, to_string
+from core.processes import kill_group, one_line
 
 SETUP_TIME_LIMIT = 900.0  # seconds for a method's one-off setup (imports, model loading)
-SCORE_TIME_LIMIT = 120.0  # seconds for scoring a prediction (its solves have their own limits)
+MAX_WARNINGS = 5  # distinct warning messages kept in a row
 
 
 @dataclass(frozen=True)
 class Job:
+    """All a worker receives: which method, the observations, the budget. The ground truth
+    travels only to an `Oracle` (`truth`, filled by the runner for oracles and None otherwise)."""
+
     spec: MethodSpec
-    task: Task
-    time_limit: float
+    observations: Observations
+    budget: Budget
+    truth: str | None = None
 
-
-def one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+    @property
+    def time_limit(self) -> float:
+        return self.budget.time_limit
 
 
 def _serve(conn, memory_limit: int | None) -> None:
-    """Worker main loop: receive a Job, send back the prediction, then its scores."""
+    """Worker main loop: receive a Job, send back the prediction. When the driver is gone (the
+    pipe is closed) it exits quietly: an orphaned worker has nobody to report to."""
     os.setsid()
     if memory_limit:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     methods = {}
-    while True:
-        job = conn.recv()
-        if job is None:
-            return
+    try:
+        while True:
+            job = conn.recv()
+            if job is None:
+                return
+            for message in _run_job(job, methods):
+                conn.send(message)
+    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        os._exit(0)
+
+
+def _run_job(job: Job, methods: dict):
+    """The messages of one job: "started" (after setup), then the prediction or the failure.
+    Warnings raised by the method (setup or run) are recorded in the row, never printed."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
-            if job.spec not in methods:
+            key = (job.spec.file, job.spec.entry_point, job.spec.label)  # parameter values may be unhashable
+            if key not in methods:
                 start = time.perf_counter()
-                method = job.spec.load()()
+                method = job.spec.instantiate()
                 method.setup()
-                methods[job.spec] = (method, time.perf_counter() - start)
-                setup_time = methods[job.spec][1]
+                methods[key] = method
+                setup_time = time.perf_counter() - start
             else:
                 setup_time = 0.0
-            method, _ = methods[job.spec]
-            conn.send({"phase": "started", "setup_time": setup_time})
-            observations = job.task.observations(with_truth=method.oracle)
+            method = methods[key]
+            yield {"phase": "started", "setup_time": setup_time}
+            if isinstance(method, Oracle):
+                method.receive_truth(job.truth)
             start = time.perf_counter()
-            prediction = method.run(observations, Budget(time_limit=job.time_limit, seed=job.task.seed))
+            prediction = method.run(job.observations, job.budget)
             fit_time = time.perf_counter() - start
         except InvalidInput as err:
-            conn.send({"phase": "prediction", "status": "error", "reason": f"bad input: {err}"})
-            continue
+            yield {"phase": "prediction", "status": "error", "reason": f"bad input: {err}",
+                   "warnings": _warning_summary(caught)}
+            return
         except Exception as err:
-            conn.send({"phase": "prediction", "status": "error", "reason": one_line(err),
-                       "traceback": traceback.format_exc(limit=-3)})
-            continue
-        row = _check_prediction(prediction)
-        row.update(phase="prediction", fit_time=fit_time)
-        conn.send(row)
-        if row["status"] == "ok":
-            conn.send({"phase": "scores", **score(row["expression"], job.task.trajectory).as_row()})
+            yield {"phase": "prediction", "status": "error", "reason": one_line(err),
+                   "traceback": traceback.format_exc(limit=-3), "warnings": _warning_summary(caught)}
+            return
+    row = _check_prediction(prediction)
+    row.update(phase="prediction", fit_time=fit_time, warnings=_warning_summary(caught))
+    yield row
+
+
+def _warning_summary(caught: list) -> str:
+    """Warnings raised inside the method, recorded in the row instead of printed (JSON list of
+    up to MAX_WARNINGS distinct `Category: message` lines)."""
+    lines = list(dict.fromkeys(f"{w.category.__name__}: {str(w.message).splitlines()[0] if str(w.message) else ''}"
+                               for w in caught))
+    return json.dumps(lines[:MAX_WARNINGS])
 
 
 def _check_prediction(prediction) -> dict:
@@ -107,19 +132,15 @@ class Worker:
         self.memory_limit = memory_limit
 
     def execute(self, job: Job) -> dict:
-        """The result row fields for `job`; kills this worker if the job overruns (check `alive`)."""
+        """The worker's result fields for `job` (prediction or failure; never scores: the driver
+        scores); kills this worker if the job overruns (check `alive`)."""
         self.conn.send(job)
         started = self._receive(SETUP_TIME_LIMIT, "setup")
         if "status" in started:
             return started
         prediction = self._receive(job.time_limit, "fit")
         prediction["setup_time"] = started["setup_time"]
-        if prediction.get("status") != "ok":
-            return prediction
-        scores = self._receive(SCORE_TIME_LIMIT, "scoring")
-        if "status" in scores:  # the worker died or hung while scoring
-            scores = {"score_status": "error", "score_reason": scores["reason"]}
-        return {**prediction, **scores}
+        return prediction
 
     def _receive(self, timeout: float, stage: str) -> dict:
         try:
@@ -144,11 +165,7 @@ class Worker:
         return self.process.is_alive()
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            self.process.kill()
-        self.process.join()
+        kill_group(self.process)
 
     def close(self, grace: float = 2.0) -> None:
         """Ask the worker to exit; kill it if it is still busy after `grace` seconds."""

@@ -21,8 +21,8 @@ from scipy.integrate import solve_ivp
 from nsode.data import config as cfg
 from nsode.data import generate, simplify
 from nsode.data import tokens as tok
-from nsode.data.expressions import compile_scalar, compile_vector
-from nsode.data.solve import SolveError, fd_residual, solve
+from core.expressions import compile_scalar, compile_vector
+from core.solving import SolveError, fd_residual, solve
 
 
 def find_skeletons(n: int, seed: int, config: cfg.Config, timer: Counter) -> list[generate.SkeletonRow]:

@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from bench.baselines import gp
-from bench.baselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor
-from bench.baselines.gp_gomea import GPGOMEARegressor
+from baselines import gp
+from baselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor
+from baselines.gp_gomea import GPGOMEARegressor
 
 ALGORITHMS = {  # population 100; each runs until `--seconds` have passed
     "AFP": lambda s: AFPRegressor(population_size=100, generations=10**6, random_state=0, max_time=s),

@@ -25,7 +25,8 @@ def direct(tasks) -> float:
     method.setup()
     start = time.perf_counter()
     for task in tasks:
-        prediction = method.run(task.observations(with_truth=True), Budget(seed=task.seed))
+        method.receive_truth(task.trajectory.expression)
+        prediction = method.run(task.observations(), Budget(seed=task.seed))
         score(prediction.expression, task.trajectory)
     return time.perf_counter() - start
 

@@ -16,8 +16,8 @@ import time
 import numpy as np
 import torch
 
-from nsode.data.expressions import compile_scalar
-from nsode.data.solve import solve
+from core.expressions import compile_scalar
+from core.solving import solve
 from nsode.data.tokens import parse_infix
 from nsode.predict import Predictor, default_checkpoint
 from nsode.select import select

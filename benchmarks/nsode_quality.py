@@ -22,10 +22,10 @@ import sympy
 import torch
 
 from bench import datasets
-from bench.baselines import grammar
+from baselines import grammar
 from bench.scoring import score
 from bench.tasks import observe
-from nsode.data.expressions import Y
+from core.expressions import Y
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import Settings, propose, search, skeleton_key
 from core.fitting import noise_level
@@ -152,7 +152,7 @@ def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, se
     """Whether the chosen ODE is the true one for simple ODEs with random constants (y0 in U(1, 4)),
     judged by its R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise
     sigma): a curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. Also the true skeleton's recall."""
-    from nsode.data.solve import solve
+    from core.solving import solve
     from nsode.data.tokens import parse_infix
     from nsode.select import exact_r2
 

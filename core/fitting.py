@@ -1,7 +1,7 @@
 """Fit the constants (and the initial value) of a parametrised scalar ODE y' = f(y; c) to one
 observed trajectory, check that the fit is safe to integrate, and compare fits by an
 information criterion. One fitter for every method that fits skeletons (the NSODE search in
-nsode/search.py and the ProGED-style grammar baseline in bench/baselines/grammar.py).
+nsode/search.py and the ProGED-style grammar baseline in baselines/grammar.py).
 
 Two fits, cheap then exact:
 - `fit_integral`: the integral form y(t_i) = y0 + integral_{t_0}^{t_i} f(y(s); c) ds with the
@@ -27,10 +27,8 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares
 
-# --- borrowed until core/solving.py and core/expressions.py land (redirect these imports) ---
-from nsode.data.expressions import Y, _RealPrinter, real_pow  # noqa: E402  real scalar printer
-from nsode.data.solve import SolveError, solve  # noqa: E402  the LSODA wrapper
-# ----------------------------------------------------------------------------------------------
+from core.expressions import Y, compile_scalar
+from core.solving import SolveError, solve
 
 RTOL = ATOL = 1e-7  # LSODA tolerances while fitting (scoring uses the protocol's 1e-9)
 MXSTEP = 5000  # LSODA steps between two output points: the counted bound of one solve
@@ -58,8 +56,7 @@ class Template:
     @cached_property
     def scalar(self):
         """f(y, *c) for one float y, for the solver; raises on a domain error."""
-        return sympy.lambdify([Y, *self.params], self.expr, printer=_RealPrinter,
-                              modules=[{"real_pow": real_pow, "math": math}, "math"])
+        return compile_scalar(self.expr, self.params)
 
     def values_and_gradients(self, y: np.ndarray, c) -> tuple[np.ndarray, np.ndarray]:
         """f(y; c) [n] and df/dc [k, n] on an array y; nan out of the domain."""

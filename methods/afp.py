@@ -1,9 +1,9 @@
 """AFP: age-fitness Pareto genetic programming (Schmidt & Lipson 2011), SRBench's ellyn
-configuration, re-implemented on DEAP (`bench.baselines.gp_ellyn.AFPRegressor`, whose docstring
+configuration, re-implemented on DEAP (`baselines.gp_ellyn.AFPRegressor`, whose docstring
 lists the differences from ellyn), fitted to smoothed finite differences. Grid as SRBench:
 population 100/500/1000 at 500,000 evaluations, with and without sin/cos."""
-from bench.baselines.gp_ellyn import AFPRegressor
-from bench.baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod
+from baselines.gp_ellyn import AFPRegressor
+from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
 
 
 class AFP(GPFamilyMethod):
@@ -12,5 +12,5 @@ class AFP(GPFamilyMethod):
     description = "age-fitness Pareto GP (Schmidt & Lipson 2011; SRBench's ellyn AFP) on DEAP, on FD derivatives"
     grid = ELLYN_GRID
 
-    def make_regressor(self, seed):
-        return AFPRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=self.fit_time_limit())
+    def make_regressor(self, seed, time_limit=None):
+        return AFPRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))

@@ -1,9 +1,9 @@
 """EHC: age-fitness Pareto GP with epigenetic hill climbing (La Cava, Spector & Danai 2015;
 La Cava's thesis 2016), SRBench's ellyn configuration (3 epigenetic hill-climbing steps per
-child, parameter hill climbing), re-implemented on DEAP (`bench.baselines.gp_ellyn.EHCRegressor`,
+child, parameter hill climbing), re-implemented on DEAP (`baselines.gp_ellyn.EHCRegressor`,
 whose docstring lists the differences), fitted to smoothed finite differences."""
-from bench.baselines.gp_ellyn import EHCRegressor
-from bench.baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod
+from baselines.gp_ellyn import EHCRegressor
+from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
 
 
 class EHC(GPFamilyMethod):
@@ -12,5 +12,5 @@ class EHC(GPFamilyMethod):
     description = "AFP with epigenetic hill climbing (La Cava et al.; SRBench's ellyn EHC) on DEAP, on FD derivatives"
     grid = ELLYN_GRID
 
-    def make_regressor(self, seed):
-        return EHCRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=self.fit_time_limit())
+    def make_regressor(self, seed, time_limit=None):
+        return EHCRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))

@@ -1,9 +1,9 @@
 """EPLEX: GP with epsilon-lexicase parent selection (La Cava, Spector & Danai 2016), SRBench's
-ellyn configuration, re-implemented on DEAP (`bench.baselines.gp_ellyn.EPLEXRegressor`, whose
+ellyn configuration, re-implemented on DEAP (`baselines.gp_ellyn.EPLEXRegressor`, whose
 docstring lists the differences; the selection rule is DEAP's `selAutomaticEpsilonLexicase`),
 fitted to smoothed finite differences."""
-from bench.baselines.gp_ellyn import EPLEXRegressor
-from bench.baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod
+from baselines.gp_ellyn import EPLEXRegressor
+from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
 
 
 class EPLEX(GPFamilyMethod):
@@ -12,5 +12,5 @@ class EPLEX(GPFamilyMethod):
     description = "epsilon-lexicase GP (La Cava et al. 2016; SRBench's ellyn EPLEX) on DEAP, on FD derivatives"
     grid = ELLYN_GRID
 
-    def make_regressor(self, seed):
-        return EPLEXRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=self.fit_time_limit())
+    def make_regressor(self, seed, time_limit=None):
+        return EPLEXRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))

@@ -1,10 +1,10 @@
 """FE-AFP: age-fitness Pareto GP with co-evolved fitness predictors (Schmidt & Lipson 2008,
 2011), SRBench's ellyn configuration (`EstimateFitness`, predictors of 10 points, 100
-predictors, 10 trainers), re-implemented on DEAP (`bench.baselines.gp_ellyn.FEAFPRegressor`,
+predictors, 10 trainers), re-implemented on DEAP (`baselines.gp_ellyn.FEAFPRegressor`,
 whose docstring lists the differences), fitted to smoothed finite differences. Evaluations on
 a predictor's 10 points count as 10/n of one, like SRBench's scaling of generations by n/10."""
-from bench.baselines.gp_ellyn import FEAFPRegressor
-from bench.baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod
+from baselines.gp_ellyn import FEAFPRegressor
+from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
 
 
 class FEAFP(GPFamilyMethod):
@@ -13,5 +13,5 @@ class FEAFP(GPFamilyMethod):
     description = "AFP with co-evolved fitness predictors (Schmidt & Lipson; SRBench's ellyn FE-AFP) on DEAP, on FD derivatives"
     grid = ELLYN_GRID
 
-    def make_regressor(self, seed):
-        return FEAFPRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=self.fit_time_limit())
+    def make_regressor(self, seed, time_limit=None):
+        return FEAFPRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))

@@ -2,8 +2,8 @@
 over (population, generations) in (100, 2500), (500, 500), (1000, 250). feat-ml does not
 build on these machines (it needs Shogun and an older numpy): the method is then listed as
 unavailable with that reason."""
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import FEATAdapter
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import FEATAdapter
 
 
 class FEAT(FiniteDifferenceMethod):
@@ -22,5 +22,5 @@ class FEAT(FiniteDifferenceMethod):
             return f"feat-ml is not installed (it does not build here: needs Shogun and numpy < 2); {reason}"
         return reason
 
-    def make_regressor(self, seed):
+    def make_regressor(self, seed, time_limit=None):
         return FEATAdapter(random_state=seed)

@@ -6,17 +6,18 @@ and its `sys.exit` on a failed ElasticNet fit is caught as a failed run. FFX its
 its model's coefficients to 3 significant digits (ffx.core.models.FFXModel); the expression
 keeps exactly the coefficients of FFX's model, which is what FFX predicts with.
 """
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import FFXRegressor
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import FFXRegressor
+from core import protocol
 
 
 class FFX(FiniteDifferenceMethod):
     name = "ffx"
     version = "1"
     requires = ("ffx.core.bases", "ffx.core.constants", "pynumdiff")  # what the fit imports, not just the package
-    time_limit = 420.0
+    time_limit = protocol.SEARCH_TIME_LIMIT
     description = "FFX (pathwise regularised regression over nonlinear bases) on smoothed finite differences"
     grid = {}
 
-    def make_regressor(self, seed):
+    def make_regressor(self, seed, time_limit=None):
         return FFXRegressor()

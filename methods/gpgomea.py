@@ -1,10 +1,10 @@
 """GP-GOMEA: gene-pool optimal mixing with a linkage tree over fixed-shape trees (Virgolin et
 al. 2017, 2021), SRBench's configuration (population 1000, 500,000 evaluations, linear
-scaling), re-implemented on DEAP primitives (`bench.baselines.gp_gomea.GPGOMEARegressor`,
+scaling), re-implemented on DEAP primitives (`baselines.gp_gomea.GPGOMEARegressor`,
 whose docstring lists the differences from the C++ code), fitted to smoothed finite differences.
 Grid: template height 4/6 x SRBench's two function sets."""
-from bench.baselines.gp_gomea import GPGOMEARegressor
-from bench.baselines.gp_method import GOMEA_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod
+from baselines.gp_gomea import GPGOMEARegressor
+from baselines.gp_method import GOMEA_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
 
 
 class GPGOMEA(GPFamilyMethod):
@@ -13,6 +13,6 @@ class GPGOMEA(GPFamilyMethod):
     description = "GP-GOMEA (Virgolin et al. 2017/2021; SRBench's settings) on DEAP primitives, on FD derivatives"
     grid = GOMEA_GRID
 
-    def make_regressor(self, seed):
+    def make_regressor(self, seed, time_limit=None):
         return GPGOMEARegressor(population_size=1000, max_evaluations=SRBENCH_EVALUATIONS,
-                                random_state=seed, max_time=self.fit_time_limit())
+                                random_state=seed, max_time=cooperative(time_limit))

@@ -3,7 +3,7 @@ does not use finite differences: 64 distinct skeletons sampled from a probabilis
 over y with placeholder constants, constants fitted by integrating the ODE from the first
 observation, and the skeleton with the smallest trajectory error returned.
 
-Differences from ProGED (not installable here; reimplemented in bench/baselines/grammar.py):
+Differences from ProGED (not installable here; reimplemented in baselines/grammar.py):
 - the grammar is a fixed PCFG (sum of weighted products of y, sin/cos/exp/sqrt/log of y or of
   a nested sum) with hand-set probabilities, not ProGED's template library;
 - skeletons are deduplicated after merging non-identifiable constants with sympy, and those
@@ -18,7 +18,7 @@ Differences from ProGED (not installable here; reimplemented in bench/baselines/
 - the search stops at 85 % of the task's time limit and returns the best skeleton so far.
 """
 from bench import Budget, Method, Observations, Prediction
-from bench.baselines.grammar import search
+from baselines.grammar import search
 
 
 class ProGED(Method):

@@ -4,15 +4,16 @@ is missing (these machines) the method is listed as unavailable with that reason
 import contextlib
 import io
 
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.libraries import PySRAdapter
+from baselines.fd import FiniteDifferenceMethod
+from baselines.libraries import PySRAdapter
+from core import protocol
 
 
 class PySR(FiniteDifferenceMethod):
     name = "pysr"
     version = "1"
     requires = ("pysr", "pynumdiff")
-    time_limit = 600.0
+    time_limit = protocol.LONG_SEARCH_TIME_LIMIT
     description = "PySR (multi-population evolutionary SR in Julia) on smoothed finite differences"
     grid = {"niterations": [40]}
 
@@ -26,5 +27,5 @@ class PySR(FiniteDifferenceMethod):
             return f"PySR needs Julia, which is not available here (import pysr: {type(err).__name__}: {first})"
         return super().unavailable_reason()
 
-    def make_regressor(self, seed):
+    def make_regressor(self, seed, time_limit=None):
         return PySRAdapter(random_state=seed)

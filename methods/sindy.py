@@ -9,15 +9,16 @@ a few seconds: each STLSQ fit is milliseconds, so no per-run child process is ne
 """
 import numpy as np
 
-from bench.baselines.fd import FiniteDifferenceMethod
-from bench.baselines.sindy import SindyRegressor
+from baselines.fd import FiniteDifferenceMethod
+from baselines.sindy import SindyRegressor
+from core import protocol
 
 
 class Sindy(FiniteDifferenceMethod):
     name = "sindy"
     version = "1"
     requires = ("pysindy", "pynumdiff")
-    time_limit = 600.0
+    time_limit = protocol.LONG_SEARCH_TIME_LIMIT
     description = "SINDy (pysindy STLSQ) on smoothed finite differences, grid-searched as in the paper"
     grid = {
         "threshold": [float(x) for x in np.logspace(-5, 0, 10)],
@@ -27,5 +28,5 @@ class Sindy(FiniteDifferenceMethod):
     fd_degrees = (2, 3, 5, 7, 9)
     run_time_limit = None  # a fit takes milliseconds; the task's deadline bounds the whole search
 
-    def make_regressor(self, seed):
+    def make_regressor(self, seed, time_limit=None):
         return SindyRegressor()

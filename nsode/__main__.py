@@ -24,31 +24,14 @@ class InputError(ValueError):
 
 
 def read_trajectory(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    import pandas as pd
+    """t and y of the user's CSV file, rows sorted by time (`core.trajectories`, the harness's reader)."""
+    from core.trajectories import TrajectoryFileError, read_trajectory as read
 
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
     try:
-        df = pd.read_csv(path)
-    except Exception as err:
-        raise InputError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
-    df.columns = [str(c).strip().lower() for c in df.columns]
-    if not {"t", "y"} <= set(df.columns):
-        raise InputError(f"{path}: needs columns named t and y (found {', '.join(df.columns) or 'none'})")
-    try:
-        t = df["t"].to_numpy(dtype=float)
-        y = df["y"].to_numpy(dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: columns t and y must hold numbers only") from None
-    if len(t) < 10:
-        raise InputError(f"{path}: only {len(t)} row{'' if len(t) == 1 else 's'}; at least 10 observations are needed")
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
-        raise InputError(f"{path}: empty, NaN or infinite values in t or y; remove those rows")
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
-    if np.any(np.diff(t) == 0):
-        raise InputError(f"{path}: duplicate time values; keep one row per time")
-    return t, y
+        data = read(path, sort=True)
+    except TrajectoryFileError as err:
+        raise InputError(str(err)) from None
+    return data.t, data.y
 
 
 def shown(expression: str, digits: int = 4) -> str:
@@ -66,8 +49,8 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from nsode.data.expressions import compile_scalar
-    from nsode.data.solve import SolveError, solve
+    from core.expressions import compile_scalar
+    from core.solving import SolveError, solve
     from nsode.data.tokens import parse_infix
 
     fig, ax = plt.subplots(figsize=(6, 3.5))

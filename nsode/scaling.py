@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
-from nsode.data.expressions import Y
+from core.expressions import Y
 
 MODES = ("none", "pow2")
 REFERENCE_SPAN = 2.0  # T of the training data: the time span the model is used to

@@ -24,11 +24,11 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
+from core.expressions import evaluate
 from core.fitting import (Template, fit_integral, fit_trajectory, information_criterion, noise_level,
                           trajectory, unstable_reason)
-from nsode.data.expressions import Y
-from nsode.data.solve import SolveError, r2
-from nsode.select import evaluate
+from core.metrics import r2
+from core.solving import SolveError
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)

@@ -21,8 +21,9 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
-from nsode.data.expressions import compile_scalar, compile_vector
-from nsode.data.solve import r2, solve
+from core.expressions import compile_scalar, evaluate
+from core.metrics import r2
+from core.solving import solve
 
 EXACT_TOP = 8  # candidates integrated with LSODA after the fast ranking
 SOLVE_TIME_LIMIT = 1.0  # seconds per candidate solve at selection time
@@ -33,33 +34,6 @@ class Scored:
     expr: sympy.Expr
     r2: float  # R^2 of the LSODA trajectory on the observations (-inf if it failed)
     proxy: float = -math.inf  # R^2 of the integral-form residual (fast ranking)
-
-
-_NUMPY = {sympy.sin: np.sin, sympy.cos: np.cos, sympy.exp: np.exp, sympy.log: np.log}
-
-
-def evaluate(expr: sympy.Expr, y: np.ndarray) -> np.ndarray:
-    """f(y) on an array by walking the sympy tree with numpy ufuncs.
-
-    About 100x cheaper than `sympy.lambdify` for one evaluation (no code generation), which is
-    what the ranking pass needs; real semantics as in nsode.data.expressions (log or a
-    fractional power of a negative number gives nan). Falls back to lambdify for other nodes.
-    """
-    if expr.is_Symbol:
-        return y
-    if expr.is_Number:
-        return np.full_like(y, float(expr))
-    if expr.is_Add or expr.is_Mul:
-        parts = [evaluate(a, y) for a in expr.args]
-        out = parts[0]
-        for p in parts[1:]:
-            out = out + p if expr.is_Add else out * p
-        return out
-    if expr.is_Pow:
-        return np.power(evaluate(expr.args[0], y), evaluate(expr.args[1], y))
-    if expr.func in _NUMPY:
-        return _NUMPY[expr.func](evaluate(expr.args[0], y))
-    return compile_vector(expr)(y)
 
 
 def proxy_r2(expr: sympy.Expr, t: np.ndarray, y: np.ndarray) -> float:

@@ -1,8 +1,9 @@
 """The parameters of the ODE distribution and of its solutions: one frozen object, one YAML file.
 
-`default.yaml` next to this module holds the paper's values and is the single source of truth
-(K = 5, operator weights 0.2 each, p_sym = 0.5, constants, N_const = N_iv = 25, T = 2,
-T_extra = 4, 1024 grid points, LSODA tolerances 1e-9, FD tolerance 1). A `--config` file
+`default.yaml` next to this module holds the paper's values (K = 5, operator weights 0.2 each,
+p_sym = 0.5, constants, N_const = N_iv = 25); the keys shared with the evaluation protocol
+(T = 2, T_extra = 4, 1024 grid points, LSODA tolerances 1e-9, FD tolerance 1) come from
+`core.protocol`, their single source. A `--config` file
 overrides any subset of its keys, so other distributions can be generated; `family: science`
 selects the textbook family of `science.py` and its `science_*` keys.
 """
@@ -17,6 +18,8 @@ from typing import Mapping
 
 import numpy as np
 import yaml
+
+from core import protocol
 
 DEFAULT_FILE = Path(__file__).with_name("default.yaml")
 BINARY_OPS = ("add", "sub", "mul", "div", "pow")
@@ -118,13 +121,18 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
+def _base() -> dict:
+    """The protocol's shared keys (T, grid, tolerances) under `default.yaml`'s own keys."""
+    return {**protocol.GENERATOR_DEFAULTS, **_read_yaml(DEFAULT_FILE)}
+
+
 def default() -> Config:
-    return from_dict(_read_yaml(DEFAULT_FILE))
+    return from_dict(_base())
 
 
 def load(path: str | Path | None = None) -> Config:
     """The default configuration, with the keys of `path` (a YAML file) overriding it."""
-    base = _read_yaml(DEFAULT_FILE)
+    base = _base()
     if path is None:
         return from_dict(base)
     override = _read_yaml(Path(path))

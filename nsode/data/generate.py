@@ -47,8 +47,10 @@ from nsode.data import simplify
 from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
-from nsode.data.expressions import compile_parametrised, complexity
-from nsode.data.solve import fd_residuals, solve_batch
+from core import protocol
+from core.expressions import compile_parametrised, complexity
+from core.solving import fd_residuals
+from nsode.data.solve import solve_batch
 
 GENERATOR_VERSION = "nsode.data/3"
 EXCLUDED_FILE = Path(__file__).with_name("excluded_skeletons.yaml")
@@ -120,7 +122,7 @@ class SkeletonRow:
 
 def ode_grid(config: Config) -> np.ndarray:
     """[0, T] and [T, T_extra] as one grid (T once), for one LSODA run over both intervals."""
-    return np.concatenate([config.t_train(), config.t_extrapolate()[1:]])
+    return protocol.truth_grid(config.t_max, config.t_extra, config.grid)
 
 
 def quality_check(f, params: np.ndarray | None, t: np.ndarray, y: np.ndarray, ok: np.ndarray, tolerance: float,

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from core import solving
 from nsode.data import config as cfg
 from nsode.data import generate, simplify
 from nsode.data import tokens as tok
-from nsode.data import solve as solving
-from nsode.data.expressions import compile_vector, complexity
+from core.expressions import compile_vector, complexity
 from nsode.data.solve import solve_batch
 
 DATASET_FILE = Path(__file__).resolve().parents[2] / "datasets" / "large.json"

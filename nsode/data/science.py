@@ -27,7 +27,7 @@ import sympy
 from nsode.data import simplify
 from nsode.data import tokens as tok
 from nsode.data.config import Config
-from nsode.data.expressions import Y, number
+from core.expressions import Y
 
 CANDIDATE_MAGNITUDE = (1.1, 1.6)  # generic constants of candidates: not 1, and Hill's b**4 stays on the grid
 

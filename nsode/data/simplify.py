@@ -22,7 +22,7 @@ import sympy
 from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
-from nsode.data.expressions import Y, complexity, number
+from core.expressions import Y, complexity, number
 
 
 class Rejected(ValueError):

@@ -1,10 +1,9 @@
-"""Solve y' = f(y) with LSODA under a step limit and a wall-clock limit, and check the solution.
+"""Solve many scalar ODEs at once for the training-data generator (`solve_batch`, `screen`).
 
-`scipy.integrate.odeint` is LSODA behind a compiled loop: about 3x faster here than
-`solve_ivp(method="LSODA")` per scalar solution, and the generator's batched path (`solve_batch`:
-one LSODA run for all solutions of a skeleton, after a cheap per-component screen) about 13x
-(benchmarks/datagen.py). Limits are enforced inside the right-hand side (odeint propagates its
-exceptions), so a blowing-up solve stops on time without signals or threads.
+One solution at a time is `core.solving.solve` (LSODA under a step and a wall-clock limit),
+the project's single solver for everything else. The batched path (one LSODA run for all
+solutions of a skeleton, after a cheap per-component screen) is about 13x faster per solution
+(benchmarks/datagen.py).
 """
 from __future__ import annotations
 
@@ -15,57 +14,7 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import ODEintWarning, odeint
 
-from nsode.data.expressions import compile_scalar, compile_vector
-
-RTOL = ATOL = 1e-9
-MXSTEP = 20_000
-
-
-class SolveError(RuntimeError):
-    """The ODE has no usable solution on the requested grid; the message says why."""
-
-
-class _Deadline(Exception):
-    pass
-
-
-def solve(
-    rhs: Callable[[float], float],
-    y0: float,
-    t: np.ndarray,
-    *,
-    rtol: float = RTOL,
-    atol: float = ATOL,
-    mxstep: int = MXSTEP,
-    time_limit: float | None = 5.0,
-) -> np.ndarray:
-    """Values of the solution at the times `t` (t[0] is the initial time); raises SolveError."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
-    calls = 0
-
-    def f(y, _t):
-        nonlocal calls
-        calls += 1
-        if deadline is not None and calls % 128 == 0 and time.perf_counter() > deadline:
-            raise _Deadline
-        return rhs(y[0])
-
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", ODEintWarning)  # a failure is reported as SolveError
-            out, info = odeint(f, float(y0), np.asarray(t, float), rtol=rtol, atol=atol,
-                               mxstep=mxstep, full_output=True)
-    except _Deadline:
-        raise SolveError(f"solver exceeded its {time_limit:g} s time limit") from None
-    except (ArithmeticError, ValueError, TypeError) as err:
-        raise SolveError(f"right-hand side not real-valued on the path ({err})") from None
-    if info["message"] != "Integration successful.":
-        raise SolveError(f"LSODA failed: {info['message'].strip()}")
-    out = out[:, 0]
-    if not np.all(np.isfinite(out)):
-        raise SolveError("solution is not finite")
-    return out
-
+from core.protocol import ATOL, RTOL
 
 BLOWUP = 1e9  # |y| or |f(y)| beyond this ends a solution of a batch (see solve_batch)
 STEPS_PER_POINT = 200  # LSODA steps allowed between two output points before a solution is evicted
@@ -278,59 +227,3 @@ def _finished_rows(sol: np.ndarray, info: dict, t: np.ndarray, t_max: float) -> 
                          and np.all(np.isfinite(sol[k]))):
         k -= 1
     return k
-
-
-# central 9-point stencil (accuracy order 8, the closest even order to 9th-order differences;
-# 9 points each side would be order 18): applied where it fits, all but 4 points at each end
-_STENCIL = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-
-
-def fd_residuals(rhs_values: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y: np.ndarray, *,
-                 grid: int | None = None) -> np.ndarray:
-    """Max |dy/dt - f(y)| of each column of y [len(t), n]; inf where anything is not finite.
-
-    dy/dt by central finite differences on an equidistant grid. With `grid`, t is two
-    equidistant intervals of `grid` points each sharing their middle point ([0, T] and
-    [T, T_extra]); each is differenced on its own step and the max over both is returned.
-    `rhs_values(v)` must return f at the values v, column by column.
-    """
-    if grid is not None:
-        return np.maximum(fd_residuals(rhs_values, t[:grid], y[:grid]),
-                          fd_residuals(rhs_values, t[grid - 1:], y[grid - 1:]))
-    h = t[1] - t[0]
-    n = len(t)
-    dy = sum(_STENCIL[k] * y[k: n - 8 + k] for k in range(9) if _STENCIL[k] != 0) / h
-    with np.errstate(all="ignore"):
-        res = np.abs(dy - rhs_values(y[4:-4]))
-    res = np.where(np.isfinite(res), res, np.inf)
-    return res.max(axis=0)
-
-
-def fd_residual(rhs_vector: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y: np.ndarray, *,
-                grid: int | None = None) -> float:
-    """`fd_residuals` of one solution y [len(t)]."""
-    return float(fd_residuals(rhs_vector, t, np.asarray(y, dtype=float)[:, None], grid=grid)[0])
-
-
-def valid_initial_value(expr, y0: float, t: np.ndarray, grid: int, *, rtol: float, atol: float,
-                        fd_tolerance: float, time_limit: float | None) -> bool:
-    """Whether y' = expr has a usable solution from y0 on t ([0, T] and [T, T_extra], `grid`
-    points each, solved in one LSODA run) whose FD residual is at most `fd_tolerance` on both."""
-    try:
-        y = solve(compile_scalar(expr), y0, t, rtol=rtol, atol=atol, time_limit=time_limit)
-    except SolveError:
-        return False
-    return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance
-
-
-def r2(pred: np.ndarray, truth: np.ndarray) -> float:
-    """Coefficient of determination; -inf when the residual overflows; for a constant truth,
-    1 on an exact match and -inf otherwise."""
-    with np.errstate(over="ignore", invalid="ignore"):  # a blown-up trajectory scores -inf
-        ss_res = float(np.sum((truth - pred) ** 2))
-    ss_tot = float(np.sum((truth - np.mean(truth)) ** 2))
-    if not np.isfinite(ss_res):
-        return -np.inf
-    if ss_tot == 0.0:
-        return 1.0 if ss_res == 0.0 else -np.inf
-    return 1.0 - ss_res / ss_tot

@@ -28,7 +28,7 @@ import numpy as np
 import sympy
 
 from nsode.data.config import BINARY_OPS, UNARY_OPS
-from nsode.data.expressions import ExactPrinter, Y, number
+from core.expressions import ExactPrinter, Y, number
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIALS = (PAD, BOS, EOS)

@@ -28,11 +28,17 @@ def sweep(out, method, **kwargs):
                         method_files=(FIXTURES,), **kwargs)
 
 
-def test_dask_sweep_stores_the_same_rows_as_joblib(tmp_path, cluster):
-    on_joblib = runner.run(sweep(tmp_path / "joblib", "truth", jobs=2), progress=False).read()
-    on_dask = runner.run(sweep(tmp_path / "dask", "truth", jobs=2, backend="dask",
+@pytest.mark.parametrize("method", ["truth", "data-dependent"])
+def test_dask_sweep_stores_the_same_rows_as_joblib(tmp_path, cluster, method):
+    """`data-dependent` answers with a function of every observed value (and its metadata holds
+    n and the sums of t and y), so a backend that drew other noise, times or n fails here."""
+    on_joblib = runner.run(sweep(tmp_path / "joblib", method, jobs=2), progress=False).read()
+    on_dask = runner.run(sweep(tmp_path / "dask", method, jobs=2, backend="dask",
                                scheduler=cluster.scheduler_address), progress=False).read()
-    assert len(on_joblib) == 24
+    assert len(on_joblib) == 24 and (on_joblib.status == "ok").all()
+    if method == "data-dependent":
+        assert on_joblib.expression.nunique() == 24
+        assert list(on_joblib.sort_values(KEY).metadata) == list(on_dask.sort_values(KEY).metadata)
     a, b = (frame[COMPARED].sort_values(KEY).reset_index(drop=True) for frame in (on_joblib, on_dask))
     assert a.equals(b)
 
@@ -45,11 +51,13 @@ def test_killing_a_dask_worker_mid_sweep_loses_no_task(tmp_path, cluster):
         pids = client.run(os.getpid)
     victim = sorted(pids.values())[0]
     killed = threading.Event()
+    killed_at = []
 
     def kill_when_half_way():
         store, deadline = ResultStore(out), time.time() + 120
         while time.time() < deadline and len(store.read()) < 4:
             time.sleep(0.1)
+        killed_at.append(time.time())
         os.kill(victim, signal.SIGKILL)
         killed.set()
 
@@ -59,5 +67,6 @@ def test_killing_a_dask_worker_mid_sweep_loses_no_task(tmp_path, cluster):
                       progress=False).read()
     killer.join(timeout=5)
     assert killed.is_set(), "the sweep ended before a worker could be killed"
+    assert (rows.finished_at > killed_at[0]).sum() >= 2, "the kill landed after the last rows"
     assert len(rows) == 24 and not rows.duplicated(KEY).any()
     assert set(rows.status) <= {"ok", "error"} and (rows.status == "ok").sum() >= 22

@@ -1,8 +1,8 @@
 import pytest
 import sympy
 
-from bench.expressions import ExpressionError, parse, to_string
-from nsode.data.expressions import Y, complexity
+from core.expressions import ExpressionError, parse, to_string
+from core.expressions import Y, complexity
 
 
 @pytest.mark.parametrize("text", [

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from bench import datasets
-from bench.scoring import compare, r2, score
+from bench.scoring import score
+from core.metrics import compare, r2
 
 
 @pytest.mark.parametrize("name", ["textbook", "classic"])

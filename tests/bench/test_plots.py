@@ -46,9 +46,19 @@ def test_every_figure_is_written_as_png_and_pdf(drawn):
             assert path in paths and path.stat().st_size > 0
 
 
+def medians_by_hand(rows: pd.DataFrame) -> pd.DataFrame:
+    """The paper's medians computed here, not by the code under test: a failed task counts as
+    R^2 = -inf; numpy's median of each group."""
+    rows = rows.copy()
+    failed = (rows.status != "ok") | (rows.score_status != "ok")
+    rows.loc[failed, ["r2_interp", "r2_extrap"]] = -np.inf
+    columns = ["r2_interp", "r2_extrap", "linf_extrap", "complexity", "fit_time"]
+    return rows.groupby(["dataset", "method", "noise", "n"])[columns].agg(lambda s: float(np.median(s.to_numpy(float))))
+
+
 def test_figures_show_the_medians_of_the_table(rows, drawn):
     out, _ = drawn
-    expected = report.medians(rows).set_index(["dataset", "method", "noise", "n"])
+    expected = medians_by_hand(rows)
     main = pd.read_csv(out / "main.csv")
     assert set(main.dataset) == {"classic"} and set(main.n) == {192}
     for name, columns in (("main", ["r2_interp", "complexity", "fit_time"]), ("r2_interp", ["r2_interp"]),
@@ -56,9 +66,9 @@ def test_figures_show_the_medians_of_the_table(rows, drawn):
         shown = pd.read_csv(out / f"{name}.csv").set_index(["dataset", "method", "noise", "n"])
         np.testing.assert_allclose(shown[columns].to_numpy(float),
                                    expected.loc[shown.index, columns].to_numpy(float), rtol=1e-12)
-    # the failure policy reaches the figures: 'fails' has R^2 = -inf on half its tasks
-    assert np.isneginf(expected.loc[("classic", "fails", 0.0, 192), "r2_interp"]) or \
-        expected.loc[("classic", "fails", 0.0, 192), "r2_interp"] < 0.5
+    # the failure policy reaches the figures: 'fails' has R^2 = -inf on half its tasks, so its median is -inf
+    main = main.set_index(["dataset", "method", "noise", "n"])
+    assert np.isneginf(main.loc[("classic", "fails", 0.0, 192), "r2_interp"])
 
 
 def test_dataset_statistics_count_each_equation_once(drawn):

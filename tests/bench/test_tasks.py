@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from bench import datasets, protocol
+from bench import datasets
+from core import protocol
 from bench.method import InvalidInput, Observations
 from bench.tasks import Task
 

@@ -7,8 +7,8 @@ import sympy
 
 from core.fitting import (Template, estimate_noise, fit_integral, fit_trajectory, information_criterion,
                           unstable_reason)
-from nsode.data.expressions import Y, compile_scalar
-from nsode.data.solve import solve
+from core.expressions import Y, compile_scalar
+from core.solving import solve
 
 A, B = sympy.symbols("a b", real=True)
 LOGISTIC = Template(A * Y + B * Y**2, (A, B))

@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from bench.expressions import parse
+from core.expressions import parse
 from nsode.data import tokens
 from nsode.decode import arity, beam_search, to_expression
 from nsode.encoding import encode_observations

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -36,5 +38,5 @@ def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
     assert main(["predict", str(path), "--checkpoint", str(tmp_path / "ckpt"), "--beam", "8",
                  "--plot", str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
-    r2 = float(out.split("R^2 on the data: ")[1].split()[0])
-    assert out.startswith("y' = ") and r2 > 0.99 and (tmp_path / "p.png").is_file()
+    r2 = float(re.search(r"R\^2 on the data: (\S+)", out).group(1))  # 1.000000 for an exact fit
+    assert out.startswith("y' = ") and r2 >= 0.99 and (tmp_path / "p.png").is_file()

@@ -5,7 +5,7 @@ import pytest
 import sympy
 
 from nsode.batching import model_view, scaled_targets
-from nsode.data.expressions import Y
+from core.expressions import Y
 from nsode.data.tokens import encode, parse_infix, targets
 from nsode.encoding import encode_observations
 from nsode.scaling import Scale

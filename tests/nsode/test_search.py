@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import sympy
 
-from nsode.data.expressions import Y, compile_scalar
-from nsode.data.solve import solve
+from core.expressions import Y, compile_scalar
+from core.solving import solve
 from nsode.data.tokens import parse_infix
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import Settings, search, skeleton_key

@@ -44,7 +44,7 @@ def test_harness_method_runs_on_observations():
     from pathlib import Path
 
     from bench import Budget, Observations
-    from bench.expressions import parse
+    from core.expressions import parse
 
     spec = importlib.util.spec_from_file_location("nsode_methods2", Path(__file__).parents[2] / "methods" / "nsode.py")
     mod = importlib.util.module_from_spec(spec)

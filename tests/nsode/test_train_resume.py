@@ -6,6 +6,10 @@ import pytest
 
 from nsode.data import config, generate, shards, tokens
 from nsode.stream import in_validation, stream_examples
+import torch
+from safetensors.torch import load_file
+
+from nsode import train
 from nsode.train import lr_at, main
 
 VAL_PERCENT = 30
@@ -53,7 +57,7 @@ def test_warm_up_then_constant_or_cosine_learning_rate():
     assert lr_at(105, 1e-3, 10, start=100, total=1000) == pytest.approx(6e-4)  # re-warm-up after --init
 
 
-def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp_path):
+def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp_path, monkeypatch):
     out = tmp_path / "run"
     args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
             "--eval-every", "2", "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT)]
@@ -61,7 +65,19 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
     assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 4
     assert (out / "best" / "model.safetensors").is_file() and (out / "loss_curve.png").is_file()
     assert not list(out.rglob("*.bin")) and not list(out.rglob("*.pt"))  # safetensors only
+    saved = load_file(str(out / "last" / "model.safetensors"))
+    resumed = {}
+    real_load = train.nsode_model.load
+
+    def spy(folder, device):  # the model the resumed run starts from
+        model = real_load(folder, device)
+        resumed.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return model
+
+    monkeypatch.setattr(train.nsode_model, "load", spy)
     assert main(args + ["--steps", "6", "--resume"]) == 0
+    assert saved and set(saved) <= set(resumed)
+    assert all(torch.equal(resumed[k].to(saved[k].dtype), saved[k]) for k in saved), "resumed weights differ"
     log = pd.read_csv(out / "log.csv")
     assert list(log["step"]) == [2, 4, 6] and log["samples"].iloc[-1] == 24
     assert np.isfinite(log["val_loss"]).all()

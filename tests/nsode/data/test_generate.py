@@ -10,8 +10,8 @@ from nsode.data import generate
 from nsode.data import shards as store
 from nsode.data import tokens as tok
 from nsode.data.__main__ import main
-from nsode.data.expressions import compile_vector
-from nsode.data.solve import fd_residual
+from core.expressions import compile_vector
+from core.solving import fd_residual
 
 
 def _contents(folder):

@@ -12,7 +12,7 @@ from nsode.data import config as cfg
 from nsode.data import generate, science, simplify
 from nsode.data import shards as store
 from nsode.data import tokens as tok
-from nsode.data.expressions import compile_vector
+from core.expressions import compile_vector
 from nsode.data.solve import fd_residual
 
 # the tiny paper folder of conftest (7 skeletons, seed 3) as generated before the science family existed

@@ -8,7 +8,7 @@ import sympy
 from nsode.data import config as cfg
 from nsode.data import simplify
 from nsode.data import tokens as tok
-from nsode.data.expressions import Y
+from core.expressions import Y
 
 CONFIG = cfg.default()
 

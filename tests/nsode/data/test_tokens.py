@@ -39,13 +39,16 @@ def test_token_round_trip_of_simplified_expressions():
     config = cfg.default()
     rng = np.random.default_rng(1)
     checked = 0
-    while checked < 60:
+    for _ in range(5_000):  # bounded: a generator that rejects everything fails here instead of hanging
         try:
             cand = simplify.process(trees.sample_expression(rng, config), config)
         except simplify.Rejected:
             continue
         _round_trips(cand.expr)
         checked += 1
+        if checked == 60:
+            break
+    assert checked == 60, f"only {checked} of 5000 sampled expressions survived simplification"
 
 
 @pytest.mark.parametrize("c", [-10.0, -9.5, -0.25, 0.0, 1e-9, 3.7, 9.999, 10.0])

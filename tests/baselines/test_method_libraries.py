@@ -3,8 +3,8 @@ y0 = 0.1 (n = 256, no noise) to R^2 > 0.99 with a small budget, fails cleanly on
 trajectory, and unavailable ones (PySR without Julia, FEAT without feat-ml) skip with the reason."""
 import pytest
 
-from bench.baselines.libraries import feat_expression
-from bench.expressions import ExpressionError, parse
+from baselines.libraries import feat_expression
+from core.expressions import ExpressionError, parse
 from bench.method import InvalidInput
 from baselines_support import load, r2_on, run
 

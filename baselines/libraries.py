@@ -1,5 +1,5 @@
 """Adapters that make symbolic-regression libraries follow the FD regressor contract of
-`bench.baselines.fd`: scikit-learn parameters, `fit(X, dy)` with X = the y column, and
+`baselines.fd`: scikit-learn parameters, `fit(X, dy)` with X = the y column, and
 `expression_`, the found f(y) as a string in y with constants at full precision.
 
 Each adapter converts the library's fitted model through the library's own structure (FFX
@@ -18,8 +18,8 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from bench.expressions import parse, to_string
-from nsode.data.expressions import Y
+from core.expressions import parse, to_string
+from core.expressions import Y
 
 
 def _c(value: float) -> str:
@@ -154,18 +154,29 @@ def operon_expression(tree) -> str:
     return build(len(nodes) - 1)
 
 
-def make_operon(**params):
-    """pyoperon's SymbolicRegressor with `expression_` (a subclass built on first use, so this
-    module imports without pyoperon)."""
-    from pyoperon.sklearn import SymbolicRegressor
+class OperonRegressor(BaseEstimator, RegressorMixin):
+    """pyoperon's SymbolicRegressor with `expression_`. A module-level (picklable) wrapper that
+    builds the library's regressor in `fit`, so this module imports without pyoperon; None
+    leaves a parameter at pyoperon's default."""
 
-    class OperonRegressor(SymbolicRegressor):
-        def fit(self, X, y):
-            super().fit(np.asarray(X, float), np.asarray(y, float))
-            self.expression_ = operon_expression(self.model_)
-            return self
+    def __init__(self, allowed_symbols=None, population_size=None, pool_size=None, optimizer_iterations=None,
+                 max_length=None, generations=None, n_threads=1, random_state=None):
+        self.allowed_symbols = allowed_symbols
+        self.population_size = population_size
+        self.pool_size = pool_size
+        self.optimizer_iterations = optimizer_iterations
+        self.max_length = max_length
+        self.generations = generations
+        self.n_threads = n_threads
+        self.random_state = random_state
 
-    return OperonRegressor(**params)
+    def fit(self, X, y):
+        from pyoperon.sklearn import SymbolicRegressor
+
+        params = {k: v for k, v in self.get_params().items() if v is not None}
+        self.model_ = SymbolicRegressor(**params).fit(np.asarray(X, float), np.asarray(y, float))
+        self.expression_ = operon_expression(self.model_.model_)
+        return self
 
 
 # ---------------------------------------------------------------------------- gplearn
@@ -196,21 +207,38 @@ def gplearn_expression(program: list) -> str:
     return build()
 
 
-def make_gplearn(**params):
-    from gplearn.genetic import SymbolicRegressor
+class GplearnRegressor(BaseEstimator, RegressorMixin):
+    """gplearn's SymbolicRegressor fitted to the standardised target, so that the parsimony
+    coefficient and the constant range mean the same for every ODE (derivatives are often of
+    order 0.01), and scaled back. Module-level (picklable); gplearn is imported in `fit`; None
+    leaves a parameter at gplearn's default."""
 
-    class GplearnRegressor(SymbolicRegressor):
-        """Fits the standardised target, so that the parsimony coefficient and the constant range
-        mean the same for every ODE (derivatives are often of order 0.01), and scales back."""
+    def __init__(self, population_size=None, generations=None, function_set=None, const_range=None,
+                 init_depth=None, p_crossover=None, p_subtree_mutation=None, p_hoist_mutation=None,
+                 p_point_mutation=None, parsimony_coefficient=None, metric=None, n_jobs=1, random_state=None):
+        self.population_size = population_size
+        self.generations = generations
+        self.function_set = function_set
+        self.const_range = const_range
+        self.init_depth = init_depth
+        self.p_crossover = p_crossover
+        self.p_subtree_mutation = p_subtree_mutation
+        self.p_hoist_mutation = p_hoist_mutation
+        self.p_point_mutation = p_point_mutation
+        self.parsimony_coefficient = parsimony_coefficient
+        self.metric = metric
+        self.n_jobs = n_jobs
+        self.random_state = random_state
 
-        def fit(self, X, y, sample_weight=None):
-            y = np.asarray(y, float)
-            mean, std = float(np.mean(y)), float(np.std(y)) or 1.0
-            super().fit(np.asarray(X, float), (y - mean) / std, sample_weight)
-            self.expression_ = f"{_c(mean)} + {_c(std)}*({gplearn_expression(self._program.program)})"
-            return self
+    def fit(self, X, y, sample_weight=None):
+        from gplearn.genetic import SymbolicRegressor
 
-    return GplearnRegressor(**params)
+        y = np.asarray(y, float)
+        mean, std = float(np.mean(y)), float(np.std(y)) or 1.0
+        params = {k: v for k, v in self.get_params().items() if v is not None}
+        self.model_ = SymbolicRegressor(**params).fit(np.asarray(X, float), (y - mean) / std, sample_weight)
+        self.expression_ = f"{_c(mean)} + {_c(std)}*({gplearn_expression(self.model_._program.program)})"
+        return self
 
 
 # ---------------------------------------------------------------------------- PySR

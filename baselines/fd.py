@@ -12,13 +12,13 @@ family). One place, four small parts, as in the paper's appendix on baselines:
    which `GridSearchCV` records as a failed run (score `error_score`) and the search goes on.
 4. `FiniteDifferenceMethod`: a `Method` whose `run` does derivative -> grid search -> refit.
 
-Contract for regressors (what a method's `make_regressor(seed)` returns):
+Contract for regressors (what a method's `make_regressor(seed, time_limit)` returns):
 - a scikit-learn regressor (subclass `BaseEstimator, RegressorMixin`; constructor only stores
   plain parameters, so `get_params`/`set_params`/`clone` work and the grid can set them);
 - `fit(X, dy)` with X of shape (n, 1) whose only column is y, and dy the FD estimate of dy/dt;
 - after `fit`, the attribute `expression_`: the found f(y) as a string in the variable `y` that
-  `bench.expressions.parse` accepts, constants written at full precision (`repr(float)` or
-  `bench.expressions.to_string`);
+  `core.expressions.parse` accepts, constants written at full precision (`repr(float)` or
+  `core.expressions.to_string`);
 - `predict(X)` is optional: under `TimeLimited` predictions come from evaluating `expression_`
   (so the validation score is that of the expression the method returns). Without a time limit
   (`run_time_limit = None`) the regressor's own `predict` is used if it has one, else
@@ -29,20 +29,17 @@ A method file then looks like:
     class Gplearn(FiniteDifferenceMethod):
         name = "gplearn"; version = "1"; requires = ("gplearn",)
         grid = {"population_size": [1000], "generations": [20, 50]}
-        def make_regressor(self, seed):
+        def make_regressor(self, seed, time_limit=None):
             return MyGplearnRegressor(random_state=seed)
 
-Budget knobs for tests: `Method(grid={...}, run_time_limit=5.0, fd_degrees=(3,))` overrides the
-class attributes `grid`, `run_time_limit` and `fd_degrees` for that instance. Each run's limit is also capped so that the whole
+Budget knobs are constructor arguments: `Method(grid={...}, run_time_limit=5.0, fd_degrees=(3,))`
+overrides the class attributes `grid`, `run_time_limit` and `fd_degrees` for that instance
+(on the command line: `--methods sindy:fd_degrees=(3,)`). Each run's limit is also capped so that the whole
 search (all settings plus the refit) fits in the task's `Budget.time_limit`.
 """
 from __future__ import annotations
 
-import ctypes
-import multiprocessing
-import signal
 import time
-import traceback
 import warnings
 from typing import Any, ClassVar
 
@@ -50,16 +47,16 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import GridSearchCV, ParameterGrid, PredefinedSplit
 
-from bench import protocol
-from bench.expressions import parse
+from core import protocol
 from bench.method import Budget, InvalidInput, Method, Observations, Prediction
-from nsode.data.expressions import compile_vector
+from core.expressions import compile_vector, parse
+from core.processes import Deadline, call_with_deadline
 
 WINDOW = 15  # points in the smoothing window (paper: smoothed finite differences, window 15)
 DEGREE = 3  # degree of the local polynomial when a method does not tune it
 SPLIT_TIME = protocol.T / 2  # train on t <= 1, validate on 1 < t <= 2
 MIN_SPLIT_POINTS = 5  # fewer points than this on either side of the split is refused
-RUN_TIME_LIMIT = 180.0  # seconds per hyperparameter run (paper: 3 minutes)
+RUN_TIME_LIMIT = protocol.RUN_TIME_LIMIT  # seconds per hyperparameter run (paper: 3 minutes)
 SAFETY = 0.9  # share of the task's time limit the search may plan to use
 
 
@@ -119,12 +116,10 @@ def evaluate_expression(expression: str, X: np.ndarray) -> np.ndarray:
 
 class TimeLimited(BaseEstimator, RegressorMixin):
     """Fits `estimator` in a child process and kills it after `seconds` (hard limit, no signals
-    in the fitting process). The child sends back only `expression_`, so regressors need not
-    be picklable after fitting; `predict` evaluates that expression.
-
-    Fork is the default start method: the fit starts in milliseconds and sees the parent's
-    imports. The child dies with its parent (PR_SET_PDEATHSIG), and it stays in the parent's
-    process group, so the runner's kill of a worker also kills it.
+    in the fitting process; `core.processes.call_with_deadline`). The child sends back only
+    `expression_`, so regressors need not be picklable after fitting; `predict` evaluates that
+    expression. The child dies with its parent and stays in the parent's process group, so the
+    runner's kill of a worker also kills it.
     """
 
     def __init__(self, estimator=None, seconds: float = RUN_TIME_LIMIT, start_method: str = "fork"):
@@ -133,29 +128,14 @@ class TimeLimited(BaseEstimator, RegressorMixin):
         self.start_method = start_method
 
     def fit(self, X, y):
-        ctx = multiprocessing.get_context(self.start_method)
-        receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_fit_in_child, args=(send, clone(self.estimator), np.asarray(X), np.asarray(y)),
-                            daemon=False)
         start = time.perf_counter()
-        child.start()
-        send.close()
         try:
-            message = receive.recv() if receive.poll(self.seconds) else None
-        except EOFError:  # the child died without answering
-            message = ("error", f"fit process died (exit code {child.exitcode})")
+            self.expression_ = call_with_deadline(_fit_expression, (clone(self.estimator), np.asarray(X), np.asarray(y)),
+                                                  self.seconds, self.start_method)
+        except Deadline:
+            raise FitTimeout(f"fit exceeded its {self.seconds:g} s limit; killed") from None
         finally:
-            if child.is_alive():
-                child.kill()
-            child.join()
-            receive.close()
-        self.fit_time_ = time.perf_counter() - start
-        if message is None:
-            raise FitTimeout(f"fit exceeded its {self.seconds:g} s limit; killed")
-        status, value = message
-        if status != "ok":
-            raise RuntimeError(value)
-        self.expression_ = value
+            self.fit_time_ = time.perf_counter() - start
         return self
 
     def predict(self, X):
@@ -164,29 +144,19 @@ class TimeLimited(BaseEstimator, RegressorMixin):
         return evaluate_expression(self.expression_, X)
 
 
-def _fit_in_child(conn, estimator, X, y) -> None:
-    try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent
-    except OSError:
-        pass
-    try:
-        estimator.fit(X, y)
-        expression = estimator.expression_
-        parse(expression)  # refuse unparseable output here, with the regressor's own message
-        conn.send(("ok", expression))
-    except BaseException as err:  # noqa: BLE001 - everything, including SystemExit from ffx, is reported
-        lines = str(err).strip().splitlines()
-        conn.send(("error", f"{type(err).__name__}: {lines[0] if lines else ''}"
-                            + ("" if lines else " " + traceback.format_exc(limit=-1).strip().splitlines()[-1])))
-    finally:
-        conn.close()
+def _fit_expression(estimator, X, y) -> str:
+    """In the child: fit, and refuse unparseable output here, with the regressor's own message."""
+    estimator.fit(X, y)
+    expression = estimator.expression_
+    parse(expression)
+    return expression
 
 
 class FiniteDifferenceMethod(Method):
     """A method that regresses the FD derivative on y with a grid search over `grid`.
 
     Subclasses set `grid` (a `GridSearchCV` parameter grid over the regressor's parameters)
-    and implement `make_regressor(seed)`. `fd_degrees` are the local polynomial degrees of the
+    and implement `make_regressor(seed, time_limit)`. `fd_degrees` are the local polynomial degrees of the
     derivative estimate to try (one more grid dimension: one `GridSearchCV` per degree, the best
     validation score over all wins; each is scored against its own derivative estimate, as a
     pipeline FD -> regressor would be); `run_time_limit` is the hard limit per hyperparameter
@@ -198,13 +168,21 @@ class FiniteDifferenceMethod(Method):
     fd_window: ClassVar[int] = WINDOW
     fd_degrees: ClassVar[tuple[int, ...]] = (DEGREE,)
 
-    def __init__(self, **params: Any):
-        super().__init__(**params)
-        for knob in ("grid", "run_time_limit", "fd_degrees"):  # per-instance overrides (tests, small budgets)
-            if knob in params:
-                setattr(self, knob, params[knob])
+    def __init__(self, grid=None, run_time_limit=..., fd_degrees=None, fd_window=None, **params: Any):
+        """Every knob is a constructor argument (scikit-learn style: stored as given, no work);
+        left out, it keeps the class's value: `Sindy(fd_degrees=(3,))` is a smaller variant, and
+        `--methods sindy:fd_degrees=(3,)` sets it from the command line."""
+        given = {"grid": grid, "fd_degrees": fd_degrees, "fd_window": fd_window}
+        given = {k: v for k, v in given.items() if v is not None}
+        if run_time_limit is not ...:
+            given["run_time_limit"] = run_time_limit
+        super().__init__(**given, **params)
+        for knob, value in given.items():
+            setattr(self, knob, tuple(value) if knob == "fd_degrees" else value)
 
-    def make_regressor(self, seed: int) -> BaseEstimator:
+    def make_regressor(self, seed: int, time_limit: float | None = None) -> BaseEstimator:
+        """An unfitted regressor for one hyperparameter run; `time_limit` is the seconds that run
+        may take before it is killed (None: no limit), for regressors that stop by themselves."""
         raise NotImplementedError
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
@@ -213,7 +191,8 @@ class FiniteDifferenceMethod(Method):
         best, failure = None, ""
         for degree in self.fd_degrees:
             dy = derivative(observations.t, observations.y, self.fd_window, degree)
-            search = grid_search(self.make_regressor(budget.seed), self.grid, observations.t,
+            run_limit = None if self.run_time_limit is None else per_run_limit(self.grid, self.run_time_limit, share)
+            search = grid_search(self.make_regressor(budget.seed, run_limit), self.grid, observations.t,
                                  self.run_time_limit, share)
             try:
                 with warnings.catch_warnings():

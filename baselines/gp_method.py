@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from bench.baselines import fd, gp
-from bench.method import Budget, Observations, Prediction
+from baselines import fd, gp
 
 COOPERATIVE_SHARE = 0.8  # of the hard per-run limit: leaves time for the fork, the refit's expression and the reply
 SRBENCH_EVALUATIONS = 500_000  # SRBench's budget for every method of the family
@@ -27,18 +26,13 @@ GOMEA_GRID = {"initial_height": [4, 6],
 
 
 class GPFamilyMethod(fd.FiniteDifferenceMethod):
-    """An FD method whose regressor gets `max_time` = a share of the protocol's per-run limit."""
+    """An FD method whose regressor gets `max_time` = `cooperative(time_limit)`, where
+    `time_limit` is the hard per-run limit that `fd.FiniteDifferenceMethod.run` passes to
+    `make_regressor` (the per-run limit capped at an equal share of the task's limit)."""
 
     requires = ("deap", "pynumdiff")
 
-    def run(self, observations: Observations, budget: Budget) -> Prediction:
-        self._task_time_limit = budget.time_limit
-        return super().run(observations, budget)
 
-    def fit_time_limit(self) -> float | None:
-        """Seconds a regressor may run: as in `fd.grid_search`, the per-run limit capped at an
-        equal share of the task's limit over all settings plus the refit, times COOPERATIVE_SHARE."""
-        task = getattr(self, "_task_time_limit", None)
-        seconds = fd.per_run_limit(self.grid, math.inf if self.run_time_limit is None else self.run_time_limit,
-                                   task / len(self.fd_degrees) if task else None)
-        return None if math.isinf(seconds) else COOPERATIVE_SHARE * seconds
+def cooperative(time_limit: float | None) -> float | None:
+    """Seconds a GP run may take before it stops by itself: COOPERATIVE_SHARE of its hard limit."""
+    return None if time_limit is None or math.isinf(time_limit) else COOPERATIVE_SHARE * time_limit

@@ -1,5 +1,5 @@
 """SINDy's pieces for a scalar ODE: the candidate library and an STLSQ regressor that follows the
-FD regressor contract of `bench.baselines.fd` (X = y column, target dy/dt, `expression_`).
+FD regressor contract of `baselines.fd` (X = y column, target dy/dt, `expression_`).
 
 The library is the paper's: 1, y, ..., y^10 (pysindy's PolynomialLibrary(degree=10) with bias)
 plus sin, cos, exp, sqrt and log of y. It is evaluated with numpy here rather than through

@@ -197,7 +197,7 @@ class Evaluator:
 # ---------------------------------------------------------------- expression strings
 
 def expression(program, scale: tuple[float, float] | None = None, points: np.ndarray | None = None) -> str:
-    """The program as an expression string in `y` that `bench.expressions.parse` reads.
+    """The program as an expression string in `y` that `core.expressions.parse` reads.
 
     Constants are written at full precision (repr); `scale` = (a, b) writes a + b*f. Every
     subtree without `y` is written as its (protected) value, and so is every subtree that

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from bench.baselines import fd
+from baselines import fd
 from bench.method import Budget, InvalidInput, Observations
 
 
@@ -28,7 +28,7 @@ class Proportional(fd.FiniteDifferenceMethod):
     grid = {"sleep": [0.0, 30.0]}
     run_time_limit = 1.0
 
-    def make_regressor(self, seed):
+    def make_regressor(self, seed, time_limit=None):
         return ProportionalRegressor(random_state=seed)
 
 

@@ -14,7 +14,7 @@ import random
 
 import numpy as np
 
-from bench.baselines import gp
+from baselines import gp
 
 
 class _Individual:

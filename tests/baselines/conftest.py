@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from bench import datasets, protocol
+from core import protocol
+from core.solving import solve_truth
 from bench.method import Observations
 from bench.tasks import Task, Trajectory
 
@@ -12,7 +13,7 @@ LOGISTIC = "0.23*y*(1 - y)"
 @pytest.fixture(scope="session")
 def logistic():
     """y' = 0.23 y (1 - y) from y0 = 0.1, solved on the protocol's grids."""
-    y, y_extra = datasets.solve_truth(LOGISTIC, 0.1)
+    y, y_extra = solve_truth(LOGISTIC, 0.1)
     return Trajectory("test", "logistic-0.1", 0, LOGISTIC, 0.1, protocol.interpolation_grid(), y,
                       protocol.extrapolation_grid(), y_extra)
 

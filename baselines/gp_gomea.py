@@ -11,7 +11,7 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import squareform
 
-from bench.baselines import gp
+from baselines import gp
 
 
 class GPGOMEARegressor(gp.GPRegressor):

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
-from bench.expressions import to_string
+from core.expressions import to_string
 from core.fitting import Template, fit_trajectory
-from nsode.data.expressions import Y
+from core.expressions import Y
 
 # The grammar: a sum of weighted terms, each a product of factors, a factor being y or a
 # function of y or of a nested sum (ProGED's polynomial grammar extended with its operator

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import sympy
 
-from bench.baselines import grammar
-from bench.expressions import parse
+from baselines import grammar
+from core.expressions import parse
 from baselines_support import load, r2_on, run
 
 

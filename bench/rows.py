@@ -1,0 +1,39 @@
+"""The one schema of a result row, and the one function that builds a row.
+
+A row is one (method, task): its key, what is known about the task, what the method's worker
+reported (prediction or failure), and the scores the driver computed. The store, the runner,
+the scoring and the reports all read their column names from here.
+"""
+from __future__ import annotations
+
+from core.metrics import METRICS
+
+KEY = ("dataset", "equation_id", "y0_index", "noise", "n", "seed", "method")
+TASK_FIELDS = ("method_version", "truth_expression", "truth_kind", "truth_complexity", "y0", "n_observed",
+               "time_limit")
+RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fit_time", "setup_time", "warnings")
+SCORE_FIELDS = ("score_status", "score_reason", "complexity",
+                *(f"{metric}_{part}" for part in ("interp", "extrap") for metric in METRICS))
+COLUMNS = (*KEY, *TASK_FIELDS, *RESULT_FIELDS, *SCORE_FIELDS, "finished_at")
+
+
+def make_row(task, method: str, version: str, time_limit: float, result: dict, scores: dict | None = None) -> dict:
+    """The row of `method` on `task`: the worker's `result` fields and the driver's `scores`."""
+    trajectory = task.trajectory
+    row = dict(zip(KEY, (*task.key, method)))
+    row.update(
+        method_version=version,
+        truth_expression=trajectory.expression,
+        truth_kind="solution" if trajectory.has_truth else "observations",
+        truth_complexity=trajectory.complexity,
+        y0=trajectory.y0,
+        n_observed=min(task.n, len(trajectory.t)),
+        time_limit=time_limit,
+    )
+    row.update({k: result.get(k) for k in RESULT_FIELDS})
+    row.update({k: (scores or {}).get(k) for k in SCORE_FIELDS})
+    return row
+
+# the numeric columns the reports summarise (medians, quartiles), in the tables' order
+METRIC_COLUMNS = (*(f"{metric}_{part}" for metric in METRICS for part in ("interp", "extrap")), "complexity",
+                  "fit_time")

@@ -1,0 +1,33 @@
+"""How close a predicted trajectory is to the true one: R^2, L1, L-infinity and isclose.
+
+The same R^2 serves the harness's scores and NSODE's selection of candidates.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core import protocol
+
+METRICS = ("r2", "l1", "linf", "isclose")
+
+
+def r2(pred: np.ndarray, truth: np.ndarray) -> float:
+    """Coefficient of determination; -inf when the residual overflows; for a constant truth,
+    1 on an exact match and -inf otherwise."""
+    with np.errstate(over="ignore", invalid="ignore"):  # a blown-up trajectory scores -inf
+        ss_res = float(np.sum((truth - pred) ** 2))
+    ss_tot = float(np.sum((truth - np.mean(truth)) ** 2))
+    if not np.isfinite(ss_res):
+        return -np.inf
+    if ss_tot == 0.0:
+        return 1.0 if ss_res == 0.0 else -np.inf
+    return 1.0 - ss_res / ss_tot
+
+
+def compare(pred: np.ndarray, truth: np.ndarray) -> dict:
+    """{metric: value} of `pred` against `truth` (same grid): R^2, mean and max |difference|
+    (units of y), and the share of points within the paper's isclose tolerances."""
+    diff = np.abs(pred - truth)
+    close = np.isclose(pred, truth, atol=protocol.ISCLOSE_ATOL, rtol=protocol.ISCLOSE_RTOL)
+    return {"r2": r2(pred, truth), "l1": float(np.mean(diff)), "linf": float(np.max(diff)),
+            "isclose": float(close.sum() / len(truth))}

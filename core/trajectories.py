@@ -1,0 +1,79 @@
+"""The one reader of trajectory files: a CSV with columns t and y (and optionally `expression`,
+the true f), for `bench run --dataset FILE.csv` and `nsode predict FILE.csv` alike.
+
+Both callers get the same checks and messages; the only difference is a parameter: `sort=True`
+(`nsode predict`) orders rows by time, `sort=False` (the harness, whose tasks must be exactly
+the file) refuses unsorted times.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core import protocol
+from core.expressions import ExpressionError, parse
+
+
+class TrajectoryFileError(ValueError):
+    """A trajectory file that cannot be used; the message names the file and what to fix."""
+
+
+@dataclass(frozen=True)
+class TrajectoryFile:
+    t: np.ndarray
+    y: np.ndarray
+    expression: str | None = None  # the true f(y), when the file has an `expression` column
+
+
+def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = protocol.MIN_POINTS) -> TrajectoryFile:
+    """t and y of a CSV file, checked: numbers only, finite, at least `min_points` rows, no
+    duplicate times, increasing times (or sorted, with `sort`). Raises TrajectoryFileError."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise TrajectoryFileError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path)
+    except Exception as err:
+        raise TrajectoryFileError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
+    frame.columns = [str(c).strip().lower() for c in frame.columns]
+    if not {"t", "y"} <= set(frame.columns):
+        raise TrajectoryFileError(f"{path}: needs columns named t and y (found {', '.join(frame.columns) or 'none'})")
+    try:
+        t = pd.to_numeric(frame["t"], errors="raise").to_numpy(float)
+        y = pd.to_numeric(frame["y"], errors="raise").to_numpy(float)
+    except (TypeError, ValueError):
+        raise TrajectoryFileError(f"{path}: columns t and y must hold numbers only") from None
+    _check(path, t, y, min_points)
+    if sort:
+        order = np.argsort(t, kind="stable")
+        t, y = t[order], y[order]
+    steps = np.diff(t)
+    if np.any(steps == 0):
+        raise TrajectoryFileError(f"{path}: duplicate time {t[1:][steps == 0][0]:g}; keep one row per time")
+    if np.any(steps < 0):
+        raise TrajectoryFileError(f"{path}: times are not sorted in increasing order")
+    return TrajectoryFile(t, y, _expression(path, frame))
+
+
+def _check(path: Path, t: np.ndarray, y: np.ndarray, min_points: int) -> None:
+    if len(t) < min_points:
+        raise TrajectoryFileError(f"{path}: only {len(t)} row{'' if len(t) == 1 else 's'}; "
+                                  f"at least {min_points} observations are needed")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        bad = int(np.sum(~np.isfinite(t)) + np.sum(~np.isfinite(y)))
+        raise TrajectoryFileError(f"{path}: {bad} empty, NaN or infinite values in t or y; remove those rows")
+
+
+def _expression(path: Path, frame) -> str | None:
+    if "expression" not in frame.columns or not isinstance(frame["expression"].iloc[0], str):
+        return None
+    expression = frame["expression"].iloc[0]
+    try:
+        parse(expression)
+    except ExpressionError as err:
+        raise TrajectoryFileError(f"{path}: column 'expression': {err}") from None
+    return expression
