@@ -1,0 +1,94 @@
+"""The careful-user SINDy family (sindy-weak, sindy-ensemble, sindy-ic) recovers simple ODEs from
+128 irregular samples and stays sane under noise; shared pieces in baselines.sindy_family."""
+import numpy as np
+import pytest
+
+from baselines import sindy_family as family
+from core import protocol
+from core.expressions import parse
+from core.solving import solve_truth
+from bench.method import Budget
+from bench.registry import discover
+from bench.scoring import score
+from bench.tasks import Task, Trajectory
+
+METHODS = ("sindy-weak", "sindy-ensemble", "sindy-ic")
+
+
+def trajectory(expression: str, y0: float) -> Trajectory:
+    y, y_extra = solve_truth(expression, y0)
+    return Trajectory("test", expression, 0, expression, y0, protocol.interpolation_grid(), y,
+                      protocol.extrapolation_grid(), y_extra)
+
+
+@pytest.fixture(scope="module")
+def decay():
+    return trajectory("-0.5*y", 3.0)
+
+
+@pytest.fixture(scope="module")
+def textbook_logistic():
+    """y' = 0.23 y (1 - y) from Textbook's y0 = 4.9: a strongly curved decay to 1."""
+    return trajectory("0.23*y*(1 - y)", 4.9)
+
+
+def fit(method: str, trajectory: Trajectory, sigma: float):
+    prediction = discover()[method].load()().run(Task(trajectory, sigma, 128, 0).observations(),
+                                                   Budget(time_limit=180, seed=0))
+    parse(prediction.expression)
+    result = score(prediction.expression, trajectory)
+    assert result.status == "ok", result.reason
+    return prediction, result
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_recovers_exponential_decay_coefficient_and_extrapolates(method, decay):
+    prediction, result = fit(method, decay, 0.0)
+    expr = parse(prediction.expression)
+    assert float(expr.coeff(parse("y"))) == pytest.approx(-0.5, abs=0.005), prediction.expression
+    assert abs(float(expr.subs(parse("y"), 0))) < 0.005, prediction.expression
+    assert result.extrapolation["r2"] > 0.99
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_recovers_logistic_without_noise(method, textbook_logistic):
+    prediction, result = fit(method, textbook_logistic, 0.0)
+    assert result.interpolation["r2"] > 0.99, prediction.expression
+    assert result.extrapolation["r2"] > 0.99, prediction.expression
+
+
+def test_a_constant_ode_fails_the_logistic_check(textbook_logistic):
+    """The logistic test discriminates: the best constant slope does not reach R^2 0.99."""
+    y = textbook_logistic.y
+    slope = (y[-1] - y[0]) / protocol.T
+    result = score(repr(float(slope)), textbook_logistic)
+    assert result.interpolation["r2"] < 0.99 and result.extrapolation["r2"] < 0.99
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_stays_sane_on_noisy_decay(method, decay):
+    prediction, result = fit(method, decay, 0.02)
+    assert result.interpolation["r2"] > 0.9, prediction.expression
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_listed_as_available_with_explicit_parameters(method):
+    cls = discover()[method].load()
+    assert cls.unavailable_reason() is None
+    assert cls.description and cls.version and cls.time_limit > 0
+    assert "pysindy" in cls.requires
+    instance = cls()
+    assert instance.params and all(getattr(instance, key) == value for key, value in instance.params.items())
+
+
+def test_rational_terms_with_a_pole_near_the_data_are_dropped():
+    y = np.linspace(-0.8, 3.0, 50)
+    kept = family.usable_terms(family.polynomial_terms(2) + family.saturation_terms((0.5, 1.0, 5.0)), y)
+    assert kept == ("y", "y**2", "y/(5.0 + y)")
+
+
+def test_information_criterion_prefers_fewer_terms_at_equal_fit():
+    small = family.Candidate(np.array([0.0, -0.5]), ("1", "y"), 1e-3)
+    large = family.Candidate(np.array([1e-6, -0.5]), ("1", "y"), 0.99e-3)
+    for kind in ("aic", "bic"):
+        assert family.information_criterion(small, 128, kind) < family.information_criterion(large, 128, kind)
