@@ -211,12 +211,17 @@ def _exponents(slots, rng, config) -> list[float]:
     return [mapping[v] for v, role in slots if role == simplify.EXPONENT]
 
 
-def draw_constants(expr: sympy.Expr, rng: np.random.Generator, config: Config) -> tuple[list[float], float]:
-    """(new constants in `constant_slots` order, the scale S of y) for one ODE of expr's skeleton."""
+def draw_constants(expr: sympy.Expr, rng: np.random.Generator, config: Config):
+    """(the skeleton with its new exponents, its new constants in that expression's
+    `constant_slots` order, the scale S of y) for one ODE of expr's skeleton; None for the
+    constants when the new exponents change the number of constant slots (sympy folds
+    y**2 * y**k, or an exponent -1 becomes a division), so the draw must be redone."""
     slots = simplify.constant_slots(expr)
     exponents = iter(_exponents(slots, rng, config))
     with_exponents = simplify.substitute(
         expr, [next(exponents) if role == simplify.EXPONENT else v for v, role in slots])
+    if len(simplify.constant_slots(with_exponents)) != len(slots):
+        return with_exponents, None, 1.0
     dims, consistent = roles(with_exponents)
     scale = _log_uniform(rng, config.science_scale_range) if consistent else 1.0
     dims, out = iter(dims), []
@@ -227,7 +232,7 @@ def draw_constants(expr: sympy.Expr, rng: np.random.Generator, config: Config) -
         p, q = next(dims)
         factor = _log_uniform(rng, config.science_rate_range) ** q if q else _log_uniform(rng, config.science_shape_range)
         out.append(math.copysign(scale ** p * factor, v))
-    return out, scale
+    return with_exponents, out, scale
 
 
 def draw_sets(expr: sympy.Expr, skeleton: str, rng: np.random.Generator, config: Config,
@@ -241,11 +246,11 @@ def draw_sets(expr: sympy.Expr, skeleton: str, rng: np.random.Generator, config:
     positive = needs_positive_y(expr)
     sets, scales, seen = [], [], set()
     for _ in range(max_tries * config.n_const if slots else 1):
-        values, scale = draw_constants(expr, rng, config)
-        if tuple(values) in seen:
+        base, values, scale = draw_constants(expr, rng, config)
+        if values is None or tuple(values) in seen:
             continue
         seen.add(tuple(values))
-        new = simplify.substitute(expr, values) if slots else expr
+        new = simplify.substitute(base, values) if slots else expr
         try:
             if tok.skeleton(new) != skeleton:
                 continue
