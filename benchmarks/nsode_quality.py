@@ -106,26 +106,33 @@ def recall(searcher: Predictor, t, y, truth: sympy.Expr) -> tuple[bool, bool]:
     return key in propose(exprs, t, y, sigma, variants=False), key in propose(exprs, t, y, sigma)
 
 
-def skeleton_accuracy(paper: Predictor, searcher: Predictor, folder: str, variant: str, limit: int) -> None:
-    """On held-out generated ODEs (one per validation skeleton): recall of the true skeleton in the
-    beam (and with the search's variants), the paper selection's exact skeleton (the generator's
-    definition: constants replaced by c, signs kept) and the search's (its own, sign-free)."""
+def heldout_examples(folder: str, variant: str, limit: int) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
+    """(t, y, f) of the first ODE of each validation skeleton of a data folder, observed as the
+    variant observes (seeded)."""
     from nsode.batching import observe as observe_variant
     from nsode.data import tokens
     from nsode.stream import stream_examples
 
     rng = np.random.default_rng(0)
-    examples, seen = [], set()
-    for ex in stream_examples(folder, split="val"):  # the first ODE of each held-out skeleton
+    out, seen = [], set()
+    for ex in stream_examples(folder, split="val"):
         if ex.skeleton not in seen:
             seen.add(ex.skeleton)
-            examples.append(ex)
-        if len(examples) == limit:
+            out.append((*observe_variant(ex.t, ex.y, variant, rng), tokens.parse_infix(ex.expression)))
+        if len(out) == limit:
             break
+    return out
+
+
+def skeleton_accuracy(paper: Predictor, searcher: Predictor, folder: str, variant: str, limit: int) -> None:
+    """On held-out generated ODEs (one per validation skeleton): recall of the true skeleton in the
+    beam (and with the search's variants), the paper selection's exact skeleton (the generator's
+    definition: constants replaced by c, signs kept) and the search's (its own, sign-free)."""
+    from nsode.data import tokens
+
+    examples = heldout_examples(folder, variant, limit)
     counts = np.zeros(4)
-    for ex in examples:
-        t, y = observe_variant(ex.t, ex.y, variant, rng)
-        truth = tokens.parse_infix(ex.expression)
+    for t, y, truth in examples:
         counts[:2] += recall(searcher, t, y, truth)
         chosen = paper.predict(t, y).expression
         counts[2] += bool(chosen) and tokens.skeleton(tokens.parse_infix(chosen)) == tokens.skeleton(truth)
@@ -148,37 +155,54 @@ SIMPLE_FORMS = {  # textbook-sized ODEs f(y, a, b) with a in U(0.1, 2), b in U(0
 }
 
 
-def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11) -> None:
-    """Whether the chosen ODE is the true one for simple ODEs with random constants (y0 in U(1, 4)),
-    judged by its R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise
-    sigma): a curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. Also the true skeleton's recall."""
+SIMPLE_T, SIMPLE_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
+
+
+def simple_cases(count: int, sigma: float, seed: int = 11) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
+    """(truth on SIMPLE_GRID, noisy observations on SIMPLE_T, f) for `count` simple ODEs with
+    random constants (y0 in U(1, 4)), the forms of SIMPLE_FORMS in turn; the same cases for
+    every noise level (noise drawn from its own stream)."""
     from core.solving import solve
+
+    both = np.union1d(SIMPLE_T, SIMPLE_GRID)
+    at_t, at_grid = np.searchsorted(both, SIMPLE_T), np.searchsorted(both, SIMPLE_GRID)
+    forms = list(SIMPLE_FORMS.values())
+    rng, noise_rng = np.random.default_rng(seed), np.random.default_rng(seed + 1)
+    cases = []
+    for k in range(count):
+        a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
+        f = forms[k % len(forms)]
+        truth = solve(lambda v: f(v, a, b), y0, both)
+        noisy = truth[at_t] * (1 + sigma * noise_rng.normal(size=SIMPLE_T.size))
+        cases.append((truth[at_grid], noisy, f(Y, a, b)))
+    return cases
+
+
+def recovery_r2(fit, cases) -> np.ndarray:
+    """R^2 against the truth on [0, 4] of the ODE `fit(t, y)` returns for each case (-inf: none)."""
     from nsode.data.tokens import parse_infix
     from nsode.select import exact_r2
 
-    t, grid = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
-    both = np.union1d(t, grid)
-    at_t, at_grid = np.searchsorted(both, t), np.searchsorted(both, grid)
-    forms = list(SIMPLE_FORMS.values())
+    out = []
+    for truth, y, _ in cases:
+        expression = fit(SIMPLE_T, y)
+        out.append(exact_r2(parse_infix(expression), SIMPLE_GRID, truth) if expression else -np.inf)
+    return np.array(out)
+
+
+def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11) -> None:
+    """Whether the chosen ODE is the true one for simple ODEs with random constants, judged by its
+    R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise sigma): a
+    curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. Also the true skeleton's recall."""
     print(f"\nsimple ODEs ({count}: {'; '.join(SIMPLE_FORMS)}; random constants, n = 128 on [0, 2])\n")
     print("| sigma | method | recovered (R^2 on [0, 4] > 0.99) | > 0.999 | median R^2 on [0, 4] | "
           "true skeleton in beam | with variants |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for sigma in noises:
-        rng, noise_rng = np.random.default_rng(seed), np.random.default_rng(seed + 1)
-        cases = []
-        for k in range(count):
-            a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
-            f = forms[k % len(forms)]
-            truth = solve(lambda v: f(v, a, b), y0, both)
-            cases.append((truth, truth[at_t] * (1 + sigma * noise_rng.normal(size=t.size)), f(Y, a, b)))
-        hits = np.array([recall(searcher, t, y, expr) for _, y, expr in cases]).mean(axis=0)
+        cases = simple_cases(count, sigma, seed)
+        hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
         for row in rows:
-            r2s = []
-            for truth, y, _ in cases:
-                expression = run[row](t, y)
-                r2s.append(exact_r2(parse_infix(expression), grid, truth[at_grid]) if expression else -np.inf)
-            r2s = np.array(r2s)
+            r2s = recovery_r2(run[row], cases)
             print(f"| {sigma:g} | {row} | {np.mean(r2s > 0.99):.0%} | {np.mean(r2s > 0.999):.0%} | "
                   f"{np.median(r2s):.3f} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
 

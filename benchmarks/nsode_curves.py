@@ -1,0 +1,101 @@
+"""Learning curves of NSODE checkpoints against samples seen: the model card's table.
+
+For each checkpoint (a training run's `snapshots/step-N` folders, plus any folder given), on the
+same fixed sets every time:
+- validation loss and token accuracy on the held-out skeletons of each data folder (one column
+  per generator, e.g. the paper's and the science family), read as the checkpoint reads them
+  (its own input scaling);
+- skeleton recall: the true skeleton among the unique skeletons of a beam of 64, on held-out
+  generated ODEs of each folder (one per validation skeleton);
+- recovery: R^2 > 0.99 against the truth on [0, 4] of the searched NSODE (nsode/search.py) on the
+  simple-ODE set of `nsode_quality.py --simple`, at sigma 0 and 0.01.
+
+    python benchmarks/nsode_curves.py --runs ~/nsode-runs/runs/eps-scaled --extra nsode/checkpoints/nsode-eps \
+        --data ~/nsode-runs/data/cpu-s2031 ~/nsode-runs/data/science-s2041 --out curves.csv
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from nsode_quality import heldout_examples, recall, recovery_r2, simple_cases  # noqa: E402
+
+from nsode.batching import two_hot_loss  # noqa: E402
+from nsode.model import load  # noqa: E402
+from nsode.predict import Predictor  # noqa: E402
+from nsode.search import Settings  # noqa: E402
+from nsode.stream import stream_examples  # noqa: E402
+from nsode.train import batches  # noqa: E402
+
+
+@torch.no_grad()
+def validation_loss(model, folder: str, limit: int, batch_size: int = 32) -> tuple[float, float]:
+    """Mean two-hot loss and token accuracy on the first `limit` held-out solutions of a folder."""
+    cfg = model.config
+    scaling = getattr(cfg, "input_scaling", "none")
+    examples = stream_examples(folder, split="val", limit=limit, max_rows=cfg.max_tokens)
+    losses, accs, sizes = [], [], []
+    for b in batches(examples, "nsode-eps", batch_size, cfg.bos_token_id, cfg.pad_token_id,
+                     np.random.default_rng(0), keep_last=True, scaling=scaling):
+        loss, acc = two_hot_loss(model(b.bits, b.dec_ids, b.dec_w, b.mask), b.tgt_ids, b.tgt_w)
+        losses.append(float(loss))
+        accs.append(float(acc))
+        sizes.append(len(b.bits))
+    return float(np.average(losses, weights=sizes)), float(np.average(accs, weights=sizes))
+
+
+def measure(folder: Path, data: list[str], args) -> dict:
+    model = load(folder)
+    state = json.loads((folder / "training_state.json").read_text())
+    row = {"checkpoint": str(folder), "step": state.get("step"), "samples": state.get("samples"),
+           "input_scaling": getattr(model.config, "input_scaling", "none")}
+    beam64 = Predictor(model, beam=64, search=Settings())
+    for d in data:
+        name = Path(d).name
+        row[f"val_loss[{name}]"], row[f"val_acc[{name}]"] = validation_loss(model, d, args.val_limit)
+        cases = heldout_examples(d, "nsode-eps", args.recall_limit)
+        row[f"recall64[{name}]"] = float(np.mean([recall(beam64, t, y, f)[0] for t, y, f in cases]))
+    searcher = Predictor(model, beam=args.search_beam, search=Settings())
+    for sigma in (0.0, 0.01):
+        r2 = recovery_r2(lambda t, y: searcher.predict(t, y).expression, simple_cases(args.simple, sigma))
+        row[f"recovered[sigma={sigma:g}]"] = float(np.mean(r2 > 0.99))
+    return row
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", nargs="*", default=[], help="training run folders (their snapshots/step-N)")
+    p.add_argument("--extra", nargs="*", default=[], help="more checkpoint folders (e.g. the shipped one)")
+    p.add_argument("--data", nargs="+", required=True, help="data folders whose held-out skeletons are measured")
+    p.add_argument("--val-limit", type=int, default=512, help="held-out solutions for the loss, per folder")
+    p.add_argument("--recall-limit", type=int, default=60, help="held-out ODEs for recall, per folder")
+    p.add_argument("--simple", type=int, default=24, help="simple ODEs for recovery")
+    p.add_argument("--search-beam", type=int, default=256)
+    p.add_argument("--out", default="curves.csv", help="CSV of all rows (rows already there are kept)")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    folders = [Path(f) for f in args.extra]
+    for run in args.runs:
+        folders += sorted((Path(run) / "snapshots").glob("step-*"))
+    out = Path(args.out)
+    done = pd.read_csv(out) if out.is_file() else pd.DataFrame(columns=["checkpoint"])
+    rows = done.to_dict("records")
+    for folder in folders:
+        if str(folder) in set(done["checkpoint"]):
+            continue
+        rows.append(measure(folder, args.data, args))
+        pd.DataFrame(rows).to_csv(out, index=False)  # written as it goes: an interrupted run resumes
+        print(pd.DataFrame(rows[-1:]).to_string(index=False), flush=True)
+    print(pd.DataFrame(rows).sort_values("samples").to_markdown(index=False, floatfmt=".3g"))
+
+
+if __name__ == "__main__":
+    main()
