@@ -76,9 +76,7 @@ def scaled_targets(expression: str, time_exp: int, value_exp: int) -> list | Non
     clipped to its ends (the search refits constants; the skeleton is what must be right)."""
     try:
         g = Scale(0.0, time_exp, value_exp).to_model(vocab.parse_infix(expression))
-        prefix = [tok if isinstance(tok, str) else float(np.clip(float(tok), vocab.GRID[0], vocab.GRID[-1]))
-                  for tok in vocab.encode(g)]
-        return vocab.targets(prefix)
+        return vocab.targets(vocab.encode(g), clip=True)
     except (vocab.EncodingError, ValueError, TypeError, ZeroDivisionError):
         return None
 

@@ -49,7 +49,7 @@ def read_examples(path: Path, t: np.ndarray, *, want_val: bool, val_percent: int
     out, targets = [], {}
     for skel, expression, strings, y in zip(df["skeleton"], df["expression"], df["tokens"], df["y"]):
         if expression not in targets:
-            targets[expression] = vocab.targets(vocab.from_strings(list(strings)))
+            targets[expression] = vocab.targets(vocab.from_strings(list(strings)), clip=True)
         rows = targets[expression]
         if len(rows) > max_rows:
             continue

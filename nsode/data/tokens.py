@@ -299,10 +299,13 @@ def from_two_hot(i: int, alpha: float, j: int, beta: float) -> float:
     return alpha * float(ID_TO_TOKEN[i]) + beta * float(ID_TO_TOKEN[j])
 
 
-def targets(tokens: Sequence) -> list[tuple[int, int, float, float]]:
+def targets(tokens: Sequence, clip: bool = False) -> list[tuple[int, int, float, float]]:
     """Training targets of prefix tokens, then <eos>: rows (id_a, id_b, w_a, w_b).
 
-    An operator or `y` is one-hot (id, id, 1, 0); a constant is its two-hot pair.
+    An operator or `y` is one-hot (id, id, 1, 0); a constant is its two-hot pair. A constant
+    outside the grid raises EncodingError, or with `clip` becomes the grid's end (training on data
+    whose constants span decades: the skeleton is what the model must get right; the search
+    refits constants).
     """
     rows = []
     for tok in tokens:
@@ -310,7 +313,8 @@ def targets(tokens: Sequence) -> list[tuple[int, int, float, float]]:
             k = TOKEN_TO_ID[tok]
             rows.append((k, k, 1.0, 0.0))
         else:
-            i, a, j, b = two_hot(_as_float(tok))
+            value = _as_float(tok)
+            i, a, j, b = two_hot(min(max(value, GRID[0]), GRID[-1]) if clip else value)
             rows.append((i, j, a, b))
     rows.append((TOKEN_TO_ID[EOS], TOKEN_TO_ID[EOS], 1.0, 0.0))
     return rows

@@ -29,3 +29,13 @@ def test_model_vocabulary_is_the_data_vocabulary():
 def test_decoded_constants_snap_to_integers_and_keep_four_decimals():
     assert decoded_constant(1.998) == 2.0 and decoded_constant(-0.49996) == -0.5
     assert decoded_constant(3.14159) == 3.1416
+
+
+def test_constants_beyond_the_grid_are_refused_or_clipped_to_its_end():
+    import pytest as _pytest
+    from nsode.data.tokens import EncodingError, targets
+
+    with _pytest.raises(EncodingError):
+        targets(["mul", 38.9, "y"])
+    assert targets(["mul", 38.9, "y"], clip=True) == targets(["mul", 10.0, "y"])
+    assert targets(["mul", -1e3, "y"], clip=True) == targets(["mul", -10.0, "y"])
