@@ -74,23 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     _backend_options(run)
     run.set_defaults(handler=_run)
 
-    plot = sub.add_parser("plot", help="draw the paper's figures (PNG and PDF) from a result folder",
-                          description="Draw the main figure, median R^2 per dataset (interpolation and "
-                          "extrapolation), the appendix grids and the dataset statistics, each with a CSV "
-                          "of the numbers it shows. Several result folders are combined into one table "
-                          "(the same task and method in two of them is an error).")
-    plot.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
-    plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures; "
-                      "required with several folders)")
-    plot.add_argument("--dataset", default=protocol.MAIN_FIGURE["dataset"],
-                      help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']})")
-    plot.add_argument("--n", type=_positive_int, default=protocol.MAIN_FIGURE["n"],
-                      help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']})")
-    plot.add_argument("--n-datasets", type=_positive_int, default=protocol.DATASET_FIGURE_N,
-                      help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N})")
-    plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
-    plot.set_defaults(handler=_plot)
-
+    _add_result_commands(sub)
     paper = sub.add_parser("paper", help="run (or resume) the paper's sweep, then write every figure and table",
                            description="Run or resume the sweep a config describes, then write all figures "
                            "and tables with an index page into <out>/figures/ (see configs/paper.yaml), and "
@@ -112,10 +96,35 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py")
     lst.set_defaults(handler=_list)
 
+    draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)")
+    draw.add_argument("file", metavar="DATASET.json")
+    draw.set_defaults(handler=_draw_y0)
+    return parser
+
+
+def _add_result_commands(sub) -> None:
+    """`plot`, `report` and `score`: read result folders, write figures or tables, or re-score."""
     score = sub.add_parser("score", help="recompute scores from stored predictions (no refitting)")
     score.add_argument("results", metavar="DIR")
     score.add_argument("-j", "--jobs", type=_positive_int, default=1)
     score.set_defaults(handler=_score)
+
+    plot = sub.add_parser("plot", help="draw the paper's figures (PNG and PDF) from a result folder",
+                          description="Draw the main figure, median R^2 per dataset (interpolation and "
+                          "extrapolation), the appendix grids and the dataset statistics, each with a CSV "
+                          "of the numbers it shows. Several result folders are combined into one table "
+                          "(the same task and method in two of them is an error).")
+    plot.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
+    plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures; "
+                      "required with several folders)")
+    plot.add_argument("--dataset", default=protocol.MAIN_FIGURE["dataset"],
+                      help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']})")
+    plot.add_argument("--n", type=_positive_int, default=protocol.MAIN_FIGURE["n"],
+                      help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']})")
+    plot.add_argument("--n-datasets", type=_positive_int, default=protocol.DATASET_FIGURE_N,
+                      help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N})")
+    plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
+    plot.set_defaults(handler=_plot)
 
     report = sub.add_parser("report", help="median tables (markdown and CSV) of one or several result folders",
                             description="Median tables (markdown, CSV, LaTeX) and failure counts. Several result "
@@ -126,10 +135,6 @@ def _parser() -> argparse.ArgumentParser:
                         "required with several folders)")
     report.set_defaults(handler=_report)
 
-    draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)")
-    draw.add_argument("file", metavar="DATASET.json")
-    draw.set_defaults(handler=_draw_y0)
-    return parser
 
 
 def _backend_options(parser) -> None:

@@ -83,8 +83,9 @@ def _mapping(config: dict, key: str, kind) -> dict:
         raise ConfigError(f"'{key}' must map names to numbers, got {value}") from None
 
 
-def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None) -> Path:
-    """Every table and figure of `rows` into `folder`, and index.md listing them; returns the index."""
+def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None, claims_report: str | None = None) -> Path:
+    """Every table and figure of `rows` into `folder`, and index.md listing them (and linking
+    `claims_report`, the reproduction report's file name, when given); returns the index."""
     from bench import plots
 
     figures = figures or {}
@@ -96,8 +97,10 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
                            data_folder=data_folder)
     lines = ["# Benchmark results", "",
              f"{len(rows)} stored rows; {rows['method'].nunique()} methods; datasets: "
-             f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", "",
-             "## Figures", ""]
+             f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", ""]
+    if claims_report:
+        lines += [f"The paper's claims checked against these results: [{claims_report}]({claims_report})", ""]
+    lines += ["## Figures", ""]
     titles = {"main": "Median R^2, complexity and fit time against noise (paper Figure 3)",
               "r2_interp": "Median R^2 per dataset, interpolation (paper Figure 4)",
               "r2_extrap": "Median R^2 per dataset, extrapolation (paper Figure 5)",
@@ -131,7 +134,7 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     rows = ResultStore(sweep.out).read()
     rows = rows[rows["method"].isin([s.label for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
     folder = Path(sweep.out) / "figures"
-    index = write_outputs(rows, folder, config.get("figures"), data_folder)
+    index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT)
     figures = config.get("figures") or {}
     roles = claims.Roles(fd_methods=reproduction.fd_methods(sweep.methods),
                          main_dataset=figures.get("main", {}).get("dataset", protocol.MAIN_FIGURE["dataset"]),

@@ -40,12 +40,17 @@ def method_times(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _provenance(sweep_folder: Path) -> dict:
-    """The commit and machine stored with the sweep; this checkout's when the sweep predates them."""
+    """The commit(s) and machine(s) of the starts that ran the sweep's tasks (sweep.json "runs");
+    this checkout's, marked as such, when the sweep did not record them."""
     try:
-        stored = json.loads((sweep_folder / "sweep.json").read_text()).get("provenance")
+        runs = json.loads((sweep_folder / "sweep.json").read_text()).get("runs") or []
     except (OSError, json.JSONDecodeError):
-        stored = None
-    return stored or {**provenance.describe(), "note": "recorded at report time (the sweep did not record it)"}
+        runs = []
+    if not runs:
+        return {**provenance.describe(), "note": "recorded at report time (the sweep did not record it)"}
+    commits = list(dict.fromkeys(run["commit"] for run in runs))
+    note = f"{len(runs)} starts; commits in order: {', '.join(commits)}" if len(runs) > 1 else None
+    return {"commit": commits[-1], "machine": runs[-1]["machine"], "note": note}
 
 
 def _hours(seconds: float) -> str:

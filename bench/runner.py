@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -171,8 +172,8 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
-    _write_config(sweep, store.folder)
     pending = pending_jobs(sweep, store)
+    _write_config(sweep, store.folder, ran=bool(pending))
     if not pending:
         return store
     executor = make_executor(sweep)
@@ -190,9 +191,16 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     return store
 
 
-def _write_config(sweep: Sweep, folder: Path) -> None:
+def _write_config(sweep: Sweep, folder: Path, ran: bool) -> None:
+    """sweep.json: the sweep's settings, and under "runs" the commit, machine and start time of
+    every start that had tasks to run (a resume adds one; a start with nothing to do does not)."""
     config = asdict(sweep)
     config["methods"] = [spec.label for spec in sweep.methods]
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
-    config["provenance"] = provenance.describe()
+    try:
+        before = json.loads((folder / "sweep.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        before = {}
+    runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
+    config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time()}] if ran else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

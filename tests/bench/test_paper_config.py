@@ -45,3 +45,19 @@ def test_a_malformed_subset_is_a_config_error(tmp_path):
     path.write_text(CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "[24]"))
     with pytest.raises(paper.ConfigError, match="subset"):
         paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+
+
+def test_sweep_json_records_the_commit_and_machine_of_each_start_that_ran_tasks(tmp_path):
+    import json
+    from dataclasses import replace
+
+    from bench import registry
+
+    sweep = runner.Sweep(datasets=("textbook",), methods=(registry.discover()["truth"],), subset={"textbook": 2},
+                         out=str(tmp_path / "s"))
+    runner.run(sweep, progress=False)
+    runner.run(sweep, progress=False)  # nothing left to do: no new entry
+    runs = json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]
+    assert len(runs) == 1 and runs[0]["machine"]["cpu_count"] >= 1 and runs[0]["commit"]
+    runner.run(replace(sweep, noise=(0.01,)), progress=False)
+    assert len(json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]) == 2
