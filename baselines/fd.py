@@ -163,6 +163,7 @@ class FiniteDifferenceMethod(Method):
     run (None: fit in process without a limit, for regressors that take milliseconds).
     """
 
+    uses_finite_differences = True
     grid: ClassVar[dict[str, list] | list[dict[str, list]]] = {}  # as GridSearchCV's param_grid
     run_time_limit: ClassVar[float | None] = RUN_TIME_LIMIT
     fd_window: ClassVar[int] = WINDOW

@@ -28,6 +28,7 @@ class UserError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -73,12 +74,49 @@ def _parser() -> argparse.ArgumentParser:
     _backend_options(run)
     run.set_defaults(handler=_run)
 
+    _add_result_commands(sub)
+    paper = sub.add_parser("paper", help="run (or resume) the paper's sweep, then write every figure and table",
+                           description="Run or resume the sweep a config describes, then write all figures "
+                           "and tables with an index page into <out>/figures/ (see configs/paper.yaml), and "
+                           "REPRODUCTION.md: each of the paper's claims with the measured figures and a verdict "
+                           "(rules in bench/claims.py). configs/cpu.yaml is a grid for about 3 hours on 2 cores.")
+    paper.add_argument("--config", default="configs/paper.yaml", metavar="YAML",
+                       help="the grid (default configs/paper.yaml)")
+    paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
+    paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
+    paper.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
+    paper.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
+    paper.add_argument("--docs", metavar="DIR", help="also copy REPRODUCTION.md, its tables and the main figures "
+                       "into DIR (the project keeps its report in docs/reproduction)")
+    paper.add_argument("--quiet", action="store_true", help="no progress bar")
+    _backend_options(paper)
+    paper.set_defaults(handler=_paper)
+
+    lst = sub.add_parser("list", help="list datasets and methods, with why a method cannot run here")
+    lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py")
+    lst.set_defaults(handler=_list)
+
+    draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)")
+    draw.add_argument("file", metavar="DATASET.json")
+    draw.set_defaults(handler=_draw_y0)
+    return parser
+
+
+def _add_result_commands(sub) -> None:
+    """`plot`, `report` and `score`: read result folders, write figures or tables, or re-score."""
+    score = sub.add_parser("score", help="recompute scores from stored predictions (no refitting)")
+    score.add_argument("results", metavar="DIR")
+    score.add_argument("-j", "--jobs", type=_positive_int, default=1)
+    score.set_defaults(handler=_score)
+
     plot = sub.add_parser("plot", help="draw the paper's figures (PNG and PDF) from a result folder",
                           description="Draw the main figure, median R^2 per dataset (interpolation and "
                           "extrapolation), the appendix grids and the dataset statistics, each with a CSV "
-                          "of the numbers it shows.")
-    plot.add_argument("results", metavar="DIR")
-    plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures)")
+                          "of the numbers it shows. Several result folders are combined into one table "
+                          "(the same task and method in two of them is an error).")
+    plot.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
+    plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures; "
+                      "required with several folders)")
     plot.add_argument("--dataset", default=protocol.MAIN_FIGURE["dataset"],
                       help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']})")
     plot.add_argument("--n", type=_positive_int, default=protocol.MAIN_FIGURE["n"],
@@ -88,37 +126,15 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
     plot.set_defaults(handler=_plot)
 
-    paper = sub.add_parser("paper", help="run (or resume) the paper's sweep, then write every figure and table",
-                           description="Run or resume the sweep a config describes, then write all figures "
-                           "and tables with an index page into <out>/figures/ (see configs/paper.yaml).")
-    paper.add_argument("--config", default="configs/paper.yaml", metavar="YAML",
-                       help="the grid (default configs/paper.yaml)")
-    paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
-    paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
-    paper.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
-    paper.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
-    paper.add_argument("--quiet", action="store_true", help="no progress bar")
-    _backend_options(paper)
-    paper.set_defaults(handler=_paper)
-
-    lst = sub.add_parser("list", help="list datasets and methods, with why a method cannot run here")
-    lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py")
-    lst.set_defaults(handler=_list)
-
-    score = sub.add_parser("score", help="recompute scores from stored predictions (no refitting)")
-    score.add_argument("results", metavar="DIR")
-    score.add_argument("-j", "--jobs", type=_positive_int, default=1)
-    score.set_defaults(handler=_score)
-
-    report = sub.add_parser("report", help="median tables (markdown and CSV) of a result folder")
-    report.add_argument("results", metavar="DIR")
-    report.add_argument("--out", metavar="DIR", help="where to write the tables (default: the result folder)")
+    report = sub.add_parser("report", help="median tables (markdown and CSV) of one or several result folders",
+                            description="Median tables (markdown, CSV, LaTeX) and failure counts. Several result "
+                            "folders are combined into one table (the same task and method in two of them is "
+                            "an error).")
+    report.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
+    report.add_argument("--out", metavar="DIR", help="where to write the tables (default: the result folder; "
+                        "required with several folders)")
     report.set_defaults(handler=_report)
 
-    draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)")
-    draw.add_argument("file", metavar="DATASET.json")
-    draw.set_defaults(handler=_draw_y0)
-    return parser
 
 
 def _backend_options(parser) -> None:
@@ -135,24 +151,37 @@ def _check_backend(args) -> None:
         raise UserError("--scheduler needs --backend dask")
 
 
-def _read_results(folder: Path):
-    """The stored rows of a result folder; a one-line error when it is not one or is empty."""
-    from bench.store import ResultStore
+def _read_results(folders: list[Path]):
+    """The stored rows of one or several result folders as one table; a one-line error when one is
+    not a result folder, when they hold nothing, or when two hold the same (task, method)."""
+    from bench.store import DuplicateResults, combine
 
-    if not (folder / "parts").is_dir():
-        raise UserError(f"{folder} is not a result folder (no parts/ inside)")
-    rows = ResultStore(folder).read()
+    for folder in folders:
+        if not (folder / "parts").is_dir():
+            raise UserError(f"{folder} is not a result folder (no parts/ inside)")
+    try:
+        rows = combine(folders)
+    except DuplicateResults as err:
+        raise UserError(str(err)) from None
     if rows.empty:
-        raise UserError(f"{folder} holds no results yet")
+        raise UserError(f"{' '.join(map(str, folders))} hold(s) no results yet")
     return rows
+
+
+def _output_folder(args, default: str) -> Path:
+    """--out, else `default` inside the only result folder; several folders need --out."""
+    if args.out:
+        return Path(args.out)
+    if len(args.results) > 1:
+        raise UserError("several result folders are combined: say where the output goes with --out DIR")
+    return Path(args.results[0]) / default if default else Path(args.results[0])
 
 
 def _plot(args) -> int:
     from bench import plots
 
-    folder = Path(args.results)
-    rows = _read_results(folder)
-    out = Path(args.out) if args.out else folder / "figures"
+    rows = _read_results([Path(p) for p in args.results])
+    out = _output_folder(args, "figures")
     paths = plots.draw_all(rows, out, dataset=args.dataset, n_main=args.n, n_datasets=args.n_datasets,
                            data_folder=args.data_folder)
     print(f"wrote {len(paths)} files to {out}")
@@ -165,9 +194,16 @@ def _paper(args) -> int:
     _check_backend(args)
     index = paper.run_paper(args.config, args.quick, args.jobs, args.backend, args.scheduler,
                             progress=not args.quiet, method_files=tuple(args.method_file),
-                            data_folder=args.data_folder)
+                            data_folder=args.data_folder, command=_command_line(args), docs=args.docs)
     print(f"figures and tables: {index}")
     return 0
+
+
+def _command_line(args) -> str:
+    """The command as typed (for the reproduction report)."""
+    import shlex
+
+    return "python -m bench " + shlex.join(args.argv)
 
 
 def _run(args) -> int:
@@ -232,9 +268,8 @@ def _score(args) -> int:
 def _report(args) -> int:
     from bench import report
 
-    folder = Path(args.results)
-    rows = _read_results(folder)
-    paths = report.write(rows, Path(args.out) if args.out else folder)
+    rows = _read_results([Path(p) for p in args.results])
+    paths = report.write(rows, _output_folder(args, ""))
     print(report.format_markdown(report.medians(rows)))
     print("\n" + "  ".join(f"{k}: {v}" for k, v in paths.items()))
     return 0

@@ -78,6 +78,8 @@ class Method:
     requires: ClassVar[tuple[str, ...]] = ()  # importable modules the method needs
     time_limit: ClassVar[float] = protocol.DEFAULT_TIME_LIMIT  # default hard deadline per task
     description: ClassVar[str] = ""
+    # fits f to finite-difference derivatives (the paper's "FD methods"; reports compare them as a group)
+    uses_finite_differences: ClassVar[bool] = False
 
     def __init__(self, **params: Any):
         self.params = params

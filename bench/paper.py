@@ -11,11 +11,11 @@ from pathlib import Path
 
 import yaml
 
-from bench import datasets, registry, report, runner
+from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
 from core import protocol
 
-GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "figures")
+GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "time_limits", "subset", "figures")
 
 
 class ConfigError(ValueError):
@@ -67,12 +67,25 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
         raise ConfigError("none of the config's methods is available here (see `python -m bench list`)")
     return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=tuple(map(float, config["noise"])),
                         n=tuple(map(int, config["n"])), seeds=tuple(map(int, config["seeds"])), jobs=jobs,
-                        time_limit=config.get("time_limit"), out=str(config["out"]),
+                        time_limit=config.get("time_limit"), time_limits=_mapping(config, "time_limits", float),
+                        subset=_mapping(config, "subset", int), out=str(config["out"]),
                         method_files=tuple(method_files), backend=backend, scheduler=scheduler)
 
 
-def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None) -> Path:
-    """Every table and figure of `rows` into `folder`, and index.md listing them; returns the index."""
+def _mapping(config: dict, key: str, kind) -> dict:
+    """A config setting of the form {name: number} (`time_limits`, `subset`); empty when absent."""
+    value = config.get(key) or {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"'{key}' must map names to numbers, e.g. {key}: {{classic: 24}}")
+    try:
+        return {str(name): kind(number) for name, number in value.items()}
+    except (TypeError, ValueError):
+        raise ConfigError(f"'{key}' must map names to numbers, got {value}") from None
+
+
+def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None, claims_report: str | None = None) -> Path:
+    """Every table and figure of `rows` into `folder`, and index.md listing them (and linking
+    `claims_report`, the reproduction report's file name, when given); returns the index."""
     from bench import plots
 
     figures = figures or {}
@@ -84,8 +97,10 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
                            data_folder=data_folder)
     lines = ["# Benchmark results", "",
              f"{len(rows)} stored rows; {rows['method'].nunique()} methods; datasets: "
-             f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", "",
-             "## Figures", ""]
+             f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", ""]
+    if claims_report:
+        lines += [f"The paper's claims checked against these results: [{claims_report}]({claims_report})", ""]
+    lines += ["## Figures", ""]
     titles = {"main": "Median R^2, complexity and fit time against noise (paper Figure 3)",
               "r2_interp": "Median R^2 per dataset, interpolation (paper Figure 4)",
               "r2_extrap": "Median R^2 per dataset, extrapolation (paper Figure 5)",
@@ -107,7 +122,10 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
 
 
 def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler: str | None,
-              progress: bool = True, method_files: tuple[str, ...] = (), data_folder=None) -> Path:
+              progress: bool = True, method_files: tuple[str, ...] = (), data_folder=None,
+              command: str | None = None, docs: str | None = None) -> Path:
+    """Run or resume the sweep, write figures, tables and REPRODUCTION.md into <out>/figures, and
+    copy the report with its tables and main figures into `docs` when given; returns the index."""
     config = load_config(config_path, quick)
     sweep = sweep_from_config(config, quick, jobs, backend, scheduler, method_files)
     tasks = len(runner.build_tasks(sweep)) * len(sweep.methods)
@@ -115,4 +133,16 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     runner.run(sweep, progress=progress)
     rows = ResultStore(sweep.out).read()
     rows = rows[rows["method"].isin([s.label for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
-    return write_outputs(rows, Path(sweep.out) / "figures", config.get("figures"), data_folder)
+    folder = Path(sweep.out) / "figures"
+    index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT)
+    figures = config.get("figures") or {}
+    roles = claims.Roles(fd_methods=reproduction.fd_methods(sweep.methods),
+                         main_dataset=figures.get("main", {}).get("dataset", protocol.MAIN_FIGURE["dataset"]),
+                         extrap_n=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N))
+    command = command or f"python -m bench paper --config {config_path}" + (" --quick" if quick else "")
+    report_path = reproduction.write(rows, folder, Path(sweep.out), command, roles, config.get("note"))
+    print(f"reproduction report: {report_path}")
+    if docs:
+        copied = reproduction.publish(folder, Path(docs))
+        print(f"copied {len(copied)} files to {docs}")
+    return index

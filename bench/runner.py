@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import queue
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from bench import datasets
+from bench import datasets, provenance
 from bench.method import Budget, Oracle
 from bench.registry import MethodSpec
 from bench.rows import make_row
@@ -39,6 +40,8 @@ class Sweep:
     seeds: tuple[int, ...] = (0,)
     jobs: int = 1
     time_limit: float | None = None  # None: each method's own default
+    time_limits: dict[str, float] = field(default_factory=dict)  # per method name (or variant label), over time_limit
+    subset: dict[str, int] = field(default_factory=dict)  # per dataset: this many evenly spread trajectories
     memory_limit: int | None = None  # bytes of address space per worker
     out: str = "results/sweep"
     method_files: tuple[str, ...] = field(default=())
@@ -46,10 +49,18 @@ class Sweep:
     scheduler: str | None = None  # tcp://HOST:PORT of a running Dask scheduler (dask backend)
 
 
+def evenly_spread(items: list, count: int | None) -> list:
+    """`count` items spread evenly over `items` (item i * len / count for i < count, the first
+    included), or all of them when `count` is None or not smaller than their number."""
+    if count is None or count >= len(items):
+        return list(items)
+    return [items[i * len(items) // count] for i in range(count)]
+
+
 def build_tasks(sweep: Sweep) -> list[Task]:
     tasks = []
     for name in sweep.datasets:
-        for trajectory in datasets.load(name):
+        for trajectory in evenly_spread(datasets.load(name), sweep.subset.get(name)):
             for noise in sweep.noise:
                 for n in sweep.n:
                     for seed in sweep.seeds:
@@ -135,13 +146,22 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
     pending = []
     for spec in sweep.methods:
         cls = classes[spec.label]
-        limit = sweep.time_limit or cls.time_limit
+        limit = method_time_limit(sweep, spec, cls)
         for task in tasks:
             if task.key + (spec.label,) not in done:
                 truth = task.trajectory.expression if issubclass(cls, Oracle) else None  # the one door
                 job = Job(spec, task.observations(), Budget(time_limit=limit, seed=task.seed), truth=truth)
                 pending.append(Pending(job, task, cls.version))
     return pending
+
+
+def method_time_limit(sweep: Sweep, spec: MethodSpec, cls) -> float:
+    """The task deadline of a method: the sweep's entry for its label, else for its name, else the
+    sweep's `time_limit`, else the method's own default."""
+    for key in (spec.label, spec.name):
+        if key in sweep.time_limits:
+            return float(sweep.time_limits[key])
+    return sweep.time_limit or cls.time_limit
 
 
 def finish(pending: Pending, result: dict) -> dict:
@@ -152,8 +172,8 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
-    _write_config(sweep, store.folder)
     pending = pending_jobs(sweep, store)
+    _write_config(sweep, store.folder, ran=bool(pending))
     if not pending:
         return store
     executor = make_executor(sweep)
@@ -171,8 +191,16 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     return store
 
 
-def _write_config(sweep: Sweep, folder: Path) -> None:
+def _write_config(sweep: Sweep, folder: Path, ran: bool) -> None:
+    """sweep.json: the sweep's settings, and under "runs" the commit, machine and start time of
+    every start that had tasks to run (a resume adds one; a start with nothing to do does not)."""
     config = asdict(sweep)
     config["methods"] = [spec.label for spec in sweep.methods]
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
+    try:
+        before = json.loads((folder / "sweep.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        before = {}
+    runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
+    config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time()}] if ran else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

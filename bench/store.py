@@ -67,3 +67,29 @@ class ResultStore:
         tmp = self.parts / f".{name}.tmp"
         frame.to_parquet(tmp, index=False)
         os.replace(tmp, self.parts / name)
+
+
+class DuplicateResults(ValueError):
+    """Two result folders being combined hold a row for the same (task, method)."""
+
+
+def combine(folders) -> pd.DataFrame:
+    """The rows of several result folders as one table. The same (task, method) in two folders is
+    a `DuplicateResults` error naming it: which of the two counts is the user's call, not ours."""
+    frames = []
+    for folder in folders:
+        rows = ResultStore(folder).read()
+        if not rows.empty:
+            frames.append(rows.assign(_folder=str(folder)))
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames, ignore_index=True)
+    twice = frame[frame.duplicated(KEY, keep=False)]
+    if not twice.empty:
+        first = twice.iloc[0]
+        where = twice.loc[(twice[KEY] == first[KEY]).all(axis=1), "_folder"].tolist()
+        raise DuplicateResults(
+            f"{where[0]} and {where[1]} both hold {first['method']} on {first['dataset']}/{first['equation_id']}/"
+            f"{first['y0_index']} (sigma {first['noise']:g}, n {first['n']}, seed {first['seed']}); "
+            f"combine folders of different tasks or methods")
+    return frame.drop(columns="_folder")

@@ -28,6 +28,7 @@ from baselines.fd import DEGREE, WINDOW, derivative
 class SindyEnsemble(Method):
     name = "sindy-ensemble"
     version = "1"
+    uses_finite_differences = True
     requires = ("pysindy", "pynumdiff", "scipy", "sympy")
     time_limit = 180.0
     description = "E-SINDy: bagged STLSQ (pysindy EnsembleOptimizer) on FD derivatives, terms kept by inclusion probability"

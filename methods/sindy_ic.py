@@ -30,6 +30,7 @@ from baselines.fd import DEGREE, WINDOW, derivative
 class SindyIC(Method):
     name = "sindy-ic"
     version = "1"
+    uses_finite_differences = True
     requires = ("pysindy", "pynumdiff", "scipy", "sympy")
     time_limit = 180.0
     description = "SINDy (STLSQ) on a polynomial + saturation library, threshold chosen by BIC on the integrated trajectory"

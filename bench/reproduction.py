@@ -1,0 +1,127 @@
+"""REPRODUCTION.md: the paper's claims checked against one sweep, with what was run, where and how long.
+
+Every number in the report is read from the stored rows (medians, fit times, timestamps) or from
+the sweep's `sweep.json` (commit and machine recorded when the sweep started); nothing is typed in.
+`publish` copies the report with its tables and main figures into a documentation folder.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from bench import claims, provenance
+
+REPORT = "REPRODUCTION.md"
+PUBLISHED = (REPORT, "claims.csv", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
+             "main.png", "r2_interp.png", "r2_extrap.png")  # what `publish` copies; the report links only these
+
+
+def wall_time(rows: pd.DataFrame) -> tuple[float, float]:
+    """(seconds from the first task's start to the last row's finish, summed fit seconds). A task's
+    start is its row's `finished_at` less its fit and setup time; pauses between a stop and a resume
+    are included in the span."""
+    finished = pd.to_numeric(rows["finished_at"], errors="coerce")
+    spent = pd.to_numeric(rows["fit_time"], errors="coerce").fillna(0) + \
+        pd.to_numeric(rows["setup_time"], errors="coerce").fillna(0)
+    return float(finished.max() - (finished - spent).min()), float(spent.sum())
+
+
+def method_times(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per method: tasks, the task deadline, median and max fit time, and core-hours of fitting."""
+    rows = rows.assign(fit_time=pd.to_numeric(rows["fit_time"], errors="coerce"))
+    grouped = rows.groupby("method")
+    table = pd.DataFrame({"tasks": grouped.size(), "time_limit_s": grouped["time_limit"].max(),
+                          "median_fit_s": grouped["fit_time"].median(), "max_fit_s": grouped["fit_time"].max(),
+                          "core_hours": grouped["fit_time"].sum() / 3600})
+    return table.reset_index()
+
+
+def _provenance(sweep_folder: Path) -> dict:
+    """The commit(s) and machine(s) of the starts that ran the sweep's tasks (sweep.json "runs");
+    this checkout's, marked as such, when the sweep did not record them."""
+    try:
+        runs = json.loads((sweep_folder / "sweep.json").read_text()).get("runs") or []
+    except (OSError, json.JSONDecodeError):
+        runs = []
+    if not runs:
+        return {**provenance.describe(), "note": "recorded at report time (the sweep did not record it)"}
+    commits = list(dict.fromkeys(run["commit"] for run in runs))
+    note = f"{len(runs)} starts; commits in order: {', '.join(commits)}" if len(runs) > 1 else None
+    return {"commit": commits[-1], "machine": runs[-1]["machine"], "note": note}
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h ({seconds:,.0f} s)"
+
+
+def _grid(rows: pd.DataFrame) -> list[str]:
+    tasks = rows.drop_duplicates(["dataset", "equation_id", "y0_index"]).groupby("dataset").size()
+    return [f"- datasets (trajectories): {', '.join(f'{d} ({k})' for d, k in tasks.items())}",
+            f"- noise sigma: {', '.join(f'{s:g}' for s in sorted(rows['noise'].unique()))}; "
+            f"n: {', '.join(map(str, sorted(rows['n'].unique())))}; seeds: "
+            f"{', '.join(map(str, sorted(rows['seed'].unique())))}",
+            f"- methods: {', '.join(sorted(rows['method'].unique()))}",
+            f"- stored rows: {len(rows)}"]
+
+
+def _claims_section(verdicts: list[claims.Verdict]) -> list[str]:
+    lines = ["| # | claim (paper) | measured here | verdict | why |", "|---|---|---|---|---|"]
+    for v in verdicts:
+        lines.append(f"| {v.key} | {v.claim} | {v.measured} | **{v.verdict}** | {v.why} |")
+    lines += ["", "Rules (bench/claims.py; failed tasks count as R^2 = -inf, their complexity is left out):", ""]
+    lines += [f"{v.key}. {v.rule}" for v in verdicts]
+    return lines
+
+
+def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, roles: claims.Roles,
+          note: str | None = None) -> Path:
+    """REPRODUCTION.md, claims.csv and method_times.csv into `folder` (beside the figures and tables)."""
+    verdicts = claims.check(rows, roles)
+    claims.to_frame(verdicts).to_csv(folder / "claims.csv", index=False)
+    times = method_times(rows)
+    times.to_csv(folder / "method_times.csv", index=False)
+    span, busy = wall_time(rows)
+    origin = _provenance(sweep_folder)
+    box = origin["machine"]
+    lines = ["# Reproduction report: the paper's claims, checked", ""]
+    if note:
+        lines += [f"> {note.strip()}", ""]
+    lines += ["## What was run", "", f"```bash\n{command}\n```", "",
+              f"- git commit: `{origin['commit']}`" + (f" ({origin['note']})" if origin.get("note") else ""),
+              f"- machine: {box['cpu_count']} CPUs, {box.get('cpu_model') or box['processor']} "
+              f"({box['machine']}), {box['platform']}, Python {box['python']}",
+              f"- wall time of the sweep: {_hours(span)} from the first task's start to the last row "
+              f"(stored timestamps; includes pauses between a stop and a resume); fitting: {_hours(busy)} "
+              "of worker time", *_grid(rows), "",
+              "## Claims", "", *_claims_section(verdicts), "",
+              "## Time per method", "", times.to_markdown(index=False, floatfmt=".3g"), "",
+              "## Figures and tables", "",
+              "![median R^2, complexity and fit time against noise](main.png)", "",
+              "![median R^2 per dataset, interpolation](r2_interp.png)", "",
+              "![median R^2 per dataset, extrapolation](r2_extrap.png)", "",
+              "Medians with interquartile ranges: [medians_iqr.md](medians_iqr.md) "
+              "([CSV of medians](medians.csv)); failures: [failures.md](failures.md); "
+              "verdicts as CSV: [claims.csv](claims.csv); fit times: [method_times.csv](method_times.csv)."]
+    path = folder / REPORT
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def publish(folder: Path, docs: Path) -> list[Path]:
+    """Copy the report, its tables and the main figures from `folder` into `docs`."""
+    docs.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in PUBLISHED:
+        if (folder / name).exists():
+            shutil.copyfile(folder / name, docs / name)
+            copied.append(docs / name)
+    return copied
+
+
+def fd_methods(specs) -> tuple[str, ...]:
+    """Labels of the methods that fit finite-difference derivatives (`Method.uses_finite_differences`)."""
+    return tuple(spec.label for spec in specs if getattr(spec.load(), "uses_finite_differences", False))
+

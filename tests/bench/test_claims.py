@@ -1,0 +1,108 @@
+"""The claim verdicts follow the stored numbers: each flips when the numbers do."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import claims
+from bench.rows import METRIC_COLUMNS
+
+ROLES = claims.Roles(fd_methods=("sindy", "ffx"))
+METHODS = ("truth", "nsode-eps", "proged", "sindy", "ffx")
+
+
+def good(method, dataset, noise, n):
+    """A world in which every claim holds: NSODE-eps = ProGED, FD methods fall with noise and n."""
+    fd = method in ROLES.fd_methods
+    r2 = 1.0 - (noise * 20 if fd else 0.0) - (0.05 if fd and n == 128 else 0.0)
+    return {"r2_interp": r2, "r2_extrap": 0.9 if method in ("nsode-eps", "truth") else 0.0,
+            "fit_time": {"nsode-eps": 1.0, "proged": 10.0}.get(method, 2.0),
+            "complexity": 8.0 if method != "sindy" else 3.0}
+
+
+def table(change=lambda row: None, methods=METHODS, datasets=("classic", "large"), sizes=(128, 256)):
+    rows = []
+    for method in methods:
+        for dataset in datasets:
+            for noise in (0.0, 0.01, 0.02):
+                for n in sizes:
+                    for eq in range(3):
+                        row = dict.fromkeys(METRIC_COLUMNS, np.nan)
+                        row.update(dataset=dataset, equation_id=f"e{eq}", y0_index=0, noise=noise, n=n, seed=0,
+                                   method=method, status="ok", score_status="ok", truth_kind="solution",
+                                   truth_complexity=8, **good(method, dataset, noise, n))
+                        change(row)
+                        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def verdicts(frame):
+    return {v.key: v.verdict for v in claims.check(frame, ROLES)}
+
+
+def when(method, **conditions):
+    """A change that applies `conditions` (column: value or function of the row) to `method`'s rows."""
+    def change(row):
+        if row["method"] == method:
+            for column, value in conditions.items():
+                row[column] = value(row) if callable(value) else value
+    return change
+
+
+def test_every_claim_holds_on_numbers_made_to_satisfy_it():
+    assert set(verdicts(table()).values()) == {"holds"}
+
+
+def test_claim_1_partly_when_proged_falls_behind_and_fails_when_an_fd_method_is_also_more_robust():
+    behind = when("proged", r2_interp=lambda r: 0.8 if r["noise"] == 0.01 else 1.0)
+    assert verdicts(table(behind))["1"] == "partly"
+
+    def both(row):
+        behind(row)
+        when("ffx", r2_interp=1.0)(row)
+    assert verdicts(table(both))["1"] == "does not hold"
+
+
+def test_claim_2_follows_the_ratio_of_median_fit_times():
+    assert verdicts(table(when("proged", fit_time=3.0)))["2"] == "partly"
+    assert verdicts(table(when("proged", fit_time=1.5)))["2"] == "does not hold"
+
+
+def test_claim_3_flips_with_a_rival_or_a_failing_nsode_on_large():
+    assert verdicts(table(when("sindy", r2_extrap=0.95)))["3"] == "partly"
+    assert verdicts(table(when("nsode-eps", r2_extrap=-2.0)))["3"] == "does not hold"
+    failed_at_001 = when("nsode-eps", status=lambda r: "timeout" if r["noise"] == 0.01 else "ok")
+    assert verdicts(table(failed_at_001))["3"] == "partly"
+
+
+def test_claim_4_needs_fd_methods_to_fall_and_nsode_and_proged_to_stay():
+    steady_fd = lambda r: 1.0 - r["noise"] * 20  # noqa: E731
+    assert verdicts(table(lambda r: when("sindy", r2_interp=steady_fd)(r) or
+                          when("ffx", r2_interp=steady_fd)(r)))["4"] == "partly"
+    assert verdicts(table(when("nsode-eps", r2_interp=lambda r: 0.5 if r["n"] == 128 else 1.0)))["4"] == "partly"
+    assert verdicts(table(sizes=(128,)))["4"] == "not measured"
+
+
+def test_claim_5_flips_when_a_complexity_leaves_the_truths_neighbourhood():
+    assert verdicts(table(when("nsode-eps", complexity=20.0)))["5"] == "partly"
+
+    def both(row):
+        when("nsode-eps", complexity=20.0)(row)
+        when("proged", complexity=2.0)(row)
+    assert verdicts(table(both))["5"] == "does not hold"
+
+
+def test_missing_methods_and_datasets_are_not_measured():
+    found = verdicts(table(methods=("truth", "nsode-eps", "sindy"), datasets=("classic",)))
+    assert found == {"1": "not measured", "2": "not measured", "3": "not measured", "4": "not measured",
+                     "5": "not measured"}
+
+
+def test_verdicts_state_the_numbers_they_come_from():
+    first = claims.check(table(), ROLES)[1]
+    assert first.measured == "median fit time nsode-eps 1 s, proged 10 s: 10x"
+    assert claims.RULES["2"] == first.rule
+
+
+@pytest.mark.parametrize("key", list(claims.CLAIMS))
+def test_every_claim_has_a_rule(key):
+    assert key in claims.RULES

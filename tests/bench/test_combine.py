@@ -1,0 +1,52 @@
+"""`bench report` and `bench plot` combine several result folders; a (task, method) stored twice is refused."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(*args):
+    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    """Three folders of the oracle on Textbook: sigma 0, sigma 0.01, and sigma 0 again."""
+    root = tmp_path_factory.mktemp("sweeps")
+    for name, noise in (("clean", 0), ("noisy", 0.01), ("again", 0)):
+        result = bench("run", "--methods", "truth", "--noise", noise, "--out", root / name, "--quiet")
+        assert result.returncode == 0, result.stderr
+    return root
+
+
+def test_report_of_two_folders_holds_the_rows_of_both(sweeps, tmp_path):
+    result = bench("report", sweeps / "clean", sweeps / "noisy", "--out", tmp_path)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(tmp_path / "medians.csv")
+    assert sorted(table["noise"]) == [0.0, 0.01] and table["tasks"].tolist() == [12, 12]
+
+
+def test_plot_of_two_folders_draws_both_noise_levels(sweeps, tmp_path):
+    result = bench("plot", sweeps / "clean", sweeps / "noisy", "--out", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(pd.read_csv(tmp_path / "r2_interp.csv")["noise"]) == [0.0, 0.01]
+
+
+def test_the_same_task_and_method_in_two_folders_is_a_one_line_error_naming_it(sweeps, tmp_path):
+    for command in ("report", "plot"):
+        result = bench(command, sweeps / "clean", sweeps / "again", "--out", tmp_path)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert "truth on textbook/" in result.stderr and "both hold" in result.stderr
+        assert str(sweeps / "clean") in result.stderr and str(sweeps / "again") in result.stderr
+    assert not (tmp_path / "medians.csv").exists()
+
+
+def test_several_folders_need_an_output_folder(sweeps):
+    result = bench("report", sweeps / "clean", sweeps / "noisy")
+    assert result.returncode == 2 and "--out" in result.stderr

@@ -1,0 +1,63 @@
+"""A paper config can take an evenly spread subset of a dataset and a time limit per method."""
+import pytest
+
+from bench import datasets, paper, runner
+
+CONFIG = """
+out: {out}
+datasets: [textbook, classic]
+noise: [0]
+n: [128]
+methods: [truth, sindy]
+seeds: [0]
+subset: {{classic: 24}}
+time_limits: {{sindy: 7}}
+"""
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out"))
+    return paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+
+
+def test_subset_takes_evenly_spread_trajectories_and_leaves_other_datasets_whole(sweep):
+    tasks = runner.build_tasks(sweep)
+    classic = [t.trajectory for t in tasks if t.trajectory.dataset == "classic"]
+    everything = datasets.load("classic")
+    step = len(everything) / 24
+    assert len(classic) == 24 and len([t for t in tasks if t.trajectory.dataset == "textbook"]) == 12
+    assert [tr.key for tr in classic] == [everything[int(i * step)].key for i in range(24)]
+    assert len({tr.equation_id for tr in classic}) > 20  # spread over equations, not the first few
+
+
+def test_time_limits_apply_per_method_and_others_keep_their_own(sweep, tmp_path):
+    from bench.store import ResultStore
+
+    limits = {p.job.spec.label: p.job.time_limit for p in runner.pending_jobs(sweep, ResultStore(tmp_path / "s"))}
+    truth = next(s for s in sweep.methods if s.name == "truth").load()
+    assert limits == {"sindy": 7.0, "truth": truth.time_limit}
+
+
+def test_a_malformed_subset_is_a_config_error(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "[24]"))
+    with pytest.raises(paper.ConfigError, match="subset"):
+        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+
+
+def test_sweep_json_records_the_commit_and_machine_of_each_start_that_ran_tasks(tmp_path):
+    import json
+    from dataclasses import replace
+
+    from bench import registry
+
+    sweep = runner.Sweep(datasets=("textbook",), methods=(registry.discover()["truth"],), subset={"textbook": 2},
+                         out=str(tmp_path / "s"))
+    runner.run(sweep, progress=False)
+    runner.run(sweep, progress=False)  # nothing left to do: no new entry
+    runs = json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]
+    assert len(runs) == 1 and runs[0]["machine"]["cpu_count"] >= 1 and runs[0]["commit"]
+    runner.run(replace(sweep, noise=(0.01,)), progress=False)
+    assert len(json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]) == 2
