@@ -128,19 +128,18 @@ class Pending:
 
 def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
     """The jobs of `sweep` that `store` does not hold yet."""
-    classes = {spec.label: spec.load() for spec in sweep.methods}
-    versions = {label: cls.version for label, cls in classes.items()}
+    versions = {spec.label: spec.version for spec in sweep.methods}
     done = store.finished(versions)
     tasks = build_tasks(sweep)
     pending = []
     for spec in sweep.methods:
-        cls = classes[spec.label]
-        limit = sweep.time_limit or cls.time_limit
+        oracle = issubclass(spec.load(), Oracle)
+        limit = sweep.time_limit or spec.time_limit
         for task in tasks:
             if task.key + (spec.label,) not in done:
-                truth = task.trajectory.expression if issubclass(cls, Oracle) else None  # the one door
+                truth = task.trajectory.expression if oracle else None  # the one door
                 job = Job(spec, task.observations(), Budget(time_limit=limit, seed=task.seed), truth=truth)
-                pending.append(Pending(job, task, cls.version))
+                pending.append(Pending(job, task, spec.version))
     return pending
 
 
