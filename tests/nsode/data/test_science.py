@@ -13,7 +13,7 @@ from nsode.data import generate, science, simplify
 from nsode.data import shards as store
 from nsode.data import tokens as tok
 from core.expressions import compile_vector
-from nsode.data.solve import fd_residual
+from core.solving import fd_residual
 
 # the tiny paper folder of conftest (7 skeletons, seed 3) as generated before the science family existed
 PAPER_DIGEST = "12892edfe85b56f9"
