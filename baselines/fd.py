@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
@@ -169,15 +169,14 @@ class FiniteDifferenceMethod(Method):
     fd_window: ClassVar[int] = WINDOW
     fd_degrees: ClassVar[tuple[int, ...]] = (DEGREE,)
 
-    def __init__(self, grid=None, run_time_limit=..., fd_degrees=None, fd_window=None, **params: Any):
-        """Every knob is a constructor argument (scikit-learn style: stored as given, no work);
-        left out, it keeps the class's value: `Sindy(fd_degrees=(3,))` is a smaller variant, and
-        `--methods sindy:fd_degrees=(3,)` sets it from the command line."""
+    def __init__(self, grid=None, run_time_limit=..., fd_degrees=None, fd_window=None):
+        """Every knob is a constructor argument (scikit-learn style: stored, no work); left out,
+        it keeps the class's value (which `get_params` then reports): `Sindy(fd_degrees=(3,))` is a
+        smaller variant, and `--methods sindy:fd_degrees=(3,)` sets it from the command line."""
         given = {"grid": grid, "fd_degrees": fd_degrees, "fd_window": fd_window}
         given = {k: v for k, v in given.items() if v is not None}
         if run_time_limit is not ...:
             given["run_time_limit"] = run_time_limit
-        super().__init__(**given, **params)
         for knob, value in given.items():
             setattr(self, knob, tuple(value) if knob == "fd_degrees" else value)
 

@@ -1,8 +1,9 @@
 """Shared pieces of the SINDy variants a careful user runs (methods/sindy_weak.py,
 sindy_ensemble.py, sindy_ic.py): the candidate library as pysindy `CustomLibrary` objects whose
 feature names are expressions in y, a scale-free STLSQ fit, the integrated-trajectory error of a
-candidate model, and the two selection rules (parsimony within a tolerance of the best
-trajectory error; an information criterion on the trajectory).
+candidate model (the shared fitter's `core.fitting.trajectory_rss`), and the two selection
+rules (parsimony within a tolerance of the best trajectory error; an information criterion on
+the trajectory).
 
 Scale-free thresholds: pysindy's STLSQ thresholds coefficients in the units of the data, which
 differ by orders of magnitude between ODEs. `sparse_fit` normalises the library columns
@@ -21,13 +22,11 @@ import sympy
 from pysindy import CustomLibrary, STLSQ
 
 from baselines.sindy import expression
-from core.expressions import parse
-from core.expressions import compile_scalar, compile_vector
-from core.solving import SolveError, solve
+from core import fitting
+from core.expressions import compile_vector, parse
 
-FIT_TOLERANCE = 1e-7  # LSODA tolerances while selecting (scoring uses the protocol's 1e-9)
-SOLVE_TIME_LIMIT = 0.5  # seconds per candidate solve; a slower solve counts as a failed candidate
-MXSTEP = 5000
+SOLVE_TIME_LIMIT = 0.5  # seconds per candidate solve (the shared fitter's LSODA settings otherwise);
+# a slower solve counts as a failed candidate
 POLE_MARGIN = 0.1  # a rational term is kept only if its denominator keeps one sign on the
 # observed range of y widened by this fraction of the range on each side
 
@@ -101,18 +100,6 @@ def least_squares_on(theta: np.ndarray, target: np.ndarray, support: np.ndarray)
     return coef
 
 
-def trajectory_rss(expr: str, t: np.ndarray, y: np.ndarray) -> float:
-    """Sum of squared differences between the observations and y' = expr integrated with LSODA
-    from the first observation; inf when the solve fails, blows up or takes too long."""
-    try:
-        path = solve(compile_scalar(parse(expr)), float(y[0]), np.asarray(t, dtype=float), rtol=FIT_TOLERANCE,
-                     atol=FIT_TOLERANCE, mxstep=MXSTEP, time_limit=SOLVE_TIME_LIMIT)
-    except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
-        return math.inf
-    rss = float(np.sum((path - y) ** 2))
-    return rss if math.isfinite(rss) else math.inf
-
-
 @dataclass(frozen=True)
 class Candidate:
     """One fitted model: its coefficients on the library, expression, trajectory error, setting."""
@@ -133,7 +120,7 @@ class Candidate:
 
 def candidate(coef: np.ndarray, names: tuple[str, ...], t: np.ndarray, y: np.ndarray, **params) -> Candidate:
     """A Candidate with its integrated-trajectory error on the observations."""
-    return Candidate(coef, names, trajectory_rss(expression(coef, names), t, y), params)
+    return Candidate(coef, names, fitting.trajectory_rss(parse(expression(coef, names)), t, y, time_limit=SOLVE_TIME_LIMIT), params)
 
 
 def unique(candidates: list[Candidate]) -> list[Candidate]:

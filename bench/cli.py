@@ -214,11 +214,11 @@ def _run(args) -> int:
     if args.methods:
         selected = registry.select(args.methods, specs)
         for spec in selected:
-            reason = registry.unavailable_reason(spec.load())
+            reason = registry.unavailable_reason(spec)
             if reason:
                 raise UserError(f"method {spec.name} is unavailable here: {reason}")
     else:
-        selected = [s for s in specs.values() if registry.unavailable_reason(s.load()) is None]
+        selected = [s for s in specs.values() if registry.unavailable_reason(s) is None]
     for name in args.dataset:
         datasets.resolve(name)
     sweep = runner.Sweep(
@@ -246,12 +246,11 @@ def _list(args) -> int:
         print("  large      (not generated yet: python -m nsode.data large)")
     print("\nmethods:")
     for name, spec in sorted(registry.discover(tuple(args.method_file)).items()):
-        cls = spec.load()
-        reason = registry.unavailable_reason(cls)
+        reason = registry.unavailable_reason(spec)
         state = "available" if reason is None else f"unavailable: {reason}"
-        print(f"  {name:<18} v{cls.version:<4} {state}")
-        if cls.description:
-            print(f"  {'':<18}       {cls.description}")
+        print(f"  {name:<18} v{spec.version:<4} {state}")
+        if spec.description:
+            print(f"  {'':<18}       {spec.description}")
     for file, reason in registry.BROKEN.items():
         print(f"  {file:<18}       broken: {reason}")
     return 0

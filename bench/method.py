@@ -9,6 +9,7 @@ each `run` (the `truth` method, a check of the harness); no other method is ever
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -66,11 +67,25 @@ class Prediction:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A named parameter set of a method class, listed and run like a method of its own
+    (`nsode-eps+refine` is `NSODE(checkpoint="nsode-eps", beam=256, search=True)`). Its rows carry
+    the variant's name; `version`, `description` and `time_limit` default to the class's."""
+
+    params: dict[str, Any]
+    description: str = ""
+    version: str | None = None
+    time_limit: float | None = None
+
+
 class Method:
     """Base class of all methods. Subclasses set `name` and implement `run`.
 
-    Like a scikit-learn estimator, the constructor only stores parameters; `setup` does one-off
-    expensive work (imports, model loading) once per worker process; `run` does the fit.
+    Like a scikit-learn estimator, the constructor only stores its arguments, each under its own
+    name (so `get_params`/`set_params` and the command line's `NAME:key=value` see them);
+    `setup` does one-off expensive work (imports, model loading) once per worker process; `run`
+    does the fit. `variants` names parameter sets that the registry lists as methods of their own.
     """
 
     name: ClassVar[str] = ""
@@ -80,18 +95,36 @@ class Method:
     description: ClassVar[str] = ""
     # fits f to finite-difference derivatives (the paper's "FD methods"; reports compare them as a group)
     uses_finite_differences: ClassVar[bool] = False
-
-    def __init__(self, **params: Any):
-        self.params = params
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments, as given (scikit-learn's estimator API)."""
-        return dict(self.params)
+    variants: ClassVar[dict[str, Variant]] = {}
 
     @classmethod
-    def unavailable_reason(cls) -> str | None:
-        """None when the method can run here, else one line saying why not."""
-        for module in cls.requires:
+    def _param_names(cls) -> list[str]:
+        """The constructor's named arguments (scikit-learn's rule: no *args or **kwargs)."""
+        if cls.__init__ is Method.__init__:
+            return []
+        names = []
+        for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                raise TypeError(f"{cls.__name__}.__init__ must name its parameters (no *args or **kwargs)")
+            names.append(parameter.name)
+        return names
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments, as stored (scikit-learn's estimator API)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> "Method":
+        unknown = set(params) - set(self._param_names())
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no parameter(s) {', '.join(sorted(unknown))}")
+        for key, value in params.items():
+            setattr(self, key, value)
+        return self
+
+    def unavailable_reason(self) -> str | None:
+        """None when the method can run here, else one line saying why not. Called on an
+        instance, so that a parameter (a checkpoint, a library) can decide."""
+        for module in self.requires:
             try:
                 importlib.import_module(module)
             except Exception as err:  # import errors of native libraries are not all ImportError
@@ -105,7 +138,7 @@ class Method:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
 

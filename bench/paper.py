@@ -53,12 +53,12 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
     specs = registry.discover(tuple(method_files))
     wanted = config["methods"]
     if wanted == "all":
-        chosen = [s for s in specs.values() if registry.unavailable_reason(s.load()) is None]
+        chosen = [s for s in specs.values() if registry.unavailable_reason(s) is None]
     else:
         known = [n for n in wanted if n in specs] if quick else wanted
         chosen = []
         for spec in registry.select(known, specs):
-            reason = registry.unavailable_reason(spec.load())
+            reason = registry.unavailable_reason(spec)
             if reason:
                 print(f"skipping method {spec.name}: {reason}")
             else:

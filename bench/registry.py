@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.method import Method
+from bench.method import Method, Variant
 
 METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
 ENTRY_POINT_GROUP = "bench.methods"
@@ -33,13 +33,17 @@ BROKEN: dict[str, str] = {}  # built-in method files that failed to load, with t
 @dataclass(frozen=True)
 class MethodSpec:
     """How to find a method class (a file path or an entry point "module:Class") and the
-    parameters to construct it with. `label` names the variant in rows and tables: the
-    method's name, plus `:key=value,...` when parameters are set (`sindy:fd_degrees=(3,)`)."""
+    parameters to construct it with. `preset` are the parameters of a named variant (a
+    `Method.variants` entry; `cls` then names the class); `params` are the user's
+    (`NAME:key=value`). `label` names the run in rows and tables: the name, plus
+    `:key=value,...` when the user set parameters (`sindy:fd_degrees=(3,)`)."""
 
     name: str
     file: str | None = None
     entry_point: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    cls: str | None = None  # the class's `name`, for a variant
+    preset: tuple[tuple[str, Any], ...] = ()
 
     @property
     def label(self) -> str:
@@ -48,7 +52,7 @@ class MethodSpec:
         return f"{self.name}:" + ",".join(f"{key}={value!r}" for key, value in self.params)
 
     def instantiate(self) -> Method:
-        return self.load()(**dict(self.params))
+        return self.load()(**{**dict(self.preset), **dict(self.params)})
 
     def with_params(self, params: dict[str, Any]) -> "MethodSpec":
         return replace(self, params=tuple(sorted({**dict(self.params), **params}.items())))
@@ -56,16 +60,34 @@ class MethodSpec:
     def load(self) -> type[Method]:
         if self.file:
             for cls in _classes_in_file(Path(self.file)):
-                if cls.name == self.name:
+                if cls.name == (self.cls or self.name):
                     return cls
-            raise RegistryError(f"{self.file} defines no method named {self.name!r}")
+            raise RegistryError(f"{self.file} defines no method named {self.cls or self.name!r}")
         module, _, attr = self.entry_point.partition(":")
         return getattr(importlib.import_module(module), attr)
 
+    def _variant(self) -> Variant | None:
+        return self.load().variants.get(self.name) if self.cls else None
+
+    @property
+    def version(self) -> str:
+        variant = self._variant()
+        return (variant and variant.version) or self.load().version
+
+    @property
+    def description(self) -> str:
+        variant = self._variant()
+        return (variant and variant.description) or self.load().description
+
+    @property
+    def time_limit(self) -> float:
+        variant = self._variant()
+        return (variant and variant.time_limit) or self.load().time_limit
+
 
 def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
-    """Every method found, by name. Later sources override earlier ones: built-in files, then
-    entry points, then explicit `--method-file` paths."""
+    """Every method found, by name, with the named variants of each class. Later sources
+    override earlier ones: built-in files, then entry points, then explicit `--method-file` paths."""
     specs: dict[str, MethodSpec] = {}
     for file in sorted(METHODS_DIR.glob("*.py")):
         try:
@@ -73,8 +95,7 @@ def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
         except RegistryError as err:  # one broken plugin must not hide the others
             BROKEN[file.name] = str(err)
             continue
-        for cls in classes:
-            specs[cls.name] = MethodSpec(cls.name, file=str(file))
+        specs.update(_file_specs(classes, file))
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         specs[ep.name] = MethodSpec(ep.name, entry_point=ep.value)
     for file in extra_files:
@@ -84,19 +105,28 @@ def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
         classes = _classes_in_file(path)
         if not classes:
             raise RegistryError(f"method file {file} defines no Method subclass with a name")
-        for cls in classes:
-            specs[cls.name] = MethodSpec(cls.name, file=str(path.resolve()))
+        specs.update(_file_specs(classes, path.resolve()))
     return specs
 
 
-def unavailable_reason(cls: type[Method]) -> str | None:
-    """The method's availability check, without the import-time warnings of the libraries it
-    tries (they would bury the one-line messages of the CLI)."""
+def _file_specs(classes: list[type[Method]], file: Path) -> dict[str, MethodSpec]:
+    specs = {}
+    for cls in classes:
+        specs[cls.name] = MethodSpec(cls.name, file=str(file))
+        for name, variant in cls.variants.items():
+            specs[name] = MethodSpec(name, file=str(file), cls=cls.name, preset=tuple(sorted(variant.params.items())))
+    return specs
+
+
+def unavailable_reason(spec: MethodSpec) -> str | None:
+    """The method's availability check (on an instance with the spec's parameters), without
+    the import-time warnings of the libraries it tries (they would bury the one-line messages
+    of the CLI)."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return cls.unavailable_reason()
+        return spec.instantiate().unavailable_reason()
 
 
 def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[MethodSpec]:
@@ -108,7 +138,14 @@ def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[Method
     unknown = [name for name, _ in parsed if name not in specs]
     if unknown:
         raise RegistryError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(sorted(specs))}")
-    return [specs[name].with_params(params) if params else specs[name] for name, params in parsed]
+    chosen = [specs[name].with_params(params) if params else specs[name] for name, params in parsed]
+    for spec in chosen:
+        known = spec.load()._param_names()
+        wrong = [key for key, _ in spec.params if key not in known]
+        if wrong:
+            raise RegistryError(f"method {spec.name} has no parameter(s) {', '.join(wrong)}; "
+                                f"its parameters: {', '.join(known) or 'none'}")
+    return chosen
 
 
 def parse_method_argument(text: str) -> tuple[str, dict[str, Any]]:

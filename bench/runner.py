@@ -139,29 +139,28 @@ class Pending:
 
 def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
     """The jobs of `sweep` that `store` does not hold yet."""
-    classes = {spec.label: spec.load() for spec in sweep.methods}
-    versions = {label: cls.version for label, cls in classes.items()}
+    versions = {spec.label: spec.version for spec in sweep.methods}
     done = store.finished(versions)
     tasks = build_tasks(sweep)
     pending = []
     for spec in sweep.methods:
-        cls = classes[spec.label]
-        limit = method_time_limit(sweep, spec, cls)
+        oracle = issubclass(spec.load(), Oracle)
+        limit = method_time_limit(sweep, spec)
         for task in tasks:
             if task.key + (spec.label,) not in done:
-                truth = task.trajectory.expression if issubclass(cls, Oracle) else None  # the one door
+                truth = task.trajectory.expression if oracle else None  # the one door
                 job = Job(spec, task.observations(), Budget(time_limit=limit, seed=task.seed), truth=truth)
-                pending.append(Pending(job, task, cls.version))
+                pending.append(Pending(job, task, spec.version))
     return pending
 
 
-def method_time_limit(sweep: Sweep, spec: MethodSpec, cls) -> float:
+def method_time_limit(sweep: Sweep, spec: MethodSpec) -> float:
     """The task deadline of a method: the sweep's entry for its label, else for its name, else the
     sweep's `time_limit`, else the method's own default."""
     for key in (spec.label, spec.name):
         if key in sweep.time_limits:
             return float(sweep.time_limits[key])
-    return sweep.time_limit or cls.time_limit
+    return sweep.time_limit or spec.time_limit
 
 
 def finish(pending: Pending, result: dict) -> dict:

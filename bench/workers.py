@@ -9,7 +9,6 @@ the method's process, so methods that use threads or catch signals behave normal
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import time
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from bench.method import Budget, InvalidInput, Observations, Oracle, Prediction
 from bench.registry import MethodSpec
 from core.expressions import ExpressionError, parse, to_string
-from core.processes import kill_group, one_line
+from core.processes import Child, ChildDied, Deadline, one_line
 
 SETUP_TIME_LIMIT = 900.0  # seconds for a method's one-off setup (imports, model loading)
 MAX_WARNINGS = 5  # distinct warning messages kept in a row
@@ -121,20 +120,16 @@ def _check_prediction(prediction) -> dict:
 
 
 class Worker:
-    """One warm child process and the pipe to it."""
+    """One warm child process (`core.processes.Child`, spawned, in its own process group)."""
 
     def __init__(self, memory_limit: int | None = None):
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child, memory_limit), daemon=False)
-        self.process.start()
-        child.close()
+        self.child = Child(_serve, (memory_limit,), start_method="spawn")
         self.memory_limit = memory_limit
 
     def execute(self, job: Job) -> dict:
         """The worker's result fields for `job` (prediction or failure; never scores: the driver
         scores); kills this worker if the job overruns (check `alive`)."""
-        self.conn.send(job)
+        self.child.send(job)
         started = self._receive(SETUP_TIME_LIMIT, "setup")
         if "status" in started:
             return started
@@ -144,36 +139,25 @@ class Worker:
 
     def _receive(self, timeout: float, stage: str) -> dict:
         try:
-            if self.conn.poll(timeout):
-                message = self.conn.recv()
-                message.pop("phase", None)
-                message.pop("traceback", None)
-                return message
-        except (EOFError, OSError):  # the worker closed its end: it is exiting
-            self.process.join(timeout=5)
-        if self.process.is_alive():
-            self.kill()
+            message = self.child.receive(timeout)
+        except Deadline:
             return {"status": "timeout", "reason": f"{stage} exceeded its {timeout:g} s limit; killed"}
-        self.process.join()
-        code = self.process.exitcode
-        why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
-        hint = " (out of memory?)" if code == -signal.SIGKILL else ""
-        return {"status": "error", "reason": f"worker process died during {stage}: {why}{hint}"}
+        except ChildDied as err:
+            code = err.exitcode
+            why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
+            hint = " (out of memory?)" if code == -signal.SIGKILL else ""
+            return {"status": "error", "reason": f"worker process died during {stage}: {why}{hint}"}
+        message.pop("phase", None)
+        message.pop("traceback", None)
+        return message
 
     @property
     def alive(self) -> bool:
-        return self.process.is_alive()
+        return self.child.alive
 
     def kill(self) -> None:
-        kill_group(self.process)
+        self.child.kill()
 
     def close(self, grace: float = 2.0) -> None:
         """Ask the worker to exit; kill it if it is still busy after `grace` seconds."""
-        if self.alive:
-            try:
-                self.conn.send(None)
-                self.process.join(timeout=grace)
-            except (BrokenPipeError, OSError):
-                pass
-        if self.alive:
-            self.kill()
+        self.child.close(grace)

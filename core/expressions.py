@@ -170,8 +170,16 @@ class ExpressionError(ValueError):
     """The text is not an expression of y that this project accepts; the message says why."""
 
 
-def parse(text: str) -> sympy.Expr:
-    """sympy expression for `text`; raises ExpressionError for anything outside the whitelist."""
+def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[str, ...] | None = None,
+          flat_products: bool = False) -> sympy.Expr:
+    """sympy expression for `text`; raises ExpressionError for anything outside the whitelist.
+
+    `functions` and `names` narrow the whitelist to a subset of FUNCTIONS and NAMES (a model's
+    vocabulary). With `flat_products` a chain a*b/c*d becomes one Mul of its factors (a divisor
+    as a power -1, a unary minus as a factor -1): built pairwise, sympy would distribute a
+    number over a sum on the way ((-2*(y + 1))*exp(y) -> (-2*y - 2)*exp(y)) and change the
+    tree that a token sequence was printed from.
+    """
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("empty expression")
     if len(text) > MAX_LENGTH:
@@ -180,8 +188,10 @@ def parse(text: str) -> sympy.Expr:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as err:
         raise ExpressionError(f"not a valid expression: {err.msg}") from None
+    builder = _Builder(FUNCTIONS if functions is None else {k: FUNCTIONS[k] for k in functions},
+                       NAMES if names is None else {k: NAMES[k] for k in names}, flat_products)
     try:
-        expr = _build(tree.body)
+        expr = builder.build(tree.body)
     except RecursionError:
         raise ExpressionError("expression nested too deeply") from None
     if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or expr.has(sympy.I):
@@ -206,30 +216,52 @@ def expression_complexity(text_or_expr: str | sympy.Expr) -> int:
     return complexity(expr)
 
 
-def _build(node: ast.AST) -> sympy.Expr:
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ExpressionError(f"constant {value!r} is not a real number")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ExpressionError("constant is not finite")
-        return sympy.Integer(value) if isinstance(value, int) else sympy.Float(value)
-    if isinstance(node, ast.Name):
-        if node.id not in NAMES:
-            raise ExpressionError(f"unknown name {node.id!r} (the only variable is y)")
-        return NAMES[node.id]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
-        raise ExpressionError("'^' is not a power in Python syntax; write y**2")
-    if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
-        return BINARY[type(node.op)](_build(node.left), _build(node.right))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = _build(node.operand)
-        return -operand if isinstance(node.op, ast.USub) else operand
-    if isinstance(node, ast.Call):
-        name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name not in FUNCTIONS:
-            raise ExpressionError(f"function {ast.unparse(node.func)!r} is not allowed")
-        if node.keywords or len(node.args) != 1:
-            raise ExpressionError(f"{name} takes exactly one argument")
-        return FUNCTIONS[name](_build(node.args[0]))
-    raise ExpressionError(f"{type(node).__name__} is not allowed in an expression")
+class _Builder:
+    """The whitelisting walk of a Python syntax tree into sympy (see `parse` for the options)."""
+
+    def __init__(self, functions: dict, names: dict, flat_products: bool):
+        self.functions, self.names, self.flat_products = functions, names, flat_products
+
+    def build(self, node: ast.AST) -> sympy.Expr:
+        if isinstance(node, ast.Constant):
+            return _constant(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in self.names:
+                raise ExpressionError(f"unknown name {node.id!r} (the only variable is y)")
+            return self.names[node.id]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
+            raise ExpressionError("'^' is not a power in Python syntax; write y**2")
+        if self.flat_products and isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            return sympy.Mul(*self.factors(node))
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
+            return BINARY[type(node.op)](self.build(node.left), self.build(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = self.build(node.operand)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else None
+            if name not in self.functions:
+                raise ExpressionError(f"function {ast.unparse(node.func)!r} is not allowed")
+            if node.keywords or len(node.args) != 1:
+                raise ExpressionError(f"{name} takes exactly one argument")
+            return self.functions[name](self.build(node.args[0]))
+        raise ExpressionError(f"{type(node).__name__} is not allowed in an expression")
+
+    def factors(self, node: ast.AST) -> list:
+        """The factors of a chain of * and / (divisors as powers -1); a unary minus is a factor -1."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            right = self.factors(node.right)
+            if isinstance(node.op, ast.Div):
+                right = [sympy.Pow(sympy.Mul(*right), -1)]
+            return self.factors(node.left) + right
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
+            return [sympy.S.NegativeOne, *self.factors(node.operand)]
+        return [self.build(node)]
+
+
+def _constant(value) -> sympy.Number:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ExpressionError(f"constant {value!r} is not a real number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExpressionError("constant is not finite")
+    return sympy.Integer(value) if isinstance(value, int) else sympy.Float(value)

@@ -131,6 +131,19 @@ def trajectory(template: Template, values, y0: float, t: np.ndarray, *, rtol: fl
         raise
 
 
+def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, time_limit: float = SOLVE_SAFETY_S) -> float:
+    """Sum of squared differences between the observations and y' = expr integrated from the
+    first observation with the fitter's LSODA settings; inf when the solve fails, blows up or
+    runs past `time_limit` seconds (a caller may make that a rule, not only a safety net)."""
+    try:
+        path = solve(compile_scalar(expr), float(y[0]), np.asarray(t, dtype=float), rtol=RTOL, atol=ATOL,
+                     mxstep=MXSTEP, time_limit=time_limit)
+    except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+        return math.inf
+    rss = float(np.sum((path - np.asarray(y, dtype=float)) ** 2))
+    return rss if math.isfinite(rss) else math.inf
+
+
 def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: float | None = None, *,
                    fit_y0: bool = True, max_nfev: int = 40, deadline: float = math.inf) -> Fit:
     """Least squares on the integrated trajectory, from the constants `start` and `y0` (default:

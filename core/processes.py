@@ -1,9 +1,11 @@
 """Running work in a child process under a hard deadline, and reporting failures in one line.
 
-Used by the harness's warm workers (`bench.workers`: kill a whole process group at a task's
-deadline) and by the baselines' per-hyperparameter runs (`baselines.fd.TimeLimited`: one fork
-per fit). A deadline is enforced by killing, never by signals inside the worker, so methods
-that use threads or catch signals behave normally.
+One helper, `Child`, serves the harness's warm workers (`bench.workers`: spawned, in their own
+process group, killed with it at a task's deadline), the training-data generator's simplifier
+(`nsode.data.simplify`: a warm fork under a CPU-time limit) and, through `call_with_deadline`,
+the baselines' per-hyperparameter runs (`baselines.fd.TimeLimited`: one fork per fit). A
+deadline is enforced by killing, never by signals inside the child, so methods that use
+threads or catch signals behave normally.
 """
 from __future__ import annotations
 
@@ -11,8 +13,13 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import time
 import traceback
 from typing import Any, Callable
+
+
+WALL_FACTOR = 5  # wall-clock safety net of a CPU-time deadline: this many times the limit
+POLL_SECONDS = 0.005  # how often a CPU-time deadline is checked
 
 
 class Deadline(RuntimeError):
@@ -42,30 +49,104 @@ def kill_group(process) -> None:
     process.join()
 
 
+class ChildDied(RuntimeError):
+    """The child exited without answering; `exitcode` says how (negative: killed by a signal)."""
+
+    def __init__(self, exitcode: int | None):
+        super().__init__(f"child process died (exit code {exitcode})")
+        self.exitcode = exitcode
+
+
+class Child:
+    """A child process that answers over a pipe, each answer awaited under a deadline.
+
+    `target(conn, *args)` runs in the child; it may serve one request or loop over many (a warm
+    child keeps its imports and loaded models). The deadline is wall-clock seconds, or with
+    `cpu=True` the child's CPU seconds (so a busy machine does not change which requests time
+    out), with WALL_FACTOR x the limit in wall clock as a safety net. At the deadline the child
+    is killed, with its process group when it leads one (`kill_group`); start a new one after.
+    """
+
+    def __init__(self, target: Callable, args: tuple = (), start_method: str = "fork", daemon: bool = False):
+        ctx = multiprocessing.get_context(start_method)
+        self.conn, child_end = ctx.Pipe()
+        self.process = ctx.Process(target=target, args=(child_end, *args), daemon=daemon)
+        self.process.start()
+        child_end.close()
+        self._clock = None
+
+    @property
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def send(self, message: Any) -> None:
+        self.conn.send(message)
+
+    def receive(self, seconds: float, cpu: bool = False) -> Any:
+        """The child's next message; raises `Deadline` (child killed) or `ChildDied`."""
+        try:
+            if self._answered(seconds, cpu):
+                return self.conn.recv()
+        except (EOFError, OSError):  # the child closed its end: it is exiting
+            self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.kill()
+            raise Deadline(f"exceeded its {seconds:g} s limit; killed")
+        self.process.join()
+        raise ChildDied(self.process.exitcode)
+
+    def _answered(self, seconds: float, cpu: bool) -> bool:
+        if not cpu:
+            return self.conn.poll(seconds)
+        import psutil
+
+        self._clock = self._clock or psutil.Process(self.process.pid)
+        start, wall_deadline = _cpu_seconds(self._clock), time.monotonic() + WALL_FACTOR * seconds
+        while not self.conn.poll(POLL_SECONDS):
+            try:
+                over = _cpu_seconds(self._clock) - start > seconds or time.monotonic() > wall_deadline
+            except psutil.NoSuchProcess:
+                return False
+            if over or not self.process.is_alive():
+                return False
+        return True
+
+    def kill(self) -> None:
+        kill_group(self.process)
+
+    def close(self, grace: float = 0.0) -> None:
+        """Kill the child; with `grace`, first send None (please exit) and wait that long."""
+        if grace and self.alive:
+            try:
+                self.conn.send(None)
+                self.process.join(timeout=grace)
+            except (BrokenPipeError, OSError):
+                pass
+        if self.alive:
+            self.kill()
+        self.process.join()
+        self.conn.close()
+
+
+def _cpu_seconds(process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
 def call_with_deadline(fn: Callable[..., Any], args: tuple, seconds: float, start_method: str = "fork") -> Any:
-    """`fn(*args)` in a child process, killed after `seconds`; returns its (picklable) result.
+    """`fn(*args)` in a one-off `Child`, killed after `seconds`; returns its (picklable) result.
 
     Raises `Deadline` when it overruns, RuntimeError (one line) when it fails or dies. The child
     dies with its parent and stays in the parent's process group, so killing the caller's group
     kills it too. Fork starts in milliseconds and sees the parent's imports.
     """
-    ctx = multiprocessing.get_context(start_method)
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_call_in_child, args=(send, fn, args), daemon=False)
-    child.start()
-    send.close()
+    child = Child(_call_in_child, (fn, args), start_method)
     try:
-        message = receive.recv() if receive.poll(seconds) else None
-    except EOFError:  # the child died without answering
-        message = ("error", f"child process died (exit code {child.exitcode})")
+        status, value = child.receive(seconds)
+    except ChildDied as err:
+        raise RuntimeError(str(err)) from None
     finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receive.close()
-    if message is None:
-        raise Deadline(f"exceeded its {seconds:g} s limit; killed")
-    status, value = message
+        child.close()
     if status != "ok":
         raise RuntimeError(value)
     return value

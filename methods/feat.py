@@ -15,8 +15,7 @@ class FEAT(FiniteDifferenceMethod):
     grid = [{"pop_size": [100], "gens": [2500]}, {"pop_size": [500], "gens": [500]},
             {"pop_size": [1000], "gens": [250]}]
 
-    @classmethod
-    def unavailable_reason(cls):
+    def unavailable_reason(self):
         reason = super().unavailable_reason()
         if reason and "feat" in reason.split(":")[0]:
             return f"feat-ml is not installed (it does not build here: needs Shogun and numpy < 2); {reason}"

@@ -3,36 +3,59 @@ by beam search; the candidate whose integrated trajectory fits the data best is 
 
 Checkpoints ship in nsode/checkpoints/<variant>/ and are loaded once per worker in `setup`, so
 model loading is not part of a task's fit time (it is reported in metadata as `load_s`).
-`nsode-eps+refine` reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in
-the paper): constants and y0 refitted, fits unsafe to extrapolate rejected, parsimony by an
-information criterion. Its budget is counted (beam, top_k skeletons, refit, max_nfev).
+The three methods are one class with three parameter sets (`NSODE.variants`): `nsode` and
+`nsode-eps` differ in the checkpoint; `nsode-eps+refine` reads the beam as skeletons and lets a
+fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to
+extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam, top_k
+skeletons, refit, max_nfev); any of them is set on the command line, as in
+`--methods nsode-eps+refine:beam=128`.
 """
 import time
 from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
+from bench.method import Variant
+from nsode.search import SEARCH_BEAM, Settings
 
 
-class _NSODE(Method):
-    variant = "nsode"
-    beam = None  # None: nsode.decode.CPU_DEFAULT_BEAM on CPU, GPU_DEFAULT_BEAM on a GPU
-    search = False  # the skeleton search of nsode/search.py instead of the paper's selection
+class NSODE(Method):
+    """One class, three named parameter sets (`variants`). `checkpoint` is a shipped
+    checkpoint's name (nsode/checkpoints/<name>) or a checkpoint folder's path; `beam` None is the decoder's default
+    (nsode.decode: 64 on CPU, 1536 on a GPU); `search` switches the paper's R^2 selection for the
+    skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev` and choice `criterion`
+    (nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+
+    name = "nsode"
+    version = "1"
     requires = ("torch", "transformers", "safetensors")
     time_limit = 180.0
+    description = "NSODE: transformer trained on 256 equidistant clean points, beam search + R^2 selection"
+    variants = {
+        "nsode-eps": Variant({"checkpoint": "nsode-eps"},
+                             "NSODE-eps: trained on 128 random points with 1% multiplicative noise"),
+        "nsode-eps+refine": Variant({"checkpoint": "nsode-eps", "beam": SEARCH_BEAM, "search": True},
+                                    f"NSODE-eps proposes skeletons (beam {SEARCH_BEAM}), a fitter decides: constants "
+                                    "and y0 refitted, unsafe fits rejected, information criterion", version="2"),
+    }
 
-    @classmethod
-    def checkpoint(cls) -> Path:
+    def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
+                 max_nfev=Settings.max_nfev, criterion=Settings.criterion, threads=1):
+        self.checkpoint, self.beam, self.search = checkpoint, beam, search
+        self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
+
+    def checkpoint_path(self) -> Path:
+        """A name without a path separator is a shipped checkpoint, anything else a folder."""
         from nsode.predict import default_checkpoint
 
-        return default_checkpoint(cls.variant)
+        name = str(self.checkpoint)
+        return Path(name) if "/" in name else default_checkpoint(name)
 
-    @classmethod
-    def unavailable_reason(cls):
+    def unavailable_reason(self):
         reason = super().unavailable_reason()
         if reason:
             return reason
-        if not (cls.checkpoint() / "model.safetensors").is_file():
-            return f"no shipped checkpoint in {cls.checkpoint()}; train one with python -m nsode.train"
+        if not (self.checkpoint_path() / "model.safetensors").is_file():
+            return f"no checkpoint (model.safetensors) in {self.checkpoint_path()}; train one with python -m nsode.train"
         return None
 
     def setup(self):
@@ -41,15 +64,13 @@ class _NSODE(Method):
         from nsode.predict import Predictor
 
         if not torch.cuda.is_available():  # parallelism comes from harness workers (-j), one thread each
-            torch.set_num_threads(self.params.get("threads", 1))
-        from nsode.search import Settings
-
+            torch.set_num_threads(int(self.threads))
         start = time.perf_counter()
         search = None
-        if self.params.get("search", self.search):
-            search = Settings(**{k: self.params[k] for k in ("top_k", "refit", "max_nfev") if k in self.params})
-        self.predictor_ = Predictor(self.checkpoint(), beam=self.params.get("beam", self.beam), search=search,
-                                    device="auto")
+        if self.search:
+            search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
+                              criterion=self.criterion)
+        self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto")
         self.load_s_ = time.perf_counter() - start
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
@@ -62,25 +83,3 @@ class _NSODE(Method):
                           metadata={"r2_fit": result.r2, "load_s": self.load_s_,
                                     "device": str(next(self.predictor_.model.parameters()).device),
                                     **result.timings, **result.info})
-
-
-class NSODE(_NSODE):
-    name = "nsode"
-    variant = "nsode"
-    description = "NSODE: transformer trained on 256 equidistant clean points, beam search + R^2 selection"
-
-
-class NSODEEps(_NSODE):
-    name = "nsode-eps"
-    variant = "nsode-eps"
-    description = "NSODE-eps: trained on 128 random points with 1% multiplicative noise"
-
-
-class NSODEEpsRefine(_NSODE):
-    name = "nsode-eps+refine"
-    variant = "nsode-eps"
-    version = "2"
-    beam = 256  # nsode.search.SEARCH_BEAM
-    search = True
-    description = ("NSODE-eps proposes skeletons (beam 256), a fitter decides: constants and y0 refitted, "
-                   "unsafe fits rejected, information criterion")

@@ -29,7 +29,6 @@ class ProGED(Method):
     description = "ProGED-style PCFG sampling of skeletons with constants fitted on the trajectory"
 
     def __init__(self, sample_size: int = 64, restarts: int = 4):
-        super().__init__(sample_size=sample_size, restarts=restarts)
         self.sample_size, self.restarts = sample_size, restarts
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:

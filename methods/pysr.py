@@ -17,8 +17,7 @@ class PySR(FiniteDifferenceMethod):
     description = "PySR (multi-population evolutionary SR in Julia) on smoothed finite differences"
     grid = {"niterations": [40]}
 
-    @classmethod
-    def unavailable_reason(cls):
+    def unavailable_reason(self):
         try:  # importing starts Julia, which is what can fail; juliapkg's chatter is kept off stdout
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 import pysr  # noqa: F401

@@ -35,8 +35,6 @@ class SindyEnsemble(Method):
 
     def __init__(self, degrees=(1, 2, 3, 5), thresholds=(0.01, 0.05, 0.2), n_models=50, inclusion=0.6, alpha=1e-3,
                  tolerance=0.05, fd_settings=((WINDOW, DEGREE), (31, 2))):
-        super().__init__(degrees=degrees, thresholds=thresholds, n_models=n_models, inclusion=inclusion, alpha=alpha,
-                         tolerance=tolerance, fd_settings=fd_settings)
         self.degrees, self.thresholds, self.n_models, self.inclusion = degrees, thresholds, n_models, inclusion
         self.alpha, self.tolerance, self.fd_settings = alpha, tolerance, fd_settings
 

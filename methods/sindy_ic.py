@@ -38,8 +38,6 @@ class SindyIC(Method):
     def __init__(self, degree=5, saturation_constants=(0.5, 1.0, 2.0, 5.0),
                  thresholds=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3), criterion="bic", alpha=1e-3,
                  fd_settings=((WINDOW, DEGREE), (31, 2))):
-        super().__init__(degree=degree, saturation_constants=saturation_constants, thresholds=thresholds,
-                         criterion=criterion, alpha=alpha, fd_settings=fd_settings)
         self.degree, self.saturation_constants, self.thresholds = degree, saturation_constants, thresholds
         self.criterion, self.alpha, self.fd_settings = criterion, alpha, fd_settings
 

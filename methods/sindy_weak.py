@@ -28,8 +28,6 @@ class SindyWeak(Method):
 
     def __init__(self, degrees=(1, 2, 3, 5), thresholds=(0.01, 0.03, 0.1, 0.3), test_functions=(50, 200),
                  support=0.1, test_degree=4, alpha=1e-3, tolerance=0.05):
-        super().__init__(degrees=degrees, thresholds=thresholds, test_functions=test_functions, support=support,
-                         test_degree=test_degree, alpha=alpha, tolerance=tolerance)
         self.degrees, self.thresholds, self.test_functions = degrees, thresholds, test_functions
         self.support, self.test_degree, self.alpha, self.tolerance = support, test_degree, alpha, tolerance
 

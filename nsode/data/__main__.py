@@ -91,11 +91,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from nsode.data.config import ConfigError
     from nsode.data.generate import GenerateError
+    from nsode.data.parallel import ClusterError
 
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, GenerateError) as err:
+    except (ConfigError, GenerateError, ClusterError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

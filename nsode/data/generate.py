@@ -47,6 +47,7 @@ from nsode.data import simplify
 from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
+from nsode.data.parallel import Executor
 from core import protocol
 from core.expressions import compile_parametrised, complexity
 from core.solving import fd_residuals
@@ -365,7 +366,7 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
         raise GenerateError("--n-skeletons must be at least 1")
     folder = Path(out)
     prepare_folder(folder, config, seed)
-    with _executor(jobs, scheduler) as run:
+    with Executor(jobs, scheduler) as run:
         rows = find_skeletons(folder, n_skeletons, seed, config, run, progress, workers=16 if scheduler else jobs)
         size = config.skeletons_per_shard
         parts = [rows[k:k + size] for k in range(0, len(rows), size)]
@@ -389,40 +390,3 @@ def totals(folder: Path) -> dict:
         out["drops"] += Counter(counts.get("drops", {}))
     out["drops"] = dict(out["drops"])
     return out
-
-
-class _executor:
-    """`run(fn, list of argument tuples, ordered=True)` -> iterator of results, on joblib processes
-    (-j) or, with a scheduler address, on a Dask cluster through joblib's dask backend."""
-
-    def __init__(self, jobs: int, scheduler: str | None):
-        self.jobs, self.scheduler, self.client = max(1, int(jobs)), scheduler, None
-
-    def __enter__(self):
-        if self.scheduler:
-            from distributed import Client
-
-            try:
-                self.client = Client(self.scheduler, timeout="20s")
-            except (OSError, TimeoutError) as err:
-                raise GenerateError(f"cannot reach the Dask scheduler at {self.scheduler} ({err})") from None
-        return self.run
-
-    def __exit__(self, *exc):
-        if self.client is not None:
-            self.client.close()
-
-    def run(self, fn, args: list[tuple], ordered: bool = True):
-        from joblib import Parallel, delayed, parallel_config
-
-        if not args:
-            return iter(())
-        if self.client is None and self.jobs == 1:
-            return (fn(*a) for a in args)
-        return_as = "generator" if ordered else "generator_unordered"
-        if self.client is not None:
-            with parallel_config(backend="dask"):  # uses the client opened in __enter__
-                parallel = Parallel(n_jobs=-1, return_as=return_as)
-        else:
-            parallel = Parallel(n_jobs=self.jobs, backend="loky", return_as=return_as)
-        return parallel(delayed(fn)(*a) for a in args)

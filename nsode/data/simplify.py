@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import psutil
 import sympy
 
 from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
 from core.expressions import Y, complexity, number
+from core.processes import WALL_FACTOR, Child, ChildDied, Deadline
 
 
 class Rejected(ValueError):
@@ -35,10 +35,6 @@ class Rejected(ValueError):
 
 # ---------------------------------------------------------------- simplify under a time limit
 
-WALL_FACTOR = 5  # wall-clock safety net of simplify: this many times its CPU-time limit
-POLL_SECONDS = 0.005
-
-
 def _serve(conn) -> None:
     """The simplifier child: sympy.simplify each expression it receives, until the pipe closes."""
     while True:
@@ -50,46 +46,6 @@ def _serve(conn) -> None:
             conn.send(("ok", sympy.simplify(expr)))
         except Exception as err:  # sympy has its own bugs (e.g. "Invalid NaN comparison" in exptrigsimp)
             conn.send(("error", f"{type(err).__name__}: {err}"))
-
-
-class _Simplifier:
-    """One forked child process that simplifies, killed and replaced when it runs over its limit.
-
-    A child, not a thread: sympy can spend minutes inside one C-level call (e.g. a modular power
-    on a huge integer during factorisation), which no in-process timeout can interrupt. Fork is
-    cheap (sympy is already imported), and a replacement is needed only after a timeout.
-    """
-
-    def __init__(self):
-        context = multiprocessing.get_context("fork")
-        self.conn, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end,), daemon=True)
-        self.process.start()
-        child_end.close()
-        self.cpu = psutil.Process(self.process.pid)
-
-    def cpu_seconds(self) -> float:
-        times = self.cpu.cpu_times()
-        return times.user + times.system
-
-    def run(self, expr: sympy.Expr, time_limit: float):
-        """("ok", result), ("error", message), or None when it ran over the limit (child killed)."""
-        start, deadline = self.cpu_seconds(), time.monotonic() + WALL_FACTOR * time_limit
-        self.conn.send(expr)
-        while not self.conn.poll(POLL_SECONDS):
-            try:
-                over = self.cpu_seconds() - start > time_limit or time.monotonic() > deadline
-            except psutil.NoSuchProcess:
-                over = True
-            if over or not self.process.is_alive():
-                self.close()
-                return None
-        return self.conn.recv()
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.join()
-        self.conn.close()
 
 
 _local = threading.local()  # one simplifier child per thread (Dask runs tasks in threads)
@@ -105,21 +61,26 @@ def simplify(expr: sympy.Expr, time_limit: float) -> sympy.Expr:
 
     CPU time of the simplifying process, not wall clock, so that whether an expression times out
     does not depend on how busy the machine is (the generator's output must not depend on it);
-    WALL_FACTOR times the limit in wall clock is the safety net. The work runs in a child
-    process that is killed at the limit (`_Simplifier`); where children are not allowed it runs
+    WALL_FACTOR times the limit in wall clock is the safety net. The work runs in a warm child
+    process that is killed at the limit (`core.processes.Child`); where children are not allowed it runs
     in this thread, interrupted between two bytecodes (`_simplify_in_thread`). No signals
     (SIGALRM works only in the main thread).
     """
     if not _may_fork():
         return _simplify_in_thread(expr, time_limit)
     worker = getattr(_local, "simplifier", None)
-    if worker is None or not worker.process.is_alive():
-        worker = _local.simplifier = _Simplifier()
-    answer = worker.run(expr, time_limit)
-    if answer is None:
+    if worker is None or not worker.alive:
+        # a child, not a thread: sympy can spend minutes inside one C-level call (e.g. a modular
+        # power on a huge integer during factorisation), which no in-process timeout interrupts;
+        # fork is cheap (sympy is imported) and a replacement is needed only after a timeout
+        worker = _local.simplifier = Child(_serve, start_method="fork", daemon=True)
+    try:
+        worker.send(expr)
+        status, value = worker.receive(time_limit, cpu=True)
+    except (Deadline, ChildDied):
+        worker.close()
         _local.simplifier = None
-        raise Rejected("timeout", f"simplify took more than {time_limit:g} s")
-    status, value = answer
+        raise Rejected("timeout", f"simplify took more than {time_limit:g} s") from None
     if status == "error":
         raise Rejected("simplify error", value)
     return value

@@ -20,7 +20,6 @@ order compares coefficients, so `3*y + 5*sin(y)` and `7*y + 2*sin(y)` would diff
 """
 from __future__ import annotations
 
-import ast
 import math
 from typing import Sequence
 
@@ -28,7 +27,7 @@ import numpy as np
 import sympy
 
 from nsode.data.config import BINARY_OPS, UNARY_OPS
-from core.expressions import ExactPrinter, Y, number
+from core.expressions import ExactPrinter, ExpressionError, Y, number, parse
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIALS = (PAD, BOS, EOS)
@@ -51,7 +50,7 @@ SYMPY_OPS = {  # token -> the sympy operation it stands for
 }
 
 
-class EncodingError(ValueError):
+class EncodingError(ExpressionError):
     """The expression uses something the vocabulary cannot express; the message says what."""
 
 
@@ -234,48 +233,14 @@ def to_infix(expr: sympy.Expr) -> str:
 def parse_infix(text: str) -> sympy.Expr:
     """sympy expression of infix text written by `to_infix`; only the vocabulary's operations.
 
-    Parsed with Python's `ast` and a whitelist (never eval): numbers, y, + - * / **, unary
-    minus, and calls of sin cos exp sqrt log with one argument.
+    The core's whitelisting parser (`core.expressions.parse`), narrowed to y and the
+    vocabulary's functions, with products kept as written (`flat_products`), so that the tree,
+    and hence its tokens, is the one `to_infix` printed. Raises EncodingError.
     """
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as err:
-        raise EncodingError(f"not a valid expression: {err.msg}") from None
-    return _from_ast(tree.body)
-
-
-_AST_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
-
-
-def _factors(node) -> list:
-    """The factors of a chain of * and / (divisors as powers -1); a unary minus is a factor -1."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
-        right = _factors(node.right)
-        if isinstance(node.op, ast.Div):
-            right = [sympy.Pow(sympy.Mul(*right), -1)]
-        return _factors(node.left) + right
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
-        return [sympy.S.NegativeOne, *_factors(node.operand)]
-    return [_from_ast(node)]
-
-
-def _from_ast(node):
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
-        # a chain a*b/c*d becomes one Mul: built pairwise, sympy would distribute a number over a
-        # sum on the way ((-2*(y + 1))*exp(y) -> (-2*y - 2)*exp(y)) and change the printed tree
-        return sympy.Mul(*_factors(node))
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return sympy.Integer(node.value) if isinstance(node.value, int) else sympy.Float(node.value)
-    if isinstance(node, ast.Name) and node.id == "y":
-        return Y
-    if isinstance(node, ast.BinOp) and type(node.op) in _AST_BINARY:
-        return SYMPY_OPS[_AST_BINARY[type(node.op)]](_from_ast(node.left), _from_ast(node.right))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_from_ast(node.operand)
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1
-            and not node.keywords and node.func.id in UNARY_OPS):
-        return SYMPY_OPS[node.func.id](_from_ast(node.args[0]))
-    raise EncodingError(f"{ast.unparse(node)!r} is not allowed in an expression")
+        return parse(text, functions=UNARY_OPS, names=VARIABLES, flat_products=True)
+    except ExpressionError as err:
+        raise EncodingError(str(err)) from None
 
 
 # ---------------------------------------------------------------- two-hot constants and ids

@@ -17,7 +17,7 @@ def load(name):
     """The method class. Only a method expected to be unavailable here skips (with its reason);
     any other unavailable method fails, so a broken dependency cannot hide behind a skip."""
     cls = discover()[name].load()
-    reason = cls.unavailable_reason()
+    reason = cls().unavailable_reason()
     if reason and name in EXPECTED_UNAVAILABLE:
         pytest.skip(f"{EXPECTED_UNAVAILABLE[name]} ({reason})")
     assert reason is None, f"{name} should run here but is unavailable: {reason}"

@@ -13,9 +13,9 @@ from deap import base, tools
 
 from bench import datasets
 from baselines import gp
-from baselines.gp_ellyn import (AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor,
-                                      epsilon_lexicase, express)
+from baselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor, express
 from baselines.gp_gomea import GPGOMEARegressor
+from baselines.gp_selection import epsilon_lexicase
 from core.expressions import parse
 from bench.scoring import score
 from bench.tasks import Task

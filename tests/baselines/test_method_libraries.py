@@ -38,7 +38,7 @@ def test_bad_trajectory_gives_a_clean_failure(name, overflowing_observations):
 def test_unavailable_method_says_why_in_one_line(name):
     from bench.registry import discover
 
-    reason = discover()[name].load().unavailable_reason()
+    reason = discover()[name].instantiate().unavailable_reason()
     if reason is None:
         pytest.skip(f"{name} is available on this machine")
     assert reason and "\n" not in reason

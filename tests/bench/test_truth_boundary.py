@@ -86,3 +86,18 @@ def test_warnings_inside_a_method_are_recorded_not_printed(tmp_path):
     warned = [json.loads(w) for w in ResultStore(out).read()["warnings"]]
     assert all("RuntimeWarning: overflow encountered in exp" in w for w in warned)
     assert all(any("divide by zero" in line for line in w) for w in warned)
+
+
+def test_warnings_inside_a_method_on_dask_are_recorded_not_printed(tmp_path):
+    csv = tmp_path / "growth.csv"
+    t = np.linspace(0, 2, 32)
+    csv.write_text("t,y\n" + "".join(f"{a},{b}\n" for a, b in zip(t.tolist(), (2.0 * np.exp(0.1 * t)).tolist())))
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "bench", "run", "--dataset", str(csv), "--n", "32", "--quiet",
+                             "--backend", "dask", "-j", "1", "--methods", "warns", "--method-file", FIXTURES,
+                             "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == ""
+    from bench.store import ResultStore
+    (warned,) = [json.loads(w) for w in ResultStore(out).read()["warnings"]]
+    assert any("RuntimeWarning: overflow encountered in exp" in line for line in warned)

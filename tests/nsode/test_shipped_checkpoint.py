@@ -28,15 +28,14 @@ def test_shipped_checkpoints_load(variant):
     assert sum(p.numel() for p in model.parameters()) > 10**6
 
 
-def test_harness_method_reports_a_missing_checkpoint(monkeypatch, tmp_path):
+def test_harness_method_reports_a_missing_checkpoint(tmp_path):
     import importlib.util
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location("nsode_methods", Path(__file__).parents[2] / "methods" / "nsode.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    monkeypatch.setattr(mod.NSODE, "checkpoint", classmethod(lambda cls: tmp_path / "missing"))
-    assert "no shipped checkpoint" in mod.NSODE.unavailable_reason()
+    assert "no checkpoint" in mod.NSODE(checkpoint=str(tmp_path / "missing")).unavailable_reason()
 
 
 def test_harness_method_runs_on_observations():
@@ -49,7 +48,7 @@ def test_harness_method_runs_on_observations():
     spec = importlib.util.spec_from_file_location("nsode_methods2", Path(__file__).parents[2] / "methods" / "nsode.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    method = mod.NSODEEps(beam=16)
+    method = mod.NSODE(checkpoint="nsode-eps", beam=16)
     method.setup()
     t = np.linspace(0, 2, 64)
     pred = method.run(Observations(t, 2 + np.sin(t)), Budget())

@@ -10,6 +10,7 @@ from nsode.data import generate
 from nsode.data import shards as store
 from nsode.data import tokens as tok
 from nsode.data.__main__ import main
+from nsode.data.parallel import Executor
 from core.expressions import compile_vector
 from core.solving import fd_residual
 
@@ -71,7 +72,7 @@ def test_skeletons_are_deduplicated(tmp_path, tiny_config, monkeypatch):
 def test_asking_for_more_skeletons_than_exist_is_a_one_line_error(tmp_path, tiny_config, monkeypatch):
     monkeypatch.setattr(generate, "MAX_DRY_CANDIDATES", 300)
     with pytest.raises(generate.GenerateError, match="fewer than 500 skeletons"):
-        generate.find_skeletons(tmp_path, 500, 5, tiny_config.replace(max_ops=1), generate._executor(1, None).run,
+        generate.find_skeletons(tmp_path, 500, 5, tiny_config.replace(max_ops=1), Executor(1, None).run,
                                 progress=False)
 
 

@@ -1,6 +1,7 @@
 """Prefix tokens <-> sympy <-> infix, and the two-hot constant encoding."""
 import numpy as np
 import pytest
+import sympy
 
 from nsode.data import config as cfg
 from nsode.data import simplify
@@ -74,3 +75,14 @@ def test_targets_are_one_hot_for_symbols_and_two_hot_for_constants():
     assert rows[0] == (tok.TOKEN_TO_ID["add"], tok.TOKEN_TO_ID["add"], 1.0, 0.0)
     assert rows[2] == (tok.TOKEN_TO_ID["2"], tok.TOKEN_TO_ID["3"], 0.5, 0.5)
     assert rows[-1][0] == tok.TOKEN_TO_ID[tok.EOS]
+
+
+def test_infix_parser_is_the_core_whitelist_narrowed_to_the_vocabulary():
+    from core.expressions import parse
+
+    text = "-2*(y + 1)*exp(y)"
+    assert sympy.expand(tok.parse_infix(text) - parse(text)) == 0  # the same value,
+    assert tok.parse_infix(text) != parse(text)  # but the product is kept as printed
+    for outside in ("tan(y)", "pi*y", "__import__('os')", "y^2"):
+        with pytest.raises(tok.EncodingError):
+            tok.parse_infix(outside)

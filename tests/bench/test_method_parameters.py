@@ -1,0 +1,63 @@
+"""Methods are estimators: every knob is a named constructor argument that `get_params`
+reports and the command line sets (`NAME:key=value`); a variant is a parameter set of one class."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return registry.discover()
+
+
+def test_every_builtin_method_names_its_parameters_and_rebuilds_from_them(specs):
+    for name, spec in specs.items():
+        method = spec.instantiate()
+        rebuilt = spec.load()(**method.get_params())
+        assert repr(rebuilt) == repr(method), name
+
+
+def test_nsode_variants_are_parameter_sets_of_one_class(specs):
+    classes = {specs[name].load() for name in ("nsode", "nsode-eps", "nsode-eps+refine")}
+    assert len(classes) == 1
+    refine = specs["nsode-eps+refine"]
+    assert refine.label == "nsode-eps+refine" and refine.version == "2" and specs["nsode-eps"].version == "1"
+    params = refine.instantiate().get_params()
+    assert params["checkpoint"] == "nsode-eps" and params["search"] is True and params["beam"] == 256
+    assert specs["nsode"].instantiate().get_params()["checkpoint"] == "nsode"
+
+
+def test_command_line_parameters_override_a_variant(specs):
+    (refine, sindy) = registry.select(["nsode-eps+refine:beam=16,top_k=4", "sindy:fd_degrees=(3,)"], specs)
+    assert refine.label == "nsode-eps+refine:beam=16,top_k=4" and refine.version == "2"
+    params = refine.instantiate().get_params()
+    assert (params["beam"], params["top_k"], params["search"], params["checkpoint"]) == (16, 4, True, "nsode-eps")
+    assert sindy.instantiate().get_params()["fd_degrees"] == (3,)
+
+
+def test_an_unknown_parameter_is_refused_with_the_known_ones(specs):
+    with pytest.raises(registry.RegistryError, match="no parameter.*beam"):
+        registry.select(["nsode:beem=16"], specs)
+
+
+def test_a_variant_with_a_parameter_runs_from_the_command_line(tmp_path):
+    t = np.linspace(0, 2, 64)
+    csv = tmp_path / "decay.csv"
+    pd.DataFrame({"t": t, "y": 2.0 * np.exp(-0.5 * t)}).to_csv(csv, index=False)
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "bench", "run", "--dataset", str(csv), "--quiet", "--n", "32",
+                             "--methods", "nsode-eps+refine:beam=16", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    from bench.store import ResultStore
+    rows = ResultStore(out).read()
+    assert list(rows["method"]) == ["nsode-eps+refine:beam=16"] and list(rows["status"]) == ["ok"]
+    assert list(rows["method_version"].astype(str)) == ["2"]
