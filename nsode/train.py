@@ -209,6 +209,86 @@ def plot_curve(log_path: Path, out: Path) -> None:
     plt.close(fig)
 
 
+class UsageError(ValueError):
+    """A command line that cannot start a run; the message is the one-line error."""
+
+
+def check_data(args) -> list[Path]:
+    data = [Path(d) for d in args.data]
+    if not any(shard_paths(d) for d in data):  # a folder without shards yet is fine: passes re-list them
+        raise UsageError(f"no shards in {' '.join(map(str, data))}; generate some with python -m nsode.data generate")
+    try:
+        folder_weights(args.weights, len(data))
+    except ValueError as err:
+        raise UsageError(f"--weights: {err}") from None
+    return data
+
+
+def start(args, out: Path, device) -> tuple:
+    """(model, state): resumed from OUT/last, initialised from --init (counts continue, the
+    optimizer and its warm-up start afresh) or built fresh; the run's input path settled."""
+    state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
+             "preset": args.preset, "variant": args.variant, "off_grid": args.off_grid}
+    resuming = args.resume and (out / "last" / "training_state.json").is_file()
+    if resuming:
+        model = nsode_model.load(out / "last", device)
+        state.update(json.loads((out / "last" / "training_state.json").read_text()))
+    elif args.init:
+        model = nsode_model.load(args.init, device)
+        shipped = Path(args.init) / "training_state.json"
+        if shipped.is_file():
+            old = json.loads(shipped.read_text())
+            state.update(step=old.get("step", 0), samples=old.get("samples", 0),
+                         elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
+    else:
+        model = nsode_model.build(args.preset).to(device)
+    scaling = getattr(model.config, "input_scaling", "none")
+    if args.input_scaling is None:
+        args.input_scaling = scaling
+    elif args.input_scaling != scaling and resuming:
+        raise UsageError(f"--input-scaling {args.input_scaling} differs from the run's {scaling}")
+    model.config.input_scaling = args.input_scaling  # saved with every checkpoint; predict reads it
+    state["input_scaling"] = args.input_scaling
+    return model, state
+
+
+class Logger:
+    """OUT/log.csv (appended across resumed runs) and the console line of each evaluation."""
+
+    FIELDS = ["step", "samples", "elapsed_s", "lr", "loss", "acc", "val_n", "val_loss", "val_acc",
+              "val_r2_median", "val_r2_above_0.9"]
+
+    def __init__(self, path: Path):
+        self.path = path
+        new = not path.exists()
+        self.file = open(path, "a", newline="")
+        self.writer = csv.DictWriter(self.file, fieldnames=self.FIELDS)
+        if new:
+            self.writer.writeheader()
+
+    def __call__(self, row: dict) -> None:
+        self.writer.writerow(row)
+        self.file.flush()
+        print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+
+
+def checkpoint(out: Path, model, opt, state: dict, metrics: dict, snapshot_every: int) -> None:
+    """OUT/last (for resuming), OUT/best by validation loss, OUT/snapshots/step-N every N steps."""
+    improved = metrics.get("val_loss", math.inf) < state["best_val_loss"]
+    if improved:
+        state["best_val_loss"] = metrics["val_loss"]
+        state["best_metrics"] = metrics
+    save_checkpoint(out / "last", model, opt, state)
+    if improved:  # resuming uses `last`; `best` is for export and --init (weights only)
+        save_checkpoint(out / "best", model, None, state)
+    if snapshot_every and state["step"] % snapshot_every == 0:
+        save_checkpoint(out / "snapshots" / f"step-{state['step']:07d}", model, None, state)
+    try:
+        plot_curve(out / "log.csv", out / "loss_curve.png")
+    except Exception as err:  # a plot must never stop training
+        print(f"warning: loss curve not drawn ({err})", flush=True)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.off_grid is None:
@@ -219,38 +299,18 @@ def main(argv=None) -> int:
                           else ("cpu" if args.device == "auto" else args.device))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    data = [Path(d) for d in args.data]
-    if not any(shard_paths(d) for d in data):
-        print(f"error: no shards in {' '.join(map(str, data))}; generate some with python -m nsode.data generate",
-              file=sys.stderr)
-        return 2  # a folder without shards yet is fine: each pass over the data re-lists the shards
     try:
-        folder_weights(args.weights, len(data))
-    except ValueError as err:
-        print(f"error: --weights: {err}", file=sys.stderr)
+        data = check_data(args)
+        model, state = start(args, out, device)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
-    state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
-             "preset": args.preset, "variant": args.variant, "off_grid": args.off_grid}
-    if args.resume and (out / "last" / "training_state.json").is_file():
-        model = nsode_model.load(out / "last", device)
-        state.update(json.loads((out / "last" / "training_state.json").read_text()))
-    elif args.init:
-        model = nsode_model.load(args.init, device)
-        shipped = Path(args.init) / "training_state.json"
-        if shipped.is_file():  # counts continue; the optimizer and its warm-up start afresh
-            old = json.loads(shipped.read_text())
-            state.update(step=old.get("step", 0), samples=old.get("samples", 0),
-                         elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
-    else:
-        model = nsode_model.build(args.preset).to(device)
-    scaling = getattr(model.config, "input_scaling", "none")
-    if args.input_scaling is None:
-        args.input_scaling = scaling
-    elif args.input_scaling != scaling and args.resume and (out / "last").is_dir():
-        print(f"error: --input-scaling {args.input_scaling} differs from the run's {scaling}", file=sys.stderr)
-        return 2
-    model.config.input_scaling = args.input_scaling  # saved with every checkpoint; predict reads it
-    state["input_scaling"] = args.input_scaling
+    train(args, data, out, device, model, state)
+    return 0
+
+
+def train(args, data: list[Path], out: Path, device, model, state: dict) -> None:
+    """The optimisation loop, evaluating and checkpointing every --eval-every steps."""
     torch.manual_seed(args.seed + state["step"])
     rng = np.random.default_rng([args.seed, state["step"]])  # a resumed run sees new noise and points
     model.train()
@@ -263,24 +323,13 @@ def main(argv=None) -> int:
     amp_dtype = torch.bfloat16 if args.bf16 or (use_amp and torch.cuda.is_bf16_supported()) else torch.float16
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
     cfg = model.config
-    bos, pad = cfg.bos_token_id, cfg.pad_token_id
-
-    validate = Validation(data, args, bos, pad, cfg.max_tokens)
-    train_stream = batches(stream_examples(data, split="train", val_percent=args.val_percent,
-                                           seed=args.seed + state["step"], repeat=True, max_rows=cfg.max_tokens,
-                                           weights=args.weights),
-                           args.variant, args.batch_size, bos, pad, rng, off_grid=args.off_grid,
-                           scaling=args.input_scaling)
-    log_path = out / "log.csv"
-    new_log = not log_path.exists()
-    log_file = open(log_path, "a", newline="")
-    fields = ["step", "samples", "elapsed_s", "lr", "loss", "acc", "val_n", "val_loss", "val_acc",
-              "val_r2_median", "val_r2_above_0.9"]
-    writer = csv.DictWriter(log_file, fieldnames=fields)
-    if new_log:
-        writer.writeheader()
-    t_start = time.perf_counter() - state["elapsed_s"]
-    run_start = time.perf_counter()
+    validate = Validation(data, args, cfg.bos_token_id, cfg.pad_token_id, cfg.max_tokens)
+    stream = batches(stream_examples(data, split="train", val_percent=args.val_percent, seed=args.seed + state["step"],
+                                     repeat=True, max_rows=cfg.max_tokens, weights=args.weights),
+                     args.variant, args.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng, off_grid=args.off_grid,
+                     scaling=args.input_scaling)
+    log = Logger(out / "log.csv")
+    t_start, run_start = time.perf_counter() - state["elapsed_s"], time.perf_counter()
     print(f"NSODE {args.preset} ({nsode_model.count_parameters(model) / 1e6:.2f}M parameters), "
           f"variant {args.variant}, device {device}, lr {peak:g}, warm-up {warmup}, "
           f"batch {args.batch_size} x {args.accum}, input scaling {args.input_scaling}, "
@@ -292,7 +341,7 @@ def main(argv=None) -> int:
                             schedule=args.schedule)
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
-            b = next(train_stream).to(device)
+            b = next(stream).to(device)
             with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
                 logits = model(b.bits, b.dec_ids, b.dec_w, b.mask)
             loss, acc = two_hot_loss(logits, b.tgt_ids, b.tgt_w)
@@ -309,29 +358,12 @@ def main(argv=None) -> int:
         if state["step"] % args.eval_every == 0 or state["step"] == args.steps or out_of_time:
             state["elapsed_s"] = time.perf_counter() - t_start
             metrics = validate(model, device)
-            row = {"step": state["step"], "samples": state["samples"], "elapsed_s": round(state["elapsed_s"], 1),
-                   "lr": opt.param_groups[0]["lr"], "loss": np.mean(run_loss), "acc": np.mean(run_acc), **metrics}
-            writer.writerow(row)
-            log_file.flush()
+            log({"step": state["step"], "samples": state["samples"], "elapsed_s": round(state["elapsed_s"], 1),
+                 "lr": opt.param_groups[0]["lr"], "loss": np.mean(run_loss), "acc": np.mean(run_acc), **metrics})
             run_loss, run_acc = [], []
-            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
-            improved = metrics.get("val_loss", math.inf) < state["best_val_loss"]
-            if improved:
-                state["best_val_loss"] = metrics["val_loss"]
-                state["best_metrics"] = metrics
-            save_checkpoint(out / "last", model, opt, state)
-            if improved:  # resuming uses `last`; `best` is for export and --init (weights only)
-                save_checkpoint(out / "best", model, None, state)
-            if args.snapshot_every and state["step"] % args.snapshot_every == 0:
-                save_checkpoint(out / "snapshots" / f"step-{state['step']:07d}", model, None, state)
-            try:
-                plot_curve(log_path, out / "loss_curve.png")
-            except Exception as err:  # a plot must never stop training
-                print(f"warning: loss curve not drawn ({err})", flush=True)
+            checkpoint(out, model, opt, state, metrics, args.snapshot_every)
         if out_of_time:
             break
-    log_file.close()
-    return 0
 
 
 if __name__ == "__main__":
