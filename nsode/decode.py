@@ -100,6 +100,42 @@ def constant_from_argmax(logits: torch.Tensor, values: torch.Tensor) -> float:
     return float(a * values[lo] + b * values[hi])
 
 
+@dataclass(frozen=True)
+class _Grammar:
+    """What the beam needs to know of the vocabulary: token arities, which tokens are symbolic,
+    and the constant grid (constants enter as grid intervals, not as single tokens)."""
+    names: list
+    arity: torch.Tensor
+    symbolic: torch.Tensor
+    const_ids: torch.Tensor
+    const_vals: torch.Tensor
+    eos: int
+
+    @classmethod
+    def of(cls, cfg, device) -> "_Grammar":
+        tok_arity = torch.tensor(arity(list(cfg.tokens)), device=device)
+        const_ids = torch.tensor(cfg.constant_token_ids, device=device)
+        symbolic = tok_arity >= 0
+        symbolic[const_ids] = False
+        return cls(list(cfg.tokens), tok_arity, symbolic, const_ids,
+                   torch.tensor(cfg.constant_values, device=device, dtype=torch.float32), cfg.eos_token_id)
+
+
+def _continuations(g: _Grammar, logp, scores, slots, remaining: int):
+    """Scores of every continuation (beam, vocab + grid intervals), of ending now (beam), and the
+    two-hot weight and value of each interval's constant. A symbolic token is allowed when a slot
+    is open and the tree can still close in time; the end token only for complete trees."""
+    new_slots = slots[:, None] + g.arity[None, :] - 1
+    ok = g.symbolic[None, :] & (slots[:, None] > 0) & (new_slots <= remaining)
+    tok_scores = torch.where(ok, logp, -torch.inf)
+    end_scores = torch.where(slots == 0, logp[:, g.eos], -torch.inf)
+    cp = logp[:, g.const_ids]
+    valid, alpha, value = two_hot_rule(cp, g.const_vals)
+    int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining)
+    int_scores = torch.where(int_ok, torch.logaddexp(cp[:, :-1], cp[:, 1:]), -torch.inf)
+    return scores[:, None] + torch.cat([tok_scores, int_scores], 1), scores + end_scores, alpha, value
+
+
 @torch.no_grad()
 def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU_DEFAULT_BEAM,
                 max_tokens: int | None = None, memory: torch.Tensor | None = None) -> list[Beam]:
@@ -110,78 +146,47 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
     encoder apart).
     """
     cfg = model.config
-    names = list(cfg.tokens)
-    arity_ = arity(names)
     device = next(model.parameters()).device
+    g = _Grammar.of(cfg, device)
     max_tokens = max_tokens or cfg.max_tokens
-    n_vocab = cfg.vocab_size
-    eos, bos = cfg.eos_token_id, cfg.bos_token_id
-    const_ids = torch.tensor(cfg.constant_token_ids, device=device)
-    const_vals = torch.tensor(cfg.constant_values, device=device, dtype=torch.float32)
-    n_int = len(const_ids) - 1
-    tok_arity = torch.tensor(arity_, device=device)
-    symbolic = (tok_arity >= 0)
-    symbolic[const_ids] = False  # constants enter as intervals, not as single tokens
-
+    n_vocab, n_int = cfg.vocab_size, len(g.const_ids) - 1
     if memory is None:
         memory = model.encode(bits.unsqueeze(0).to(device))
     memory = memory.expand(beam, -1, -1)
     scores = torch.full((beam,), -torch.inf, device=device)
     scores[0] = 0.0
     slots = torch.ones(beam, dtype=torch.long, device=device)  # open slots of each prefix tree
-    ids = torch.full((beam, 1, 2), bos, device=device)
+    ids = torch.full((beam, 1, 2), cfg.bos_token_id, device=device)
     weights = torch.tensor([1.0, 0.0], device=device).expand(beam, 1, 2).clone()
     history: list[list] = [[] for _ in range(beam)]
     finished: list[Beam] = []
     past = None
     for step in range(max_tokens + 1):
         logits, past = model.decode(DecoderInput(ids, weights), memory, past=past, use_cache=True)
-        logp = logits[:, -1].float().log_softmax(-1)
-        remaining = max_tokens - step  # tokens still allowed after this one
-        # symbolic tokens: allowed when a slot is open and the tree can still close in time
-        new_slots = slots[:, None] + tok_arity[None, :] - 1
-        ok = symbolic[None, :] & (slots[:, None] > 0) & (new_slots <= remaining)
-        tok_scores = torch.where(ok, logp, -torch.inf)
-        # end token: only for complete trees
-        end_scores = torch.where(slots == 0, logp[:, eos], -torch.inf)
-        # constants, grouped into grid intervals
-        cp = logp[:, const_ids]
-        valid, alpha, value = two_hot_rule(cp, const_vals)
-        int_scores = torch.logaddexp(cp[:, :-1], cp[:, 1:])
-        int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining)
-        int_scores = torch.where(int_ok, int_scores, -torch.inf)
-
-        total = scores[:, None] + torch.cat([tok_scores, int_scores], 1)  # (beam, vocab + n_int)
-        ends = scores + end_scores
+        total, ends, alpha, value = _continuations(g, logits[:, -1].float().log_softmax(-1), scores, slots,
+                                                   max_tokens - step)
         # finished hypotheses: end-token continuations that beat the k-th best live continuation
         top = torch.topk(total.flatten(), beam)
-        kth = top.values[-1]
-        for b in torch.nonzero(torch.isfinite(ends) & (ends >= kth)).flatten().tolist():
+        for b in torch.nonzero(torch.isfinite(ends) & (ends >= top.values[-1])).flatten().tolist():
             finished.append(Beam(tuple(history[b]), float(ends[b])))
         if step == max_tokens or not torch.isfinite(top.values[0]):
             break
-        if len(finished) >= beam:
-            best_live = float(top.values[0])
-            worst_kept = sorted((f.score for f in finished), reverse=True)[beam - 1]
-            if best_live < worst_kept:  # log-probabilities only fall: nothing live can enter
-                break
-        parent = top.indices // total.shape[1]
-        choice = top.indices % total.shape[1]
-        alive = torch.isfinite(top.values)
+        if len(finished) >= beam and float(top.values[0]) < sorted((f.score for f in finished), reverse=True)[beam - 1]:
+            break  # log-probabilities only fall: nothing live can enter the kept hypotheses
+        parent, choice = top.indices // total.shape[1], top.indices % total.shape[1]
         is_const = choice >= n_vocab
         k = (choice - n_vocab).clamp(min=0, max=n_int - 1)
         a = alpha[parent, k]
-        tok = torch.where(is_const, const_ids[k], choice)
-        tok2 = torch.where(is_const, const_ids[(k + 1).clamp(max=n_int)], choice)
+        tok = torch.where(is_const, g.const_ids[k], choice)
+        tok2 = torch.where(is_const, g.const_ids[(k + 1).clamp(max=n_int)], choice)
         ids = torch.stack([tok, tok2], -1)[:, None, :]
         weights = torch.stack([torch.where(is_const, a, torch.ones_like(a)),
                                torch.where(is_const, 1 - a, torch.zeros_like(a))], -1)[:, None, :]
-        arity_of = torch.where(is_const, torch.zeros_like(choice), tok_arity[tok])
-        slots = slots[parent] + arity_of - 1
-        scores = torch.where(alive, top.values, -torch.inf)
+        slots = slots[parent] + torch.where(is_const, torch.zeros_like(choice), g.arity[tok]) - 1
+        scores = torch.where(torch.isfinite(top.values), top.values, -torch.inf)
         past.self_attention_cache.reorder_cache(parent)  # cross-attention keys are the same for all
         vals = value[parent, k].tolist()
-        history = [history[p] + [decoded_constant(v) if c else names[t]]
+        history = [history[p] + [decoded_constant(v) if c else g.names[t]]
                    for p, c, t, v in zip(parent.tolist(), is_const.tolist(), tok.tolist(), vals)]
     finished.sort(key=lambda f: f.score, reverse=True)
     return finished
