@@ -289,13 +289,7 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
     from tqdm.auto import tqdm
 
     file = folder / store.SKELETON_FILE
-    records: list[tuple[SkeletonRow, int]] = []
-    search = {"block": 0, "position": 0, "candidates": {}}
-    if file.exists():
-        table = pq.read_table(file)
-        search = json.loads(table.schema.metadata[b"search"])
-        records = [(SkeletonRow(r["skeleton_index"], r["skeleton"], r["expression"], r["complexity"]), r["block"])
-                   for r in table.to_pylist()]
+    records, search = _read_skeletons(file)
     if len(records) >= n:
         return [r for r, _ in records[:n]]
     counts = Counter(search["candidates"])
@@ -340,6 +334,15 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
     bar.close()
     _write_skeletons(file, records, {"block": block, "position": position, "candidates": dict(sorted(counts.items()))})
     return [r for r, _ in records]
+
+
+def _read_skeletons(file: Path) -> tuple[list[tuple[SkeletonRow, int]], dict]:
+    """(skeleton rows with their block, search state) kept by an earlier run; none yet: empty."""
+    if not file.exists():
+        return [], {"block": 0, "position": 0, "candidates": {}}
+    table = pq.read_table(file)
+    return ([(SkeletonRow(r["skeleton_index"], r["skeleton"], r["expression"], r["complexity"]), r["block"])
+             for r in table.to_pylist()], json.loads(table.schema.metadata[b"search"]))
 
 
 def _write_skeletons(file: Path, records: list, search: dict) -> None:

@@ -76,11 +76,9 @@ def build(seed: int = SEED, total: int = 162, per_complexity: int = 10, config: 
     from tqdm.auto import tqdm
 
     config = cfg.default() if config is None else config
-    equations, seen, per = [], set(), Counter()
+    equations, seen, per, counts, block = [], set(), Counter(), Counter(), 0
     curated = curated_skeletons(config)
-    counts = Counter()
     bar = tqdm(total=total, desc="Large", unit="ODE", disable=not progress)
-    block = 0
     while len(equations) < total:
         found, rejected = generate.candidate_block(block, seed, config)
         counts += rejected

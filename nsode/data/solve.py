@@ -160,8 +160,7 @@ def _solve_evicting(rhs, y0, t, *, rtol, atol, max_rhs_calls, time_limit, blowup
     ok = np.isfinite(y0)
     alive = np.flatnonzero(ok)  # components still integrated
     out[0, alive] = y0[alive]
-    start = 0  # grid row the current LSODA run starts from
-    calls = 0
+    start, calls = 0, 0  # grid row the current LSODA run starts from; f evaluations so far
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     while len(alive) and start < len(t) - 1:
         idx = alive
@@ -191,14 +190,10 @@ def _solve_evicting(rhs, y0, t, *, rtol, atol, max_rhs_calls, time_limit, blowup
             warnings.simplefilter("ignore", ODEintWarning)
             sol, info = odeint(f, out[start, idx], t[start:], rtol=rtol, atol=atol, mxstep=steps_per_point,
                                full_output=True, ml=0, mu=0, tcrit=t[-1:])
-        finished = info["message"] == "Integration successful."
-        done = len(t) - 1 - start if finished else _finished_rows(sol, info, t[start:], state["t_max"])
-        finite = np.all(np.isfinite(sol[: done + 1]), axis=1)
-        if not finite.all():  # the nan rows after a run was stopped
-            done = max(int(np.argmin(finite)) - 1, 0)
+        done, complete = _good_rows(sol, info, t[start:], state["t_max"])
         out[start:start + done + 1, idx] = sol[: done + 1]
         ok[idx[dead]] = False
-        if finished and done == len(t) - 1 - start:
+        if complete:
             break
         if calls >= max_rhs_calls or (deadline is not None and time.perf_counter() > deadline):
             # the work bound or the wall-clock safety net: what is still running is not ok
@@ -212,6 +207,16 @@ def _solve_evicting(rhs, y0, t, *, rtol, atol, max_rhs_calls, time_limit, blowup
     out[:, ~ok] = np.nan
     ok &= np.all(np.isfinite(out), axis=0)
     return out, ok
+
+
+def _good_rows(sol: np.ndarray, info: dict, t_run: np.ndarray, t_max: float) -> tuple[int, bool]:
+    """(index of the last good row of one LSODA run, whether the run reached the end of t_run)."""
+    finished = info["message"] == "Integration successful."
+    done = len(t_run) - 1 if finished else _finished_rows(sol, info, t_run, t_max)
+    finite = np.all(np.isfinite(sol[: done + 1]), axis=1)
+    if not finite.all():  # the nan rows after a run was stopped
+        done = max(int(np.argmin(finite)) - 1, 0)
+    return done, finished and done == len(t_run) - 1
 
 
 def _finished_rows(sol: np.ndarray, info: dict, t: np.ndarray, t_max: float) -> int:
