@@ -8,7 +8,8 @@ same fixed sets every time:
 - skeleton recall: the true skeleton among the unique skeletons of a beam of 64, on held-out
   generated ODEs of each folder (one per validation skeleton);
 - recovery: R^2 > 0.99 against the truth on [0, 4] of the searched NSODE (nsode/search.py) on the
-  simple-ODE set of `nsode_quality.py --simple`, at sigma 0 and 0.01.
+  simple-ODE set of `nsode_quality.py --simple`, at sigma 0 and 0.01, and at sigma 0.01 with y in
+  other units (x100 and x0.01: the failure mode scale invariance is for).
 
     python benchmarks/nsode_curves.py --runs ~/nsode-runs/runs/eps-scaled --extra nsode/checkpoints/nsode-eps \
         --data ~/nsode-runs/data/cpu-s2031 ~/nsode-runs/data/science-s2041 --out curves.csv
@@ -63,9 +64,9 @@ def measure(folder: Path, data: list[str], args) -> dict:
         cases = heldout_examples(d, "nsode-eps", args.recall_limit)
         row[f"recall64[{name}]"] = float(np.mean([recall(beam64, t, y, f)[0] for t, y, f in cases]))
     searcher = Predictor(model, beam=args.search_beam, search=Settings())
-    for sigma in (0.0, 0.01):
-        r2 = recovery_r2(lambda t, y: searcher.predict(t, y).expression, simple_cases(args.simple, sigma))
-        row[f"recovered[sigma={sigma:g}]"] = float(np.mean(r2 > 0.99))
+    for sigma, scale in ((0.0, 1.0), (0.01, 1.0), (0.01, 100.0), (0.01, 0.01)):
+        r2 = recovery_r2(lambda t, y: searcher.predict(t, y).expression, simple_cases(args.simple, sigma, scale=scale))
+        row[f"recovered[sigma={sigma:g}" + (f", y x{scale:g}]" if scale != 1 else "]")] = float(np.mean(r2 > 0.99))
     return row
 
 

@@ -158,10 +158,11 @@ SIMPLE_FORMS = {  # textbook-sized ODEs f(y, a, b) with a in U(0.1, 2), b in U(0
 SIMPLE_T, SIMPLE_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
 
-def simple_cases(count: int, sigma: float, seed: int = 11) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
+def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
     """(truth on SIMPLE_GRID, noisy observations on SIMPLE_T, f) for `count` simple ODEs with
     random constants (y0 in U(1, 4)), the forms of SIMPLE_FORMS in turn; the same cases for
-    every noise level (noise drawn from its own stream)."""
+    every noise level (noise drawn from its own stream). `scale` s gives the same laws in other
+    units of y: trajectories s y(t) of y' = s f(y / s) (values of 100s for s = 100)."""
     from core.solving import solve
 
     both = np.union1d(SIMPLE_T, SIMPLE_GRID)
@@ -174,7 +175,7 @@ def simple_cases(count: int, sigma: float, seed: int = 11) -> list[tuple[np.ndar
         f = forms[k % len(forms)]
         truth = solve(lambda v: f(v, a, b), y0, both)
         noisy = truth[at_t] * (1 + sigma * noise_rng.normal(size=SIMPLE_T.size))
-        cases.append((truth[at_grid], noisy, f(Y, a, b)))
+        cases.append((scale * truth[at_grid], scale * noisy, scale * f(Y / scale, a, b)))
     return cases
 
 
