@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core import protocol
+from core.trajectories import check_trajectory
 
 
 class InvalidInput(ValueError):
@@ -32,18 +33,10 @@ class Observations:
     def __post_init__(self):
         t = np.asarray(self.t, dtype=float)
         y = np.asarray(self.y, dtype=float)
-        if t.ndim != 1 or y.ndim != 1 or t.shape != y.shape:
-            raise InvalidInput(f"t and y must be 1-D arrays of equal length (got {t.shape} and {y.shape})")
-        if len(t) < protocol.MIN_POINTS:
-            raise InvalidInput(f"only {len(t)} points; at least {protocol.MIN_POINTS} are needed")
-        if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
-            bad = int(np.sum(~np.isfinite(t)) + np.sum(~np.isfinite(y)))
-            raise InvalidInput(f"{bad} NaN or infinite values in the trajectory")
-        steps = np.diff(t)
-        if np.any(steps == 0):
-            raise InvalidInput(f"duplicate time {t[1:][steps == 0][0]:g}")
-        if np.any(steps < 0):
-            raise InvalidInput("times are not sorted in increasing order")
+        try:
+            check_trajectory(t, y)
+        except ValueError as err:
+            raise InvalidInput(str(err)) from None
         t.setflags(write=False)
         y.setflags(write=False)
         object.__setattr__(self, "t", t)

@@ -47,25 +47,32 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
         y = pd.to_numeric(frame["y"], errors="raise").to_numpy(float)
     except (TypeError, ValueError):
         raise TrajectoryFileError(f"{path}: columns t and y must hold numbers only") from None
-    _check(path, t, y, min_points)
-    if sort:
+    if sort and np.all(np.isfinite(t)):
         order = np.argsort(t, kind="stable")
         t, y = t[order], y[order]
-    steps = np.diff(t)
-    if np.any(steps == 0):
-        raise TrajectoryFileError(f"{path}: duplicate time {t[1:][steps == 0][0]:g}; keep one row per time")
-    if np.any(steps < 0):
-        raise TrajectoryFileError(f"{path}: times are not sorted in increasing order")
+    try:
+        check_trajectory(t, y, min_points)
+    except ValueError as err:
+        raise TrajectoryFileError(f"{path}: {err}") from None
     return TrajectoryFile(t, y, _expression(path, frame))
 
 
-def _check(path: Path, t: np.ndarray, y: np.ndarray, min_points: int) -> None:
+def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MIN_POINTS) -> None:
+    """The rules every observed trajectory obeys, from a file or from code: 1-D t and y of equal
+    length, at least `min_points` points, all finite, strictly increasing times. ValueError
+    whose one-line message names the problem and the fix."""
+    if t.ndim != 1 or y.ndim != 1 or t.shape != y.shape:
+        raise ValueError(f"t and y must be 1-D arrays of equal length (got {t.shape} and {y.shape})")
     if len(t) < min_points:
-        raise TrajectoryFileError(f"{path}: only {len(t)} row{'' if len(t) == 1 else 's'}; "
-                                  f"at least {min_points} observations are needed")
+        raise ValueError(f"only {len(t)} point{'' if len(t) == 1 else 's'}; at least {min_points} are needed")
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
         bad = int(np.sum(~np.isfinite(t)) + np.sum(~np.isfinite(y)))
-        raise TrajectoryFileError(f"{path}: {bad} empty, NaN or infinite values in t or y; remove those rows")
+        raise ValueError(f"{bad} empty, NaN or infinite values in t or y; remove those points")
+    steps = np.diff(t)
+    if np.any(steps == 0):
+        raise ValueError(f"duplicate time {t[1:][steps == 0][0]:g}; keep one point per time")
+    if np.any(steps < 0):
+        raise ValueError("times are not sorted in increasing order")
 
 
 def _expression(path: Path, frame) -> str | None:
