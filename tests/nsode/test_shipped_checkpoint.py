@@ -20,7 +20,7 @@ def test_shipped_nsode_eps_recovers_exponential_decay():
     assert exact_r2(parse_infix(result.expression), truth_grid, 3 * np.exp(-0.5 * truth_grid)) > 0.99
 
 
-@pytest.mark.parametrize("variant", ["nsode", "nsode-eps"])
+@pytest.mark.parametrize("variant", ["nsode", "nsode-eps", "nsode-eps-scaled"])
 def test_shipped_checkpoints_load(variant):
     from nsode.model import load
 
@@ -54,3 +54,15 @@ def test_harness_method_runs_on_observations():
     pred = method.run(Observations(t, 2 + np.sin(t)), Budget())
     parse(pred.expression)
     assert pred.candidates and pred.metadata["load_s"] >= 0 and pred.metadata["device"] == "cpu"
+
+
+def test_scale_invariant_milestone_proposes_the_same_skeletons_in_any_power_of_two_units():
+    from nsode.data.tokens import skeleton
+
+    predictor = Predictor(default_checkpoint("nsode-eps-scaled"), beam=16)
+    assert predictor.model.config.input_scaling == "pow2"
+    t = np.linspace(0, 2, 64)
+    y = 3 * np.exp(-0.5 * t)
+    reference = [skeleton(e) for e, _ in predictor.candidates(t, y)]
+    for a, s in [(32.0, 128.0), (1.0, 2.0 ** -7)]:  # t on [0, 64] with y near 400; y near 0.02
+        assert [skeleton(e) for e, _ in predictor.candidates(a * t, s * y)] == reference
