@@ -28,28 +28,20 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from nsode_quality import heldout_examples, recall, recovery_r2, simple_cases  # noqa: E402
 
-from nsode.batching import two_hot_loss  # noqa: E402
 from nsode.model import load  # noqa: E402
 from nsode.predict import Predictor  # noqa: E402
 from nsode.search import Settings  # noqa: E402
 from nsode.stream import stream_examples  # noqa: E402
-from nsode.train import batches  # noqa: E402
+from nsode.train import batches, mean_loss  # noqa: E402
 
 
-@torch.no_grad()
 def validation_loss(model, folder: str, limit: int, batch_size: int = 32) -> tuple[float, float]:
     """Mean two-hot loss and token accuracy on the first `limit` held-out solutions of a folder."""
     cfg = model.config
-    scaling = getattr(cfg, "input_scaling", "none")
     examples = stream_examples(folder, split="val", limit=limit, max_rows=cfg.max_tokens)
-    losses, accs, sizes = [], [], []
-    for b in batches(examples, "nsode-eps", batch_size, cfg.bos_token_id, cfg.pad_token_id,
-                     np.random.default_rng(0), keep_last=True, scaling=scaling):
-        loss, acc = two_hot_loss(model(b.bits, b.dec_ids, b.dec_w, b.mask), b.tgt_ids, b.tgt_w)
-        losses.append(float(loss))
-        accs.append(float(acc))
-        sizes.append(len(b.bits))
-    return float(np.average(losses, weights=sizes)), float(np.average(accs, weights=sizes))
+    return mean_loss(model, batches(examples, "nsode-eps", batch_size, cfg.bos_token_id, cfg.pad_token_id,
+                                    np.random.default_rng(0), keep_last=True,
+                                    scaling=getattr(cfg, "input_scaling", "none")), "cpu")
 
 
 def measure(folder: Path, data: list[str], args) -> dict:

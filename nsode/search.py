@@ -130,8 +130,8 @@ def _term(rest: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict) -> _Term 
         with np.errstate(all="ignore"):
             column = np.ones_like(y) if rest == 1 else np.broadcast_to(evaluate(rest, y), y.shape)
         start: list[float] = []
-        abstract(rest, [], start)
-        cache[rest] = (_Term(term_key(rest), rest, cumulative_trapezoid(column, t, initial=0.0),
+        key = sympy.srepr(abstract(rest, [], start, numbered=False))  # term_key, and the inner numbers
+        cache[rest] = (_Term(key, rest, cumulative_trapezoid(column, t, initial=0.0),
                              0 if rest == 1 else len(start)) if np.all(np.isfinite(column)) else None)
     return cache[rest]
 

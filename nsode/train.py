@@ -135,6 +135,19 @@ def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, ke
         yield collate([(t, y) for t, y, _ in buf], [r for _, _, r in buf], bos, pad)
 
 
+@torch.no_grad()
+def mean_loss(model, batches, device) -> tuple[float, float]:
+    """Two-hot loss and token accuracy over batches, each batch weighted by its size."""
+    losses, accs, sizes = [], [], []
+    for b in batches:
+        b = b.to(device)
+        loss, acc = two_hot_loss(model(b.bits, b.dec_ids, b.dec_w, b.mask), b.tgt_ids, b.tgt_w)
+        losses.append(float(loss))
+        accs.append(float(acc))
+        sizes.append(len(b.bits))
+    return float(np.average(losses, weights=sizes)), float(np.average(accs, weights=sizes))
+
+
 class Validation:
     """A fixed validation set of held-out skeletons: batches for loss/accuracy and observed
     trajectories for the R^2 of decoded expressions (beam 4, best of the beam by R^2).
@@ -169,20 +182,13 @@ class Validation:
         if not self.batches:
             return {"val_n": 0}
         model.eval()
-        losses, accs, weights = [], [], []
-        for b in self.batches:
-            b = b.to(device)
-            loss, acc = two_hot_loss(model(b.bits, b.dec_ids, b.dec_w, b.mask), b.tgt_ids, b.tgt_w)
-            losses.append(float(loss))
-            accs.append(float(acc))
-            weights.append(len(b.bits))
+        val_loss, val_acc = mean_loss(model, self.batches, device)
         from nsode.predict import Predictor  # decoding is kept out of the training imports
 
         predictor = Predictor(model, beam=4, exact=2)
         r2 = np.array([predictor.predict(t, y).r2 for t, y in self.decode])  # -inf: nothing integrable
         model.train()
-        return {"val_n": self.size, "val_loss": float(np.average(losses, weights=weights)),
-                "val_acc": float(np.average(accs, weights=weights)),
+        return {"val_n": self.size, "val_loss": val_loss, "val_acc": val_acc,
                 "val_r2_median": float(np.median(r2)) if len(r2) else math.nan,
                 "val_r2_above_0.9": float(np.mean(r2 > 0.9)) if len(r2) else math.nan}
 

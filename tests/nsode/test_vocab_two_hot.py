@@ -1,5 +1,6 @@
 """The model's side of the two-hot scheme: targets from `nsode.data.tokens`, decoded constants."""
 import numpy as np
+import pytest
 
 from nsode.data import tokens
 from nsode.decode import decoded_constant
@@ -32,10 +33,9 @@ def test_decoded_constants_snap_to_integers_and_keep_four_decimals():
 
 
 def test_constants_beyond_the_grid_are_refused_or_clipped_to_its_end():
-    import pytest as _pytest
     from nsode.data.tokens import EncodingError, targets
 
-    with _pytest.raises(EncodingError):
+    with pytest.raises(EncodingError):
         targets(["mul", 38.9, "y"])
     assert targets(["mul", 38.9, "y"], clip=True) == targets(["mul", 10.0, "y"])
     assert targets(["mul", -1e3, "y"], clip=True) == targets(["mul", -10.0, "y"])
