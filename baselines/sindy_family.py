@@ -25,8 +25,9 @@ from baselines.sindy import expression
 from core import fitting
 from core.expressions import compile_vector, parse
 
-SOLVE_TIME_LIMIT = 0.5  # seconds per candidate solve (the shared fitter's LSODA settings otherwise);
-# a slower solve counts as a failed candidate
+SOLVE_MXSTEP = 500  # LSODA steps between two observations for a candidate model (the shared
+# fitter's settings otherwise); a candidate that needs more (stiff, blowing up) counts as failed -
+# a counted budget, so the choice does not depend on machine load
 POLE_MARGIN = 0.1  # a rational term is kept only if its denominator keeps one sign on the
 # observed range of y widened by this fraction of the range on each side
 
@@ -120,7 +121,7 @@ class Candidate:
 
 def candidate(coef: np.ndarray, names: tuple[str, ...], t: np.ndarray, y: np.ndarray, **params) -> Candidate:
     """A Candidate with its integrated-trajectory error on the observations."""
-    return Candidate(coef, names, fitting.trajectory_rss(parse(expression(coef, names)), t, y, time_limit=SOLVE_TIME_LIMIT), params)
+    return Candidate(coef, names, fitting.trajectory_rss(parse(expression(coef, names)), t, y, mxstep=SOLVE_MXSTEP), params)
 
 
 def unique(candidates: list[Candidate]) -> list[Candidate]:

@@ -131,13 +131,13 @@ def trajectory(template: Template, values, y0: float, t: np.ndarray, *, rtol: fl
         raise
 
 
-def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, time_limit: float = SOLVE_SAFETY_S) -> float:
+def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, mxstep: int = MXSTEP) -> float:
     """Sum of squared differences between the observations and y' = expr integrated from the
     first observation with the fitter's LSODA settings; inf when the solve fails, blows up or
-    runs past `time_limit` seconds (a caller may make that a rule, not only a safety net)."""
+    needs more than `mxstep` steps between two observations (the wall-clock safety net aside)."""
     try:
         path = solve(compile_scalar(expr), float(y[0]), np.asarray(t, dtype=float), rtol=RTOL, atol=ATOL,
-                     mxstep=MXSTEP, time_limit=time_limit)
+                     mxstep=mxstep, time_limit=SOLVE_SAFETY_S)
     except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
         return math.inf
     rss = float(np.sum((path - np.asarray(y, dtype=float)) ** 2))

@@ -27,7 +27,7 @@ from baselines.fd import DEGREE, WINDOW, derivative
 
 class SindyEnsemble(Method):
     name = "sindy-ensemble"
-    version = "1"
+    version = "2"
     uses_finite_differences = True
     requires = ("pysindy", "pynumdiff", "scipy", "sympy")
     time_limit = 180.0

@@ -29,7 +29,7 @@ from baselines.fd import DEGREE, WINDOW, derivative
 
 class SindyIC(Method):
     name = "sindy-ic"
-    version = "1"
+    version = "2"
     uses_finite_differences = True
     requires = ("pysindy", "pynumdiff", "scipy", "sympy")
     time_limit = 180.0

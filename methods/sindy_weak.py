@@ -21,7 +21,7 @@ from baselines import sindy_family as family
 
 class SindyWeak(Method):
     name = "sindy-weak"
-    version = "1"
+    version = "2"
     requires = ("pysindy", "scipy", "sympy")
     time_limit = 180.0
     description = "weak-form SINDy (pysindy WeakPDELibrary on t), grid selected by the integrated trajectory"

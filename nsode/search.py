@@ -5,6 +5,10 @@ gets a free coefficient and every other number inside it becomes a free constant
 structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one term dropped)
 and sums with a constant term added are proposed as well, because the model often writes the
 right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses an offset.
+The beam's terms are also recombined: the model often writes every term of the law, but in
+different candidates (`y` in one, `y**2.3` in another), so sums of up to `combine_size` of the
+`combine` terms it proposes first (each at the model's inner constants and at inner constants
+fitted to the data term by term) are proposed too, all scored at once by linear least squares.
 
 Then a funnel with counted budgets (core.fitting does every fit):
 1. every skeleton: its term coefficients and y0 by linear least squares on the integral form,
@@ -17,6 +21,7 @@ Then a funnel with counted budgets (core.fitting does every fit):
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -43,6 +48,8 @@ class Settings:
     refit: int = 4  # of those, fitted by least squares on the trajectory
     max_nfev: int = 40  # trajectory evaluations per least-squares fit
     variants: bool = True  # propose sub-sums and added constant terms
+    combine: int = 16  # distinct beam terms (first proposed first) recombined into new sums; 0: none
+    combine_size: int = 3  # terms per recombined sum, besides a constant term
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
 
@@ -149,13 +156,15 @@ def _subsets(terms: list[_Term], variants: bool, const: _Term) -> list[tuple[lis
     return [(s, v) for s, v in out if any(term.rest != 1 for term in s)]
 
 
-def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True,
-            source: str = "model") -> dict[tuple, _Skeleton]:
-    """Stage 1: the unique skeletons of `exprs` (and variants), each with its term coefficients
-    and y0 fitted linearly on the integral form; per skeleton the best-scoring instance is kept."""
+def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True, combine: int = 0,
+            combine_size: int = 3, source: str = "model") -> dict[tuple, _Skeleton]:
+    """Stage 1: the unique skeletons of `exprs` (and variants, and recombinations of their first
+    `combine` distinct terms), each with its term coefficients and y0 fitted linearly on the
+    integral form; per skeleton the best-scoring instance is kept."""
     cache: dict = {}
     const = _term(sympy.S.One, t, y, cache)
-    found: dict[tuple, _Skeleton] = {}
+    sums: list[tuple[list[_Term], str]] = []
+    first: dict[str, _Term] = {}  # each term skeleton at its first (best-ranked) instance
     for expr in exprs:
         try:
             terms = [_term(rest, t, y, cache) for _, rest in split(expr)]
@@ -163,18 +172,70 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
             continue
         if any(term is None for term in terms):
             continue
-        for subset, is_variant in _subsets(terms, variants, const):
-            constants = len(subset) + sum(term.inner for term in subset)
-            if constants > MAX_CONSTANTS:
-                continue
-            design = np.column_stack([np.ones_like(y), *(term.integral for term in subset)])
-            x, *_ = np.linalg.lstsq(design, y, rcond=None)
-            residual = design @ x - y
-            ic = information_criterion(float(residual @ residual), len(y), constants + 1, sigma)
-            key = tuple(sorted(term.key for term in subset))
-            if key not in found or ic < found[key].cheap_ic:
-                found[key] = _Skeleton(key, subset, x[1:], float(x[0]), ic, "variant" if is_variant else source)
+        for term in terms:
+            if term.rest != 1:
+                first.setdefault(term.key, term)
+        sums += [(subset, "variant" if is_variant else source) for subset, is_variant in _subsets(terms, variants, const)]
+    if combine:
+        pool = _adapted(list(first.values())[:combine], t, y, cache)
+        sums += [(subset, "combination") for subset in _combinations(pool, const, combine_size)]
+    found: dict[tuple, _Skeleton] = {}
+    for (subset, label), (x, ic) in zip(sums, _linear_fits([s for s, _ in sums], y, sigma)):
+        key = tuple(sorted(term.key for term in subset))
+        if math.isfinite(ic) and (key not in found or ic < found[key].cheap_ic):
+            found[key] = _Skeleton(key, subset, x[1:], float(x[0]), ic, label)
     return found
+
+
+def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[tuple[np.ndarray, float]]:
+    """(y0 and term coefficients, information criterion) of each sum by linear least squares on
+    the integral form, batched by size (normal equations on unit-norm columns, a tiny ridge for
+    collinear terms); a sum with more than MAX_CONSTANTS constants scores inf."""
+    out: list = [(np.zeros(len(s) + 1), math.inf) for s in sums]
+    by_size: dict[int, list[int]] = {}
+    for i, subset in enumerate(sums):
+        if len(subset) + sum(term.inner for term in subset) <= MAX_CONSTANTS:
+            by_size.setdefault(len(subset), []).append(i)
+    for size, index in by_size.items():
+        design = np.stack([np.column_stack([np.ones_like(y), *(term.integral for term in sums[i])]) for i in index])
+        norm = np.linalg.norm(design, axis=1, keepdims=True)
+        norm[norm == 0] = 1.0
+        unit = design / norm
+        gram = np.einsum("snk,snj->skj", unit, unit) + 1e-12 * np.eye(size + 1)
+        x = np.linalg.solve(gram, np.einsum("snk,n->sk", unit, y)[..., None])[..., 0] / norm[:, 0, :]
+        rss = np.sum((np.einsum("snk,sk->sn", design, x) - y) ** 2, axis=1)
+        for j, i in enumerate(index):
+            constants = len(sums[i]) + sum(term.inner for term in sums[i])
+            out[i] = (x[j], information_criterion(float(rss[j]), len(y), constants + 1, sigma))
+    return out
+
+
+def _adapted(terms: list[_Term], t, y, cache: dict) -> list[_Term]:
+    """`terms`, and for each with inner constants a copy whose inner constants are fitted to the
+    data (a + b * term on the integral form): the model's `y**4.6` may be the data's `y**2`."""
+    out = list(terms)
+    for term in terms:
+        if not term.inner:
+            continue
+        params = [sympy.Symbol("a", real=True), sympy.Symbol("b", real=True)]
+        start = [0.0, 1.0]
+        rest = abstract(term.rest, params, start)
+        fit = fit_integral(Template(params[0] + params[1] * rest, tuple(params)), t, y, start)
+        if fit.ok:
+            fitted = _term(rest.xreplace({p: sympy.Float(v) for p, v in zip(params[2:], fit.values[2:])}), t, y, cache)
+            if fitted is not None and fitted.rest != term.rest:
+                out.append(fitted)
+    return out
+
+
+def _combinations(pool: list[_Term], const: _Term, size: int) -> list[list[_Term]]:
+    """Sums of 1 to `size` terms of `pool` with distinct skeletons, each with and without `const`."""
+    out = []
+    for k in range(1, size + 1):
+        for subset in itertools.combinations(pool, k):
+            if len({term.key for term in subset}) == k:
+                out += [list(subset), [*subset, const]]
+    return out
 
 
 def template_of(skeleton: _Skeleton) -> tuple[Template, list[float]]:
@@ -256,7 +317,8 @@ def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[
     settings = settings or Settings()
     t, y = np.asarray(t, float), np.asarray(y, float)
     sigma = noise_level(t, y)
-    skeletons = propose(exprs, t, y, sigma, variants=settings.variants)
+    skeletons = propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
+                        combine_size=settings.combine_size)
     for label, more in extra:
         for key, skeleton in propose(more, t, y, sigma, variants=settings.variants, source=label).items():
             if key not in skeletons or skeleton.cheap_ic < skeletons[key].cheap_ic:

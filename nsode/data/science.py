@@ -244,22 +244,13 @@ def draw_sets(expr: sympy.Expr, skeleton: str, rng: np.random.Generator, config:
     """
     slots = simplify.constant_slots(expr)
     positive = needs_positive_y(expr)
-    sets, scales, seen = [], [], set()
-    for _ in range(max_tries * config.n_const if slots else 1):
+
+    def draw():
         base, values, scale = draw_constants(expr, rng, config)
-        if values is None or tuple(values) in seen:
-            continue
-        seen.add(tuple(values))
-        new = simplify.substitute(base, values) if slots else expr
-        try:
-            if tok.skeleton(new) != skeleton:
-                continue
-        except tok.EncodingError:
-            continue
-        sets.append((new, values))
-        scales.append(scale)
-        if len(sets) == config.n_const:
-            break
+        return (simplify.substitute(base, values) if slots and values is not None else expr), values, scale
+
+    drawn = simplify.distinct_sets(draw, skeleton, config.n_const, max_tries * config.n_const if slots else 1)
+    sets, scales = [(new, values) for new, values, _ in drawn], [scale for *_, scale in drawn]
     size = (len(sets), config.n_iv)
     y0 = np.array(scales)[:, None] * rng.uniform(*config.science_y0_range, size=size)
     if not positive:

@@ -312,8 +312,8 @@ def resample_constants(expr: sympy.Expr, skeleton: str, rng: np.random.Generator
     slots = constant_slots(expr)
     if not slots:
         return [(expr, [])]
-    out, seen = [], set()
-    for _ in range(max_tries * n):
+
+    def draw():
         values = []
         for original, role in slots:
             for _ in range(100):
@@ -321,17 +321,26 @@ def resample_constants(expr: sympy.Expr, skeleton: str, rng: np.random.Generator
                 if rule_ok(value, original, role):
                     break
             values.append(value)
-        key = tuple(values)
-        if key in seen:
+        return substitute(expr, values), values, None
+
+    return [(new, [float(v) for v in values]) for new, values, _ in distinct_sets(draw, skeleton, n, max_tries * n)]
+
+
+def distinct_sets(draw, skeleton: str, n: int, tries: int) -> list[tuple]:
+    """Up to `n` draws (expression, values, extra) of `draw()` with distinct values whose
+    expression keeps `skeleton` (values None: a failed draw); at most `tries` draws."""
+    out, seen = [], set()
+    for _ in range(tries):
+        new, values, extra = draw()
+        if values is None or tuple(values) in seen:
             continue
-        seen.add(key)
-        new = substitute(expr, values)
+        seen.add(tuple(values))
         try:
             if tok.skeleton(new) != skeleton:
                 continue
         except tok.EncodingError:
             continue
-        out.append((new, [float(v) for v in values]))
+        out.append((new, values, extra))
         if len(out) == n:
             break
     return out

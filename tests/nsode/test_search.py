@@ -48,17 +48,32 @@ def test_predict_cli_prints_the_decay_rate_to_four_digits(tmp_path, capsys):
 
 def test_parsimony_prefers_the_one_constant_law_over_a_curve_fit():
     curve_fit = -0.45 * Y + 0.2 * sympy.sin(1.3 * Y + 0.4)  # 4 constants, contains c*y
-    found, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False))
+    found, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False, combine=0))
     assert skeleton_key(found[0].expr) == skeleton_key(-0.5 * Y)
     assert float(found[0].expr.coeff(Y)) == pytest.approx(-0.5, rel=1e-4)
-    by_fit, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False, criterion="rss"))
+    by_fit, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False, combine=0, criterion="rss"))
     assert {f.constants for f in by_fit} == {1, 4}
 
 
 def test_a_candidate_with_a_pole_beside_the_data_is_rejected():
     # growth towards a pole at y = 3.2 fits the data (which stops at 2.9) but not from y0 + noise
     y = solve(compile_scalar(1 / (3.2 - Y)), 1.0, T)
-    found, info = search([1 / (3.3 - Y), 0.5 + 0.3 * Y], T, y, Settings(variants=False))
+    found, info = search([1 / (3.3 - Y), 0.5 + 0.3 * Y], T, y, Settings(variants=False, combine=0))
     pole = [f for f in found if f.expr.has(sympy.Pow) and skeleton_key(f.expr) == skeleton_key(1 / (3.3 - Y))]
     assert pole and pole[0].rejected and info["rejected"] >= 1
     assert found[0] is not pole[0]
+
+
+def test_terms_from_different_candidates_are_recombined_into_the_law():
+    # logistic growth y' = y - 0.4 y^2: the proposals hold `y` and `y**2.3` (wrong exponent), never together
+    y = solve(compile_scalar(Y - 0.4 * Y**2), 0.5, T)
+    grid = np.linspace(0.3, 3.0, 50)
+
+    def matches_the_law(expr):
+        return np.allclose([compile_scalar(expr)(v) for v in grid], grid - 0.4 * grid**2, rtol=1e-3, atol=1e-4)
+
+    proposals = [sympy.sin(Y) + 0.3 * Y, 0.2 * Y**2.3 + sympy.cos(Y)]
+    without, _ = search(proposals, T, y, Settings(combine=0))
+    assert not matches_the_law(without[0].expr)
+    found, _ = search(proposals, T, y, Settings(combine=4))
+    assert found[0].source == "combination" and matches_the_law(found[0].expr), found[0].expr
