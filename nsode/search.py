@@ -17,7 +17,9 @@ Then a funnel with counted budgets (core.fitting does every fit):
 3. the `refit` best of those: least squares on the LSODA trajectory (`max_nfev`); the others
    are integrated once with their integral-form constants;
 4. by the information criterion on the trajectory residual, the first candidate whose solution
-   exists from perturbed initial values over twice the observed span wins (`robust`).
+   exists from perturbed initial values over twice the observed span wins (`robust`), unless
+   another safe one within `forecast` of its criterion does better on criterion plus forecast
+   error (fitted on the first 70% of the observations, scored on the rest).
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ from core.solving import SolveError
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
+FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
+ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
 _STRUCTURAL = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)
 
 
@@ -52,6 +56,7 @@ class Settings:
     combine_size: int = 3  # terms per recombined sum, besides a constant term
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
+    forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Found:
     safety_net: bool = False  # a wall-clock safety net fired while fitting it
     template: Template | None = None
     values: tuple[float, ...] = ()
+    forecast: float = math.nan  # forecast error (noise variances) on the last observations, when compared
 
 
 @dataclass
@@ -196,8 +202,17 @@ def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[t
     for i, subset in enumerate(sums):
         if len(subset) + sum(term.inner for term in subset) <= MAX_CONSTANTS:
             by_size.setdefault(len(subset), []).append(i)
+    columns: dict[int, int] = {}  # id of a term -> its row in `integrals` (row 0: the y0 column)
+    rows = [np.ones_like(y)]
+    for subset in sums:
+        for term in subset:
+            if id(term) not in columns:
+                columns[id(term)] = len(rows)
+                rows.append(term.integral)
+    integrals = np.array(rows)
     for size, index in by_size.items():
-        design = np.stack([np.column_stack([np.ones_like(y), *(term.integral for term in sums[i])]) for i in index])
+        picks = np.array([[0, *(columns[id(term)] for term in sums[i])] for i in index])
+        design = integrals[picks].transpose(0, 2, 1)  # [sums, n, 1 + size]
         norm = np.linalg.norm(design, axis=1, keepdims=True)
         norm[norm == 0] = 1.0
         unit = design / norm
@@ -220,7 +235,7 @@ def _adapted(terms: list[_Term], t, y, cache: dict) -> list[_Term]:
         params = [sympy.Symbol("a", real=True), sympy.Symbol("b", real=True)]
         start = [0.0, 1.0]
         rest = abstract(term.rest, params, start)
-        fit = fit_integral(Template(params[0] + params[1] * rest, tuple(params)), t, y, start)
+        fit = fit_integral(Template(params[0] + params[1] * rest, tuple(params)), t, y, start, max_nfev=ADAPT_NFEV)
         if fit.ok:
             fitted = _term(rest.xreplace({p: sympy.Float(v) for p, v in zip(params[2:], fit.values[2:])}), t, y, cache)
             if fitted is not None and fitted.rest != term.rest:
@@ -302,13 +317,45 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
         if f.rejected is None:
             chosen = f
             break
+    compared = 1
+    if chosen is not None and settings.forecast > 0:
+        chosen, compared = _best_forecast(found, chosen, t, y, sigma, settings)
     if chosen is not None:
         found.remove(chosen)
         found.insert(0, chosen)
-    info = {"skeletons": len(skeletons), "fitted": len(found), "noise_sigma": sigma,
+    info = {"skeletons": len(skeletons), "fitted": len(found), "noise_sigma": sigma, "forecast_compared": compared,
             "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
             "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
     return found, info
+
+
+def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings) -> tuple[Found, int]:
+    """Among the safe candidates whose criterion is within `settings.forecast` of the chosen
+    one's (statistically about as good), the one with the lowest criterion plus forecast error
+    (fitted on the first FORECAST_SHARE of the observations, its error on the rest, both in noise
+    variances): a curve fit of the observed interval rarely forecasts as well as the law.
+    Returns it and how many were compared."""
+    near = [chosen]
+    for f in found:
+        if f is chosen or not math.isfinite(f.r2) or f.ic > chosen.ic + settings.forecast:
+            continue
+        if settings.robust and f.rejected is None:
+            f.rejected = unstable_reason(f.template, f.values, f.y0, t, sigma, magnitude=float(np.max(np.abs(y))))
+        if f.rejected is None:
+            near.append(f)
+    if len(near) == 1:
+        return chosen, 1
+    cut = int(FORECAST_SHARE * len(y))
+    for f in near:
+        f.forecast = math.inf
+        part = fit_trajectory(f.template, t[:cut], y[:cut], f.values, f.y0, max_nfev=settings.max_nfev)
+        if part.ok:
+            try:
+                path = trajectory(f.template, part.values, part.y0, t)
+                f.forecast = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
+            except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+                pass
+    return min(near, key=lambda f: (f.ic + f.forecast, f.constants)), len(near)
 
 
 def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:

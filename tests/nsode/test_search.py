@@ -77,3 +77,16 @@ def test_terms_from_different_candidates_are_recombined_into_the_law():
     assert not matches_the_law(without[0].expr)
     found, _ = search(proposals, T, y, Settings(combine=4))
     assert found[0].source == "combination" and matches_the_law(found[0].expr), found[0].expr
+
+
+def test_among_near_equal_fits_the_better_forecaster_wins():
+    y = solve(compile_scalar(Y - 0.4 * Y**2), 0.5, T) * (1 + 0.01 * np.random.default_rng(5).normal(size=T.size))
+    proposals = [sympy.sin(Y) + 0.3 * Y, 0.2 * Y**2.3 + sympy.cos(Y), Y * sympy.exp(-0.3 * Y), Y / (1 + Y)]
+    found, info = search(proposals, T, y, Settings(combine=4))
+    compared = [f for f in found if not np.isnan(f.forecast)]
+    assert info["forecast_compared"] == len(compared) >= 2
+    assert found[0] is min(compared, key=lambda f: f.ic + f.forecast)
+    assert max(f.ic for f in compared) - min(f.ic for f in compared) <= 5
+    plain, info = search(proposals, T, y, Settings(combine=4, forecast=0))
+    assert info["forecast_compared"] == 1 and all(np.isnan(f.forecast) for f in plain)
+    assert plain[0].ic == min(f.ic for f in plain if f.rejected is None)
