@@ -19,11 +19,12 @@ from nsode.search import SEARCH_BEAM, Settings
 
 
 class NSODE(Method):
-    """One class, three named parameter sets (`variants`). `checkpoint` is a shipped
-    checkpoint's name (nsode/checkpoints/<name>) or a checkpoint folder's path; `beam` None is the decoder's default
-    (nsode.decode: 64 on CPU, 1536 on a GPU); `search` switches the paper's R^2 selection for the
-    skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev`, `combine` (beam terms
-    recombined) and choice `criterion` (nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    """One class, three named parameter sets (`variants`). `checkpoint` is a shipped checkpoint's
+    name (nsode/checkpoints/<name>) or a checkpoint folder's path; `beam` None is the decoder's
+    default (nsode.decode: 64 on CPU, 1536 on a GPU); `search` switches the paper's R^2 selection
+    for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev` and `combine`
+    (beam terms recombined), whose choice is `criterion` and the `forecast` window
+    (nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "1"
@@ -39,10 +40,11 @@ class NSODE(Method):
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
-                 max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine, threads=1):
+                 max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
+                 forecast=Settings.forecast, threads=1):
         self.checkpoint, self.beam, self.search = checkpoint, beam, search
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
-        self.combine = combine
+        self.combine, self.forecast = combine, forecast
 
     def checkpoint_path(self) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
@@ -70,7 +72,8 @@ class NSODE(Method):
         search = None
         if self.search:
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
-                              criterion=self.criterion, combine=int(self.combine))
+                              criterion=self.criterion, combine=int(self.combine),
+                              forecast=float(self.forecast))
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto")
         self.load_s_ = time.perf_counter() - start
 

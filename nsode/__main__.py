@@ -88,6 +88,9 @@ def main(argv=None) -> int:
                     help="of those, fitted by least squares on the integrated trajectory (default 4)")
     pr.add_argument("--combine", type=int, default=16,
                     help="distinct beam terms recombined into new sums (default 16; 0: only the beam's own sums)")
+    pr.add_argument("--forecast", type=float, default=5.0,
+                    help="fits within this of the best information criterion compete on forecasting the last "
+                         "30%% of the data (default 5; 0: the lowest criterion wins)")
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
@@ -99,7 +102,7 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor, default_checkpoint
     from nsode.search import SEARCH_BEAM, Settings
 
-    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine)
+    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine, forecast=args.forecast)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     try:
         t, y = read_trajectory(args.file)
