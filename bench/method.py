@@ -124,6 +124,12 @@ class Method:
                 return f"cannot import {module}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
         return None
 
+    def fingerprint(self) -> str:
+        """What results depend on besides the code and the parameters (a checkpoint's weights),
+        as a short digest that becomes part of the version ('' for none): a sweep then never
+        takes a stored row of other weights for a current one. Called on an instance."""
+        return ""
+
     def setup(self) -> None:
         """One-off work before the first task in a worker (loading a model, warming imports)."""
 

@@ -71,8 +71,14 @@ class MethodSpec:
 
     @property
     def version(self) -> str:
+        """The class's (or variant's) version, plus the method's fingerprint when it has one."""
         variant = self._variant()
-        return (variant and variant.version) or self.load().version
+        version = (variant and variant.version) or self.load().version
+        try:
+            fingerprint = self.instantiate().fingerprint()
+        except TypeError:  # a constructor that needs arguments not given here: run() will say so
+            fingerprint = ""
+        return f"{version}+{fingerprint}" if fingerprint else version
 
     @property
     def description(self) -> str:

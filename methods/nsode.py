@@ -10,6 +10,8 @@ extrapolate rejected, parsimony by an information criterion. Its budget is count
 skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
 """
+import functools
+import hashlib
 import time
 from pathlib import Path
 
@@ -61,6 +63,11 @@ class NSODE(Method):
             return f"no checkpoint (model.safetensors) in {self.checkpoint_path()}; train one with python -m nsode.train"
         return None
 
+    def fingerprint(self) -> str:
+        """The first 8 hex digits of the checkpoint's weights' SHA-256: rows stored with other
+        weights under the same checkpoint name are not reused."""
+        return _digest(self.checkpoint_path() / "model.safetensors")
+
     def setup(self):
         import torch
 
@@ -87,3 +94,18 @@ class NSODE(Method):
                           metadata={"r2_fit": result.r2, "load_s": self.load_s_,
                                     "device": str(next(self.predictor_.model.parameters()).device),
                                     **result.timings, **result.info})
+
+
+def _digest(path: Path) -> str:
+    """Short SHA-256 of a file ('' when absent), cached by path, size and modification time."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return ""
+    return _file_digest(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=None)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()[:8]

@@ -1,5 +1,6 @@
 """Methods are estimators: every knob is a named constructor argument that `get_params`
 reports and the command line sets (`NAME:key=value`); a variant is a parameter set of one class."""
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from bench import registry
 
 ROOT = Path(__file__).resolve().parents[2]
+WEIGHTS = hashlib.sha256((ROOT / "nsode/checkpoints/nsode-eps/model.safetensors").read_bytes()).hexdigest()[:8]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,7 @@ def test_nsode_variants_are_parameter_sets_of_one_class(specs):
     classes = {specs[name].load() for name in ("nsode", "nsode-eps", "nsode-eps+refine")}
     assert len(classes) == 1
     refine = specs["nsode-eps+refine"]
-    assert refine.label == "nsode-eps+refine" and refine.version == "3" and specs["nsode-eps"].version == "1"
+    assert refine.label == "nsode-eps+refine" and refine.version == "3+" + WEIGHTS and specs["nsode-eps"].version == "1+" + WEIGHTS
     params = refine.instantiate().get_params()
     assert params["checkpoint"] == "nsode-eps" and params["search"] is True and params["beam"] == 256
     assert specs["nsode"].instantiate().get_params()["checkpoint"] == "nsode"
@@ -37,7 +39,7 @@ def test_nsode_variants_are_parameter_sets_of_one_class(specs):
 
 def test_command_line_parameters_override_a_variant(specs):
     (refine, sindy) = registry.select(["nsode-eps+refine:beam=16,top_k=4", "sindy:fd_degrees=(3,)"], specs)
-    assert refine.label == "nsode-eps+refine:beam=16,top_k=4" and refine.version == "3"
+    assert refine.label == "nsode-eps+refine:beam=16,top_k=4" and refine.version == "3+" + WEIGHTS
     params = refine.instantiate().get_params()
     assert (params["beam"], params["top_k"], params["search"], params["checkpoint"]) == (16, 4, True, "nsode-eps")
     assert sindy.instantiate().get_params()["fd_degrees"] == (3,)
@@ -60,4 +62,18 @@ def test_a_variant_with_a_parameter_runs_from_the_command_line(tmp_path):
     from bench.store import ResultStore
     rows = ResultStore(out).read()
     assert list(rows["method"]) == ["nsode-eps+refine:beam=16"] and list(rows["status"]) == ["ok"]
-    assert list(rows["method_version"].astype(str)) == ["3"]
+    assert list(rows["method_version"].astype(str)) == ["3+" + WEIGHTS]
+
+
+def test_a_method_s_version_names_its_weights_so_other_weights_never_reuse_a_row(specs, tmp_path):
+    import shutil
+
+    copy = tmp_path / "weights"
+    shutil.copytree(ROOT / "nsode/checkpoints/nsode-eps", copy)
+    same = specs["nsode-eps"].with_params({"checkpoint": str(copy)})
+    assert same.version == specs["nsode-eps"].version  # same weights, same version
+    data = bytearray((copy / "model.safetensors").read_bytes())
+    data[-1] ^= 1  # one bit of one weight
+    (copy / "model.safetensors").write_bytes(bytes(data))
+    assert specs["nsode-eps"].with_params({"checkpoint": str(copy)}).version != specs["nsode-eps"].version
+    assert specs["sindy"].version == "1"  # no weights, no fingerprint
