@@ -150,7 +150,7 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
             if task.key + (spec.label,) not in done:
                 truth = task.trajectory.expression if oracle else None  # the one door
                 job = Job(spec, task.observations(), Budget(time_limit=limit, seed=task.seed), truth=truth)
-                pending.append(Pending(job, task, spec.version))
+                pending.append(Pending(job, task, versions[spec.label]))
     return pending
 
 

@@ -35,6 +35,8 @@ MXSTEP = 5000  # LSODA steps between two output points: the counted bound of one
 SOLVE_SAFETY_S = 5.0  # wall-clock safety net per solve; never reached on an ordinary fit
 PENALTY = 1e3  # scaled residual of a parameter set whose trajectory fails
 NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
+# what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
+SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, mxstep: in
     try:
         path = solve(compile_scalar(expr), float(y[0]), np.asarray(t, dtype=float), rtol=RTOL, atol=ATOL,
                      mxstep=mxstep, time_limit=SOLVE_SAFETY_S)
-    except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+    except SOLVE_FAILURES:
         return math.inf
     rss = float(np.sum((path - np.asarray(y, dtype=float)) ** 2))
     return rss if math.isfinite(rss) else math.inf
@@ -162,7 +164,7 @@ def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: 
             return penalty
         try:
             return (trajectory(template, c, start_value, t, budget=budget) - y) / scale
-        except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+        except SOLVE_FAILURES:
             return penalty
 
     x0 = np.array(([y0] if fit_y0 else []) + [float(v) for v in start])
@@ -226,7 +228,7 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     for start in (y0, y0 - delta, y0 + delta):
         try:
             path = trajectory(template, values, start, grid)
-        except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError) as err:
+        except SOLVE_FAILURES as err:
             return f"from y0 = {start:.4g}: {err}"
         if np.max(np.abs(path)) > bound * max(size, sigma):
             return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"

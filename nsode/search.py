@@ -32,10 +32,9 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import evaluate
-from core.fitting import (Template, fit_integral, fit_trajectory, information_criterion, noise_level,
-                          trajectory, unstable_reason)
+from core.fitting import (SOLVE_FAILURES, Template, fit_integral, fit_trajectory, information_criterion,
+                          noise_level, trajectory, unstable_reason)
 from core.metrics import r2
-from core.solving import SolveError
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
@@ -198,9 +197,10 @@ def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[t
     the integral form, batched by size (normal equations on unit-norm columns, a tiny ridge for
     collinear terms); a sum with more than MAX_CONSTANTS constants scores inf."""
     out: list = [(np.zeros(len(s) + 1), math.inf) for s in sums]
+    constants = [len(subset) + sum(term.inner for term in subset) for subset in sums]
     by_size: dict[int, list[int]] = {}
     for i, subset in enumerate(sums):
-        if len(subset) + sum(term.inner for term in subset) <= MAX_CONSTANTS:
+        if constants[i] <= MAX_CONSTANTS:
             by_size.setdefault(len(subset), []).append(i)
     columns: dict[int, int] = {}  # id of a term -> its row in `integrals` (row 0: the y0 column)
     rows = [np.ones_like(y)]
@@ -220,8 +220,7 @@ def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[t
         x = np.linalg.solve(gram, np.einsum("snk,n->sk", unit, y)[..., None])[..., 0] / norm[:, 0, :]
         rss = np.sum((np.einsum("snk,sk->sn", design, x) - y) ** 2, axis=1)
         for j, i in enumerate(index):
-            constants = len(sums[i]) + sum(term.inner for term in sums[i])
-            out[i] = (x[j], information_criterion(float(rss[j]), len(y), constants + 1, sigma))
+            out[i] = (x[j], information_criterion(float(rss[j]), len(y), constants[i] + 1, sigma))
     return out
 
 
@@ -270,7 +269,7 @@ def _score(template: Template, values, y0: float, t, y, sigma: float) -> tuple[f
     """(R^2, information criterion) of the trajectory from y0 on the observations."""
     try:
         path = trajectory(template, values, y0, t)
-    except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+    except SOLVE_FAILURES:
         return -math.inf, math.inf
     residual = path - y
     return r2(path, y), information_criterion(float(residual @ residual), len(y), len(values) + 1, sigma)
@@ -313,7 +312,7 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
         if not math.isfinite(f.r2):
             break
         if settings.robust:
-            f.rejected = unstable_reason(f.template, f.values, f.y0, t, sigma, magnitude=float(np.max(np.abs(y))))
+            f.rejected = _unsafe(f, t, y, sigma)
         if f.rejected is None:
             chosen = f
             break
@@ -329,6 +328,11 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     return found, info
 
 
+def _unsafe(f: Found, t, y, sigma: float) -> str | None:
+    """Why the fitted candidate is unsafe to extrapolate (core.fitting.unstable_reason), or None."""
+    return unstable_reason(f.template, f.values, f.y0, t, sigma, magnitude=float(np.max(np.abs(y))))
+
+
 def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings) -> tuple[Found, int]:
     """Among the safe candidates whose criterion is within `settings.forecast` of the chosen
     one's (statistically about as good), the one with the lowest criterion plus forecast error
@@ -340,7 +344,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
         if f is chosen or not math.isfinite(f.r2) or f.ic > chosen.ic + settings.forecast:
             continue
         if settings.robust and f.rejected is None:
-            f.rejected = unstable_reason(f.template, f.values, f.y0, t, sigma, magnitude=float(np.max(np.abs(y))))
+            f.rejected = _unsafe(f, t, y, sigma)
         if f.rejected is None:
             near.append(f)
     if len(near) == 1:
@@ -353,7 +357,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
             try:
                 path = trajectory(f.template, part.values, part.y0, t)
                 f.forecast = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
-            except (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError):
+            except SOLVE_FAILURES:
                 pass
     return min(near, key=lambda f: (f.ic + f.forecast, f.constants)), len(near)
 
