@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import sympy
 import torch
 
@@ -71,7 +72,10 @@ def _expression(found) -> str:
     return to_infix(found[0].expr) if found and np.isfinite(found[0].r2) else ""
 
 
-def dataset_table(run: dict, rows, names, noises, n, limit) -> None:
+def dataset_table(run: dict, rows, names, noises, n, limit, tasks_csv: str | None = None) -> None:
+    """Median and share tables per dataset, sigma and row; with `tasks_csv` also one CSV line per
+    task (to see which trajectories a change wins or loses)."""
+    per_task = []
     print("| dataset | sigma | method | tasks | median R^2 interp | median R^2 extrap | interp > 0.9 | "
           "extrap > 0.9 | median s / task |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
@@ -91,10 +95,15 @@ def dataset_table(run: dict, rows, names, noises, n, limit) -> None:
                     ok = s is not None and s.status == "ok"
                     interp.append(s.interpolation["r2"] if ok else -np.inf)
                     extrap.append(s.extrapolation["r2"] if ok and s.extrapolation else -np.inf)
+                    per_task.append({"dataset": name, "equation": tr.equation_id, "y0_index": tr.y0_index, "truth": tr.expression, "sigma": sigma, "row": row,
+                                     "expression": expression, "r2_interp": interp[-1], "r2_extrap": extrap[-1],
+                                     "seconds": secs[-1]})
                 interp, extrap = np.array(interp), np.array(extrap)
                 print(f"| {name} | {sigma:g} | {row} | {len(interp)} | {np.median(interp):.3f} | "
                       f"{np.median(extrap):.3f} | {np.mean(interp > 0.9):.0%} | {np.mean(extrap > 0.9):.0%} | "
                       f"{np.median(secs):.2f} |", flush=True)
+                if tasks_csv:
+                    pd.DataFrame(per_task).to_csv(tasks_csv, index=False)
 
 
 def recall(searcher: Predictor, t, y, truth: sympy.Expr) -> tuple[bool, bool]:
@@ -233,6 +242,7 @@ def main() -> None:
     p.add_argument("--simple-noise", type=float, nargs="+", default=[0.0, 0.01])
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--tasks-csv", default=None, help="also write one line per (task, row) to this CSV")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
@@ -245,7 +255,7 @@ def main() -> None:
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings)
         run = runners(paper, searcher, settings, args.grammar_count)
         if args.datasets != ["none"]:
-            dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit)
+            dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit, args.tasks_csv)
         if args.heldout:
             skeleton_accuracy(paper, searcher, args.heldout, variant, args.heldout_limit)
         if args.simple:
