@@ -226,11 +226,13 @@ def main() -> None:
     p.add_argument("--beam", type=int, default=64, help="beam of the paper's selection")
     p.add_argument("--search-beam", type=int, default=256, help="beam of the search rows")
     p.add_argument("--top-k", type=int, default=16, help="skeletons fitted in full by the search")
-    p.add_argument("--refit", type=int, default=4, help="of those, fitted on the trajectory")
+    p.add_argument("--refit", type=int, default=Settings.refit, help="of those, fitted on the trajectory")
     p.add_argument("--combine", type=int, default=Settings.combine,
                    help="distinct beam terms the search recombines (0: only the beam's sums and their variants)")
     p.add_argument("--forecast", type=float, default=Settings.forecast,
                    help="criterion window in which the better forecaster wins (0: lowest criterion)")
+    p.add_argument("--node-cost", type=float, default=Settings.node_cost,
+                   help="criterion units per expression node in the forecast comparison")
     p.add_argument("--criterion", choices=("bic", "rss"), default="bic", help="the search's choice (rss: no parsimony)")
     p.add_argument("--no-robust", action="store_true", help="the search keeps fits that fail the stability check")
     p.add_argument("--grammar-count", type=int, default=64, help="skeletons sampled from the ProGED grammar")
@@ -246,10 +248,10 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
-                        combine=args.combine, forecast=args.forecast)
+                        combine=args.combine, forecast=args.forecast, node_cost=args.node_cost)
     for variant in args.variants:
         print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, top-k {args.top_k}, "
-              f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
+              f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, node cost {args.node_cost:g}, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
         folder = Path(args.checkpoints) / variant if args.checkpoints else default_checkpoint(variant)
         paper = Predictor(folder, beam=args.beam)
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings)

@@ -203,13 +203,16 @@ def main() -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", required=True)
     r = sub.add_parser("rules", help="score selection rules on collected records")
-    r.add_argument("records")
+    r.add_argument("records", nargs="+", help="CSV files of `collect` (each file's cases kept apart)")
     args = p.parse_args()
-    collect(args) if args.command == "collect" else print_rules(pd.read_csv(args.records))
+    if args.command == "collect":
+        collect(args)
+    else:
+        print_rules(pd.concat([pd.read_csv(f).assign(run=i) for i, f in enumerate(args.records)]))
 
 
 RULES = {  # name: (refit, penalty multiplier of k log n, forecast window, relative RMSE window)
-    "shipped: refit 4, BIC, forecast 5": (4, 1.0, 5.0, None),
+    "version 3: refit 4, BIC, forecast 5": (4, 1.0, 5.0, None),
     "refit 4, BIC": (4, 1.0, 0.0, None),
     "refit 16, BIC": (16, 1.0, 0.0, None),
     "refit 16, BIC, forecast 5": (16, 1.0, 5.0, None),
@@ -222,16 +225,20 @@ RULES = {  # name: (refit, penalty multiplier of k log n, forecast window, relat
     "refit 16, fewest constants within 10% RMSE (proged)": (16, 1.0, 0.0, 0.10),
     "refit 4, fewest constants within 10% RMSE": (4, 1.0, 0.0, 0.10),
     "refit 16, forecast 5, + 1 per node": (16, 1.0, 5.0, None, 1.0),
-    "refit 16, forecast 5, + 3 per node": (16, 1.0, 5.0, None, 3.0),
+    "version 4 (shipped): refit 16, forecast 5, + 3 per node": (16, 1.0, 5.0, None, 3.0),
     "refit 16, forecast 10, + 3 per node": (16, 1.0, 10.0, None, 3.0),
     "refit 16, BIC, + 1 per node": (16, 1.0, 0.0, None, 1.0),
     "refit 16, half forecast 5": (16, 1.0, 5.0, None, 0.0, 0.5),
     "refit 16, half forecast 5, + 1 per node": (16, 1.0, 5.0, None, 1.0, 0.5),
+    "version 3, cancellation <= 10": (4, 1.0, 5.0, None, 0.0, 1.0, 10.0),
+    "version 3, cancellation <= 30": (4, 1.0, 5.0, None, 0.0, 1.0, 30.0),
+    "version 3, cancellation <= 100": (4, 1.0, 5.0, None, 0.0, 1.0, 100.0),
+    "refit 16, forecast 5, cancellation <= 30": (16, 1.0, 5.0, None, 0.0, 1.0, 30.0),
 }
 
 
 def choose(case: pd.DataFrame, refit: int, penalty: float, window: float, relative: float | None,
-           per_node: float = 0.0, forecast_weight: float = 1.0, n: int = 128):
+           per_node: float = 0.0, forecast_weight: float = 1.0, cancellation: float = math.inf, n: int = 128):
     """The record a rule picks: the trajectory fit for the `refit` best skeletons (the integral
     fit for the others or when it failed), safe ones first, then by the rule."""
     pick = case[(case["stage"] == "trajectory") & (case["rank"] < refit)]
@@ -239,6 +246,8 @@ def choose(case: pd.DataFrame, refit: int, penalty: float, window: float, relati
     pool = pd.concat([pick, rest])
     pool = pool.assign(ic=pool["rss"] + penalty * pool["k"] * math.log(n))
     safe = pool[~pool["unsafe"]]
+    if "cancellation" in pool and (safe["cancellation"] <= cancellation).any():
+        safe = safe[safe["cancellation"] <= cancellation]
     if safe.empty:
         return pool.sort_values(["ic", "k"]).iloc[0]
     if relative is not None:
@@ -260,7 +269,7 @@ def print_rules(records: pd.DataFrame) -> None:
     print("| sigma | cases | rule | recovered (> 0.99) | > 0.9 | median R^2 on [0, 4] |")
     print("|---:|---|---|---:|---:|---:|")
     for (sigma, family), group in records.groupby(["sigma", "family"]):
-        cases = list(group.groupby("case"))
+        cases = list(group.groupby(["run", "case"]))
         ceiling = np.array([c["r2_truth"].max() for _, c in cases])
         print(f"| {sigma:g} | {family} ({len(cases)}) | best in pool | {np.mean(ceiling > 0.99):.0%} | "
               f"{np.mean(ceiling > 0.9):.0%} | {np.median(ceiling):.3f} |")
@@ -268,6 +277,13 @@ def print_rules(records: pd.DataFrame) -> None:
             got = np.array([choose(c, *rule)["r2_truth"] for _, c in cases])
             print(f"| {sigma:g} | {family} ({len(cases)}) | {name} | {np.mean(got > 0.99):.0%} | "
                   f"{np.mean(got > 0.9):.0%} | {np.median(got):.3f} |")
+    generated = records[records["family"].isin(["heldout", "simple"])]
+    if len(generated):
+        cases = list(generated.groupby(["run", "sigma", "family", "case"]))
+        print(f"\nall {len(cases)} generated trajectories with noise: recovered (> 0.99) / > 0.9, counts\n")
+        for name, rule in RULES.items():
+            got = np.array([choose(c, *rule)["r2_truth"] for _, c in cases])
+            print(f"- {name}: {np.sum(got > 0.99)} / {np.sum(got > 0.9)}")
 
 
 if __name__ == "__main__":

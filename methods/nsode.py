@@ -25,8 +25,8 @@ class NSODE(Method):
     name (nsode/checkpoints/<name>) or a checkpoint folder's path; `beam` None is the decoder's
     default (nsode.decode: 64 on CPU, 1536 on a GPU); `search` switches the paper's R^2 selection
     for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev` and `combine`
-    (beam terms recombined), whose choice is `criterion` and the `forecast` window
-    (nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    (beam terms recombined), whose choice is `criterion`, the `forecast` window and its
+    `node_cost` (nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "1"
@@ -38,15 +38,15 @@ class NSODE(Method):
                              "NSODE-eps: trained on 128 random points with 1% multiplicative noise"),
         "nsode-eps+refine": Variant({"checkpoint": "nsode-eps", "beam": SEARCH_BEAM, "search": True},
                                     f"NSODE-eps proposes skeletons (beam {SEARCH_BEAM}), a fitter decides: constants "
-                                    "and y0 refitted, unsafe fits rejected, information criterion", version="3"),
+                                    "and y0 refitted, unsafe fits rejected, information criterion", version="4"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
-                 forecast=Settings.forecast, threads=1):
+                 forecast=Settings.forecast, node_cost=Settings.node_cost, threads=1):
         self.checkpoint, self.beam, self.search = checkpoint, beam, search
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
-        self.combine, self.forecast = combine, forecast
+        self.combine, self.forecast, self.node_cost = combine, forecast, node_cost
 
     def checkpoint_path(self) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
@@ -80,7 +80,7 @@ class NSODE(Method):
         if self.search:
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
                               criterion=self.criterion, combine=int(self.combine),
-                              forecast=float(self.forecast))
+                              forecast=float(self.forecast), node_cost=float(self.node_cost))
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto")
         self.load_s_ = time.perf_counter() - start
 

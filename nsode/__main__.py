@@ -84,13 +84,15 @@ def main(argv=None) -> int:
                     help="beam width (default: 256 with the search; with --paper 64 on CPU, 1536 on a GPU)")
     pr.add_argument("--top-k", type=int, default=16,
                     help="skeletons whose constants and initial value are all fitted (default 16)")
-    pr.add_argument("--refit", type=int, default=4,
-                    help="of those, fitted by least squares on the integrated trajectory (default 4)")
+    pr.add_argument("--refit", type=int, default=16,
+                    help="of those, fitted by least squares on the integrated trajectory (default 16)")
     pr.add_argument("--combine", type=int, default=16,
                     help="distinct beam terms recombined into new sums (default 16; 0: only the beam's own sums)")
     pr.add_argument("--forecast", type=float, default=5.0,
                     help="fits within this of the best information criterion compete on forecasting the last "
                          "30%% of the data (default 5; 0: the lowest criterion wins)")
+    pr.add_argument("--node-cost", type=float, default=3.0,
+                    help="in that comparison, criterion units charged per node of the expression (default 3)")
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
@@ -102,7 +104,8 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor, default_checkpoint
     from nsode.search import SEARCH_BEAM, Settings
 
-    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine, forecast=args.forecast)
+    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine, forecast=args.forecast,
+                                                  node_cost=args.node_cost)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     try:
         t, y = read_trajectory(args.file)

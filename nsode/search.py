@@ -19,7 +19,9 @@ Then a funnel with counted budgets (core.fitting does every fit):
 4. by the information criterion on the trajectory residual, the first candidate whose solution
    exists from perturbed initial values over twice the observed span wins (`robust`), unless
    another safe one within `forecast` of its criterion does better on criterion plus forecast
-   error (fitted on the first 70% of the observations, scored on the rest).
+   error (fitted on the first 70% of the observations, scored on the rest) plus `node_cost` per
+   node of its expression tree.
+Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study.py, model card).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
-from core.expressions import evaluate
+from core.expressions import complexity, evaluate
 from core.fitting import (SOLVE_FAILURES, Template, fit_integral, fit_trajectory, information_criterion,
                           noise_level, trajectory, unstable_reason)
 from core.metrics import r2
@@ -48,7 +50,7 @@ _STRUCTURAL = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)
 class Settings:
     """The search's budget and choices; all counted, none timed."""
     top_k: int = 16  # skeletons given the full integral-form fit
-    refit: int = 4  # of those, fitted by least squares on the trajectory
+    refit: int = 16  # of those, fitted by least squares on the trajectory
     max_nfev: int = 40  # trajectory evaluations per least-squares fit
     variants: bool = True  # propose sub-sums and added constant terms
     combine: int = 16  # distinct beam terms (first proposed first) recombined into new sums; 0: none
@@ -56,6 +58,7 @@ class Settings:
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
+    node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
 
 
 @dataclass
@@ -337,8 +340,9 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     """Among the safe candidates whose criterion is within `settings.forecast` of the chosen
     one's (statistically about as good), the one with the lowest criterion plus forecast error
     (fitted on the first FORECAST_SHARE of the observations, its error on the rest, both in noise
-    variances): a curve fit of the observed interval rarely forecasts as well as the law.
-    Returns it and how many were compared."""
+    variances) plus `settings.node_cost` per node of its expression (the paper's complexity):
+    a curve fit of the observed interval rarely forecasts as well as the law, and among
+    statistical ties the shorter law is the likelier one. Returns it and how many were compared."""
     near = [chosen]
     for f in found:
         if f is chosen or not math.isfinite(f.r2) or f.ic > chosen.ic + settings.forecast:
@@ -359,7 +363,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
                 f.forecast = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
             except SOLVE_FAILURES:
                 pass
-    return min(near, key=lambda f: (f.ic + f.forecast, f.constants)), len(near)
+    return min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr), f.constants)), len(near)
 
 
 def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:
