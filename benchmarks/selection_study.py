@@ -91,7 +91,8 @@ def candidates(searcher, t, y, top_k: int, max_nfev: int) -> list[dict]:
         forecast = math.inf
         if part.ok:
             try:
-                forecast = float(np.sum((trajectory(template, part.values, part.y0, t)[cut:] - y[cut:]) ** 2)) / sigma**2
+                path = trajectory(template, part.values, part.y0, t)
+                forecast = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
             except SOLVE_FAILURES:
                 pass
         for stage, fit in (("integral", first), ("trajectory", exact)):
@@ -179,7 +180,8 @@ def evaluate_dataset(args, searcher) -> None:
             for record in candidates(searcher, t, y, args.top_k, args.max_nfev):
                 s = score(to_infix(record["template"].substitute(record["values"])), tr)
                 ok = s.status == "ok" and s.extrapolation
-                rows.append({"sigma": sigma, "case": case, "name": f"{args.dataset}:{tr.equation_id}", "truth": tr.expression,
+                rows.append({"sigma": sigma, "case": case, "name": f"{args.dataset}:{tr.equation_id}",
+                             "truth": tr.expression,
                              "r2_truth": s.extrapolation["r2"] if ok else -math.inf,
                              **{k: v for k, v in record.items() if k not in ("values", "template", "y0")}})
             print(f"sigma {sigma:g} {tr.equation_id}", flush=True)
@@ -194,7 +196,8 @@ def main() -> None:
     c.add_argument("--heldout", type=int, default=40, help="held-out skeletons (one ODE each)")
     c.add_argument("--simple", type=int, default=24, help="simple ODEs with random constants")
     c.add_argument("--noise", type=float, nargs="+", default=[0.01, 0.02])
-    c.add_argument("--dataset", default=None, help="instead: a benchmark dataset, for evaluation only (extrapolation R^2)")
+    c.add_argument("--dataset", default=None,
+                   help="instead: a benchmark dataset, for evaluation only (extrapolation R^2)")
     c.add_argument("--limit", type=int, default=30, help="with --dataset: trajectories, evenly spread")
     c.add_argument("--variant", default="nsode-eps")
     c.add_argument("--beam", type=int, default=256)

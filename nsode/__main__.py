@@ -104,8 +104,8 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor, default_checkpoint
     from nsode.search import SEARCH_BEAM, Settings
 
-    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine, forecast=args.forecast,
-                                                  node_cost=args.node_cost)
+    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
+                                              forecast=args.forecast, node_cost=args.node_cost)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     try:
         t, y = read_trajectory(args.file)

@@ -363,7 +363,8 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
                 f.forecast = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
             except SOLVE_FAILURES:
                 pass
-    return min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr), f.constants)), len(near)
+    best = min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr), f.constants))
+    return best, len(near)
 
 
 def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:
