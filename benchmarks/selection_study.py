@@ -237,11 +237,16 @@ RULES = {  # name: (refit, penalty multiplier of k log n, forecast window, relat
     "version 3, cancellation <= 30": (4, 1.0, 5.0, None, 0.0, 1.0, 30.0),
     "version 3, cancellation <= 100": (4, 1.0, 5.0, None, 0.0, 1.0, 100.0),
     "refit 16, forecast 5, cancellation <= 30": (16, 1.0, 5.0, None, 0.0, 1.0, 30.0),
+    "version 4, + 3 per function": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 3.0),
+    "version 4, + 10 per function": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 10.0),
+    "refit 16, forecast 5, + 5 per function": (16, 1.0, 5.0, None, 0.0, 1.0, math.inf, 5.0),
+    "refit 16, forecast 10, + 3 per node, + 5 per function": (16, 1.0, 10.0, None, 3.0, 1.0, math.inf, 5.0),
 }
 
 
 def choose(case: pd.DataFrame, refit: int, penalty: float, window: float, relative: float | None,
-           per_node: float = 0.0, forecast_weight: float = 1.0, cancellation: float = math.inf, n: int = 128):
+           per_node: float = 0.0, forecast_weight: float = 1.0, cancellation: float = math.inf,
+           per_function: float = 0.0, n: int = 128):
     """The record a rule picks: the trajectory fit for the `refit` best skeletons (the integral
     fit for the others or when it failed), safe ones first, then by the rule."""
     pick = case[(case["stage"] == "trajectory") & (case["rank"] < refit)]
@@ -258,8 +263,14 @@ def choose(case: pd.DataFrame, refit: int, penalty: float, window: float, relati
         return near.sort_values(["k", "rss"]).iloc[0]
     best = safe["ic"].min()
     near = safe[safe["ic"] <= best + window]
-    score = near["ic"] + (forecast_weight * near["forecast"] if window > 0 else 0.0) + per_node * near["nodes"]
+    score = near["ic"] + (forecast_weight * near["forecast"] if window > 0 else 0.0) + per_node * near["nodes"] + per_function * near["functions"]
     return near.assign(score=score).sort_values(["score", "k"]).iloc[0]
+
+
+def _functions(expr: sympy.Expr) -> int:
+    """Transcendental function nodes (sin, cos, exp, log, ...) and non-constant exponents."""
+    return sum(isinstance(node, sympy.Function) or (node.is_Pow and not node.exp.is_Number)
+               for node in sympy.preorder_traversal(expr))
 
 
 def print_rules(records: pd.DataFrame) -> None:
@@ -268,7 +279,8 @@ def print_rules(records: pd.DataFrame) -> None:
     from core.expressions import complexity, parse
 
     records = records.assign(family=records["name"].str.split(":").str[0],
-                             nodes=[complexity(parse(e)) for e in records["expr"]])
+                             nodes=[complexity(parse(e)) for e in records["expr"]],
+                             functions=[_functions(parse(e)) for e in records["expr"]])
     print("| sigma | cases | rule | recovered (> 0.99) | > 0.9 | median R^2 on [0, 4] |")
     print("|---:|---|---|---:|---:|---:|")
     for (sigma, family), group in records.groupby(["sigma", "family"]):
