@@ -95,8 +95,8 @@ def dataset_table(run: dict, rows, names, noises, n, limit, tasks_csv: str | Non
                     ok = s is not None and s.status == "ok"
                     interp.append(s.interpolation["r2"] if ok else -np.inf)
                     extrap.append(s.extrapolation["r2"] if ok and s.extrapolation else -np.inf)
-                    per_task.append({"dataset": name, "equation": tr.equation_id, "y0_index": tr.y0_index, "truth": tr.expression, "sigma": sigma, "row": row,
-                                     "expression": expression, "r2_interp": interp[-1], "r2_extrap": extrap[-1],
+                    per_task.append({"dataset": name, "equation": tr.equation_id, "y0_index": tr.y0_index,
+                                     "truth": tr.expression, "sigma": sigma, "row": row, "expression": expression, "r2_interp": interp[-1], "r2_extrap": extrap[-1],
                                      "seconds": secs[-1]})
                 interp, extrap = np.array(interp), np.array(extrap)
                 print(f"| {name} | {sigma:g} | {row} | {len(interp)} | {np.median(interp):.3f} | "
@@ -167,6 +167,16 @@ SIMPLE_FORMS = {  # textbook-sized ODEs f(y, a, b) with a in U(0.1, 2), b in U(0
 SIMPLE_T, SIMPLE_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
 
+def simple_laws(count: int, seed: int = 11):
+    """(name, f(y, a, b), a, b, y0) of `count` simple ODEs with random constants (y0 in U(1, 4)),
+    the forms of SIMPLE_FORMS in turn."""
+    forms = list(SIMPLE_FORMS.items())
+    rng = np.random.default_rng(seed)
+    for k in range(count):
+        a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
+        yield (*forms[k % len(forms)], a, b, y0)
+
+
 def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
     """(truth on SIMPLE_GRID, noisy observations on SIMPLE_T, f) for `count` simple ODEs with
     random constants (y0 in U(1, 4)), the forms of SIMPLE_FORMS in turn; the same cases for
@@ -176,12 +186,9 @@ def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0) -
 
     both = np.union1d(SIMPLE_T, SIMPLE_GRID)
     at_t, at_grid = np.searchsorted(both, SIMPLE_T), np.searchsorted(both, SIMPLE_GRID)
-    forms = list(SIMPLE_FORMS.values())
-    rng, noise_rng = np.random.default_rng(seed), np.random.default_rng(seed + 1)
+    noise_rng = np.random.default_rng(seed + 1)
     cases = []
-    for k in range(count):
-        a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
-        f = forms[k % len(forms)]
+    for _, f, a, b, y0 in simple_laws(count, seed):
         truth = solve(lambda v: f(v, a, b), y0, both)
         noisy = truth[at_t] * (1 + sigma * noise_rng.normal(size=SIMPLE_T.size))
         cases.append((scale * truth[at_grid], scale * noisy, scale * f(Y / scale, a, b)))

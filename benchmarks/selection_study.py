@@ -45,17 +45,10 @@ def generated_cases(folder: str, limit: int, seed: int = 0):
 
 def simple_cases(count: int, seed: int = 11):
     """(name, f, y0) of nsode_quality.py's simple ODEs with random constants."""
-    from nsode_quality import SIMPLE_FORMS  # this folder is on the path when run as a script
+    from nsode_quality import simple_laws  # this folder is on the path when run as a script
     from core.expressions import Y
 
-    rng = np.random.default_rng(seed)
-    forms = list(SIMPLE_FORMS.items())
-    out = []
-    for k in range(count):
-        a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
-        name, f = forms[k % len(forms)]
-        out.append((f"simple:{name}", f(Y, a, b), y0))
-    return out
+    return [(f"simple:{name}", f(Y, a, b), y0) for name, f, a, b, y0 in simple_laws(count, seed)]
 
 
 def observe(f: sympy.Expr, y0: float, sigma: float, rng) -> tuple[np.ndarray, np.ndarray] | None:
@@ -108,7 +101,7 @@ def candidates(searcher, t, y, top_k: int, max_nfev: int) -> list[dict]:
             out.append({"rank": rank, "stage": stage, "k": len(fit.values) + 1, "rss": rss, "r2_obs": r2(path, y),
                         "unsafe": unsafe is not None, "forecast": forecast, "source": skeleton.source,
                         **term_sizes(expr, t, y),
-                        "expr": str(template.substitute(fit.values)), "values": fit.values, "y0": fit.y0,
+                        "expr": str(expr), "values": fit.values, "y0": fit.y0,
                         "template": template})
     return out
 
@@ -140,10 +133,10 @@ def collect(args) -> None:
     from nsode.predict import Predictor, default_checkpoint
 
     searcher = Predictor(default_checkpoint(args.variant), beam=args.beam, search=Settings())
-    cases = (generated_cases(args.data, args.heldout) if args.data else []) + simple_cases(args.simple)
-    rows = []
     if args.dataset:
         return evaluate_dataset(args, searcher)
+    cases = (generated_cases(args.data, args.heldout) if args.data else []) + simple_cases(args.simple)
+    rows = []
     for sigma in args.noise:
         rng = np.random.default_rng([args.seed, int(sigma * 1e4)])
         for case, (name, f, y0) in enumerate(cases):
@@ -263,7 +256,8 @@ def choose(case: pd.DataFrame, refit: int, penalty: float, window: float, relati
         return near.sort_values(["k", "rss"]).iloc[0]
     best = safe["ic"].min()
     near = safe[safe["ic"] <= best + window]
-    score = near["ic"] + (forecast_weight * near["forecast"] if window > 0 else 0.0) + per_node * near["nodes"] + per_function * near["functions"]
+    forecast = forecast_weight * near["forecast"] if window > 0 else 0.0
+    score = near["ic"] + forecast + per_node * near["nodes"] + per_function * near["functions"]
     return near.assign(score=score).sort_values(["score", "k"]).iloc[0]
 
 
