@@ -28,7 +28,7 @@ from bench.scoring import score
 from bench.tasks import observe
 from core.expressions import Y
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import Settings, propose, search, skeleton_key
+from nsode.search import SEARCH_BEAM, Settings, propose, search, skeleton_key
 from core.fitting import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"
@@ -231,8 +231,8 @@ def main() -> None:
     p.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.01, 0.02])
     p.add_argument("--n", type=int, default=128)
     p.add_argument("--beam", type=int, default=64, help="beam of the paper's selection")
-    p.add_argument("--search-beam", type=int, default=256, help="beam of the search rows")
-    p.add_argument("--top-k", type=int, default=16, help="skeletons fitted in full by the search")
+    p.add_argument("--search-beam", type=int, default=SEARCH_BEAM, help="beam of the search rows")
+    p.add_argument("--top-k", type=int, default=Settings.top_k, help="skeletons fitted in full by the search")
     p.add_argument("--refit", type=int, default=Settings.refit, help="of those, fitted on the trajectory")
     p.add_argument("--combine", type=int, default=Settings.combine,
                    help="distinct beam terms the search recombines (0: only the beam's sums and their variants)")

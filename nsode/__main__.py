@@ -73,6 +73,9 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None) -> None:
 
 
 def main(argv=None) -> int:
+    from nsode.search import SEARCH_BEAM, Settings
+
+    d = Settings()  # the search's defaults, shown in --help and used when no flag is given
     p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -81,18 +84,20 @@ def main(argv=None) -> int:
     pr.add_argument("--checkpoint", type=Path, default=None,
                     help="checkpoint folder (default: the shipped nsode/checkpoints/nsode-eps)")
     pr.add_argument("--beam", type=int, default=None,
-                    help="beam width (default: 256 with the search; with --paper 64 on CPU, 1536 on a GPU)")
-    pr.add_argument("--top-k", type=int, default=16,
-                    help="skeletons whose constants and initial value are all fitted (default 16)")
-    pr.add_argument("--refit", type=int, default=16,
-                    help="of those, fitted by least squares on the integrated trajectory (default 16)")
-    pr.add_argument("--combine", type=int, default=16,
-                    help="distinct beam terms recombined into new sums (default 16; 0: only the beam's own sums)")
-    pr.add_argument("--forecast", type=float, default=5.0,
+                    help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU)")
+    pr.add_argument("--top-k", type=int, default=d.top_k,
+                    help="skeletons whose constants and initial value are all fitted (default %(default)s)")
+    pr.add_argument("--refit", type=int, default=d.refit,
+                    help="of those, fitted by least squares on the integrated trajectory (default %(default)s)")
+    pr.add_argument("--combine", type=int, default=d.combine,
+                    help="distinct beam terms recombined into new sums (default %(default)s; 0: only the beam's "
+                         "own sums)")
+    pr.add_argument("--forecast", type=float, default=d.forecast,
                     help="fits within this of the best information criterion compete on forecasting the last "
-                         "30%% of the data (default 5; 0: the lowest criterion wins)")
-    pr.add_argument("--node-cost", type=float, default=3.0,
-                    help="in that comparison, criterion units charged per node of the expression (default 3)")
+                         "30%% of the data (default %(default)g; 0: the lowest criterion wins)")
+    pr.add_argument("--node-cost", type=float, default=d.node_cost,
+                    help="in that comparison, criterion units charged per node of the expression "
+                         "(default %(default)g)")
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
@@ -102,7 +107,6 @@ def main(argv=None) -> int:
 
     from nsode.model import CheckpointError
     from nsode.predict import Predictor, default_checkpoint
-    from nsode.search import SEARCH_BEAM, Settings
 
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               forecast=args.forecast, node_cost=args.node_cost)
