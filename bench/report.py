@@ -96,6 +96,40 @@ def format_latex(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
     return "\n".join(chunks)
 
 
+GOOD_R2 = 0.9  # the leaderboard's "solved" threshold: R^2 above it
+
+
+def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Per method (and per `by` column): tasks, failures, the share of tasks with R^2 > GOOD_R2 in
+    interpolation and in extrapolation, the median R^2 of each and the median fit time, best first
+    (extrapolation share, then interpolation share). Failures count as R^2 = -inf; the extrapolation
+    share and median count only tasks that have a true solution to extrapolate."""
+    rows = with_failure_policy(rows)
+    keys = [*by, "method"]
+    grouped = rows.groupby(keys, dropna=False)
+    table = pd.DataFrame({"tasks": grouped.size(), "failed": grouped["failed"].sum().astype(int)})
+    for part in ("interp", "extrap"):
+        column = rows[f"r2_{part}"]
+        table[f"{part}_r2_above_{GOOD_R2:g}"] = (column > GOOD_R2).where(column.notna()).groupby(
+            [rows[k] for k in keys], dropna=False).mean()
+    for part in ("interp", "extrap"):
+        table[f"median_r2_{part}"] = grouped[f"r2_{part}"].median()
+    table["median_fit_s"] = grouped["fit_time"].median()
+    order = [*by, f"extrap_r2_above_{GOOD_R2:g}", f"interp_r2_above_{GOOD_R2:g}"]
+    return table.reset_index().sort_values(order, ascending=[True] * len(by) + [False, False], ignore_index=True)
+
+
+def format_leaderboard(table: pd.DataFrame) -> str:
+    """The leaderboard as markdown, shares in percent."""
+    shown = table.copy()
+    for column in shown.columns:
+        if "_above_" in column:
+            shown[column] = (100 * shown[column]).round().astype("Int64").astype(str) + "%"
+    shown = shown.rename(columns=lambda c: c.replace("_r2_above_", " R^2 > ").replace("median_r2_", "median R^2 ")
+                         .replace("median_fit_s", "median fit (s)"))
+    return shown.to_markdown(index=False, floatfmt=".3g")
+
+
 def failure_counts(rows: pd.DataFrame) -> pd.DataFrame:
     """Failed tasks per method (rows) and status (columns), with the total."""
     bad = failures(rows)

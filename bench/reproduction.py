@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import claims, provenance
+from bench import claims, provenance, report
 
 REPORT = "REPRODUCTION.md"
-PUBLISHED = (REPORT, "claims.csv", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
+PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
              "main.png", "r2_interp.png", "r2_extrap.png")  # what `publish` copies; the report links only these
 
 
@@ -83,6 +83,10 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
     claims.to_frame(verdicts).to_csv(folder / "claims.csv", index=False)
     times = method_times(rows)
     times.to_csv(folder / "method_times.csv", index=False)
+    board = report.leaderboard(rows)
+    board.to_csv(folder / "leaderboard.csv", index=False)
+    (folder / "leaderboard_by_dataset.md").write_text(
+        report.format_leaderboard(report.leaderboard(rows, by=("dataset", "noise"))) + "\n")
     span, busy = wall_time(rows)
     origin = _provenance(sweep_folder)
     box = origin["machine"]
@@ -97,6 +101,11 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"(stored timestamps; includes pauses between a stop and a resume); fitting: {_hours(busy)} "
               "of worker time", *_grid(rows), "",
               "## Claims", "", *_claims_section(verdicts), "",
+              "## Leaderboard", "",
+              f"Every stored task pooled (datasets, noise levels and sample sizes above), best first by the share "
+              f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}; failures count as R^2 = -inf. Per "
+              "dataset and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
+              report.format_leaderboard(board), "",
               "## Time per method", "", times.to_markdown(index=False, floatfmt=".3g"), "",
               "## Figures and tables", "",
               "![median R^2, complexity and fit time against noise](main.png)", "",
@@ -104,7 +113,8 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               "![median R^2 per dataset, extrapolation](r2_extrap.png)", "",
               "Medians with interquartile ranges: [medians_iqr.md](medians_iqr.md) "
               "([CSV of medians](medians.csv)); failures: [failures.md](failures.md); "
-              "verdicts as CSV: [claims.csv](claims.csv); fit times: [method_times.csv](method_times.csv)."]
+              "verdicts as CSV: [claims.csv](claims.csv); leaderboard as CSV: [leaderboard.csv](leaderboard.csv); "
+              "fit times: [method_times.csv](method_times.csv)."]
     path = folder / REPORT
     path.write_text("\n".join(lines) + "\n")
     return path
