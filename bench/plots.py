@@ -30,9 +30,16 @@ PART_LABELS = {"interp": "interpolation $[0, T]$", "extrap": "extrapolation $[T,
 
 
 def palette(methods) -> dict[str, tuple]:
-    """One colour per method, the same in every figure drawn from the same results."""
+    """One colour per method, the same in every figure drawn from the same results. Up to 20
+    methods get distinct colours: tab10's ten hues first, then their light tints."""
     names = sorted(set(methods))
-    colours = sns.color_palette("tab10" if len(names) <= 10 else "husl", len(names))
+    if len(names) <= 10:
+        colours = sns.color_palette("tab10", len(names))
+    elif len(names) <= 20:
+        tab20 = sns.color_palette("tab20", 20)
+        colours = (tab20[0::2] + tab20[1::2])[:len(names)]
+    else:
+        colours = sns.color_palette("husl", len(names))
     return dict(zip(names, colours))
 
 
@@ -70,44 +77,47 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
         sns.lineplot(shown, x="noise", y=col, hue="method", hue_order=order, palette=colours,
                      marker="o", ax=ax, legend=ax is axes[0])
         ax.set_xlabel("noise level $\\sigma$")
+        ax.set_xticks(sorted(data.noise.unique()))
         ax.set_ylabel(METRIC_LABELS["r2" if col == "r2_interp" else col])
         if col == "r2_interp":
             ax.set_ylim(R2_LIMITS)
         if col == "fit_time":
             ax.set_yscale("log")
-    axes[0].legend(title="method (best $R^2$ first)", fontsize=8, loc="lower left")
+    handles, labels = axes[0].get_legend_handles_labels()
+    axes[0].get_legend().remove()
+    fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=8, loc="center left",
+               bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
     fig.suptitle(f"{dataset}, n = {n}, interpolation")
     return _save(fig, data, out, "main")
 
 
-def r2_by_dataset(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp",
+def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
                  n: int = protocol.DATASET_FIGURE_N) -> list[Path]:
-    """Median R^2 per method and noise for each dataset at one n, on [-3, 1]; bars below -3 are
-    drawn at the edge and marked with '<'."""
+    """Median R^2 of every method (rows, best first) on every dataset and noise level (columns)
+    at one n, as an annotated heatmap: with a dozen or more methods the paper's grouped bars can
+    no longer be told apart. Colours span the paper's range [-3, 1]; cells below it read '<-3'."""
     n = _pick(medians["n"], n)
     col = f"r2_{part}"
     data = medians[medians.n == n][["dataset", "n", "method", "noise", col]].reset_index(drop=True)
-    names = sorted(data.dataset.unique())
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), max(3.5, 1.0 + 0.3 * data.groupby("dataset").size().max())),
-                             squeeze=False)
-    for ax, name in zip(axes[0], names):
-        part_data = data[data.dataset == name].copy()
-        order = part_data.groupby("method")[col].max().sort_values(ascending=False).index.tolist()
-        part_data["clipped"] = part_data[col].fillna(-np.inf).clip(lower=R2_LIMITS[0])
-        part_data["noise_label"] = part_data["noise"].map(lambda v: f"{v:g}")
-        noise_order = [f"{v:g}" for v in sorted(part_data.noise.unique())]
-        sns.barplot(part_data, x="clipped", y="noise_label", hue="method", hue_order=order, order=noise_order,
-                    palette=colours, orient="h", ax=ax, errorbar=None)
-        for container, method in zip(ax.containers, order):
-            for bar, noise in zip(container, noise_order):
-                value = part_data.loc[(part_data.method == method) & (part_data.noise_label == noise), col]
-                if len(value) and not value.iloc[0] >= R2_LIMITS[0]:
-                    ax.text(R2_LIMITS[0], bar.get_y() + bar.get_height() / 2, "<", va="center", ha="left", fontsize=7)
-        ax.set_xlim(R2_LIMITS)
-        ax.set_xlabel(f"median $R^2$ ({PART_LABELS[part]}); '<': below {R2_LIMITS[0]:g}")
-        ax.set_ylabel("noise level $\\sigma$")
-        ax.set_title(f"{name}, n = {n}")
-        ax.legend(fontsize=7, loc="lower left")
+    grid = data.pivot_table(index="method", columns=["dataset", "noise"], values=col, aggfunc="first")
+    grid = grid.loc[grid.fillna(-np.inf).clip(lower=R2_LIMITS[0]).mean(axis=1).sort_values(ascending=False).index]
+    values = grid.to_numpy(dtype=float)
+    labels = np.where(np.isnan(values), "", np.where(values >= R2_LIMITS[0], np.vectorize(lambda v: f"{v:.2f}")(values),
+                                                     f"<{R2_LIMITS[0]:g}"))
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1] + 0.09 * max(len(m) for m in grid.index),
+                                    1.2 + 0.32 * grid.shape[0]))
+    sns.heatmap(np.clip(values, *R2_LIMITS), annot=labels, fmt="", cmap="viridis", vmin=R2_LIMITS[0],
+                vmax=R2_LIMITS[1], ax=ax, annot_kws={"fontsize": 7}, cbar_kws={"label": "median $R^2$"},
+                xticklabels=[f"{d}\n$\\sigma$ = {v:g}" for d, v in grid.columns], yticklabels=grid.index)
+    for position in range(1, grid.shape[1]):
+        if grid.columns[position][0] != grid.columns[position - 1][0]:
+            ax.axvline(position, color="white", linewidth=3)
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    ax.tick_params(axis="x", labelsize=8, rotation=0)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_title(f"median $R^2$, {PART_LABELS[part]}, n = {n} (failed tasks count as $-\\infty$)")
     return _save(fig, data, out, f"r2_{part}")
 
 
@@ -209,7 +219,7 @@ def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = protocol.MAIN_F
         warnings.simplefilter("ignore", UserWarning)  # log axes of all-equal values, empty legends
         paths += main_figure(medians, out, colours, dataset, n_main)
         for part in ("interp", "extrap"):
-            paths += r2_by_dataset(medians, out, colours, part, n_datasets)
+            paths += r2_by_dataset(medians, out, part, n_datasets)
             paths += appendix_grid(medians, out, colours, part)
         if statistics:
             names = [d for d in sorted(rows["dataset"].unique()) if _is_dataset(d)]
