@@ -96,6 +96,7 @@ class InvalidTree(ValueError):
     """The tree has no real finite value as an expression (e.g. log of a negative constant)."""
 
 
+MAX_EXPONENT = 1e5  # larger numeric exponents of y-subtrees make sympy compute huge exact powers
 _FLOAT_OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b, "pow": lambda a, b: math.pow(a, b),
@@ -106,6 +107,8 @@ def to_sympy(prefix: list) -> sympy.Expr:
 
     Subtrees without `y` are evaluated in floating point first: sympy would otherwise compute
     e.g. 10**(9**10) exactly (hours, gigabytes) or keep exp(3) symbolic as a second constant.
+    For the same reason a power of a `y` subtree with an exponent beyond MAX_EXPONENT is
+    refused: (y/9)**((-9)**10) makes sympy expand 9**3486784401.
     """
     pos = 0
 
@@ -126,6 +129,8 @@ def to_sympy(prefix: list) -> sympy.Expr:
             if not math.isfinite(value):
                 raise InvalidTree(f"constant subexpression {item}{tuple(args)} is not finite")
             return value
+        if item == "pow" and isinstance(args[1], float) and abs(args[1]) > MAX_EXPONENT:
+            raise InvalidTree(f"exponent {args[1]:g} is beyond {MAX_EXPONENT:g}")
         return SYMPY_OPS[item](*(number(a) if isinstance(a, float) else a for a in args))
 
     expr = build()

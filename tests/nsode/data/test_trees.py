@@ -65,3 +65,13 @@ def test_constants_are_nonzero_and_keep_a_requested_sign():
     assert set(integers) == set(range(-10, 11)) - {0}
     assert all(trees.sample_constant(rng, config, sign=-1) < 0 for _ in range(500))
     assert all(trees.sample_constant(rng, config, sign=+1) > 0 for _ in range(500))
+
+
+def test_a_huge_exponent_of_a_y_subtree_is_refused_not_expanded():
+    # (y/9)**((-9)**10) made sympy compute 9**3486784401 exactly: a data generation run hung on it.
+    import pytest
+
+    prefix = ["mul", "sub", "pow", "div", "y", 9, "pow", -9, 10, 5.842490676388326, "y"]
+    with pytest.raises(trees.InvalidTree, match="exponent"):
+        trees.to_sympy(prefix)
+    assert str(trees.to_sympy(["pow", "y", 3])) == "y**3"
