@@ -103,8 +103,7 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
     grid = data.pivot_table(index="method", columns=["dataset", "noise"], values=col, aggfunc="first")
     grid = grid.loc[grid.fillna(-np.inf).clip(lower=R2_LIMITS[0]).mean(axis=1).sort_values(ascending=False).index]
     values = grid.to_numpy(dtype=float)
-    labels = np.where(np.isnan(values), "", np.where(values >= R2_LIMITS[0], np.vectorize(lambda v: f"{v:.2f}")(values),
-                                                     f"<{R2_LIMITS[0]:g}"))
+    labels = np.vectorize(_r2_label)(values)
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1] + 0.09 * max(len(m) for m in grid.index),
                                     1.2 + 0.32 * grid.shape[0]))
     sns.heatmap(np.clip(values, *R2_LIMITS), annot=labels, fmt="", cmap="viridis", vmin=R2_LIMITS[0],
@@ -119,6 +118,13 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
     ax.tick_params(axis="y", labelsize=8)
     ax.set_title(f"median $R^2$, {PART_LABELS[part]}, n = {n} (failed tasks count as $-\\infty$)")
     return _save(fig, data, out, f"r2_{part}")
+
+
+def _r2_label(value: float) -> str:
+    """A heatmap cell's text: two decimals, '<-3' below the plotted range, empty where not run."""
+    if np.isnan(value):
+        return ""
+    return f"{value:.2f}" if value >= R2_LIMITS[0] else f"<{R2_LIMITS[0]:g}"
 
 
 def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp") -> list[Path]:
