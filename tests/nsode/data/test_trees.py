@@ -2,6 +2,7 @@
 from collections import Counter
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from nsode.data import config as cfg
@@ -69,8 +70,6 @@ def test_constants_are_nonzero_and_keep_a_requested_sign():
 
 def test_a_huge_exponent_of_a_y_subtree_is_refused_not_expanded():
     # (y/9)**((-9)**10) made sympy compute 9**3486784401 exactly: a data generation run hung on it.
-    import pytest
-
     prefix = ["mul", "sub", "pow", "div", "y", 9, "pow", -9, 10, 5.842490676388326, "y"]
     with pytest.raises(trees.InvalidTree, match="exponent"):
         trees.to_sympy(prefix)
