@@ -23,7 +23,7 @@ from core.fitting import (SOLVE_FAILURES, fit_integral, fit_trajectory, noise_le
                           unstable_reason)
 from core.metrics import r2
 from core.solving import solve
-from nsode.search import FORECAST_SHARE, Settings, propose, template_of
+from nsode.search import FORECAST_SHARE, Settings, propose, shortlist, template_of
 
 T_OBS, T_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
@@ -67,14 +67,15 @@ def observe(f: sympy.Expr, y0: float, sigma: float, rng) -> tuple[np.ndarray, np
 
 
 def candidates(searcher, t, y, top_k: int, max_nfev: int) -> list[dict]:
-    """The top_k skeletons by the cheap score, each fitted on the integral form and then on the
+    """The top_k skeletons by the cheap score and the skeletons on the front of size vs cheap
+    score (`front`, ranked after them), each fitted on the integral form and then on the
     trajectory: one record per (skeleton, stage)."""
     sigma = noise_level(t, y)
     exprs = [e for e, _ in searcher.candidates(t, y)]
-    skeletons = sorted(propose(exprs, t, y, sigma, combine=Settings.combine).values(), key=lambda s: s.cheap_ic)
+    skeletons = shortlist(propose(exprs, t, y, sigma, combine=Settings.combine), Settings(top_k=top_k, pareto=True))
     cut = int(FORECAST_SHARE * len(y))
     out = []
-    for rank, skeleton in enumerate(skeletons[:top_k]):
+    for rank, skeleton in enumerate(skeletons):
         template, start = template_of(skeleton)
         first = fit_integral(template, t, y, start)
         if not first.ok:
@@ -98,7 +99,7 @@ def candidates(searcher, t, y, top_k: int, max_nfev: int) -> list[dict]:
                 continue
             unsafe = unstable_reason(template, fit.values, fit.y0, t, sigma, magnitude=float(np.max(np.abs(y))))
             expr = template.substitute(fit.values)
-            out.append({"rank": rank, "stage": stage, "k": len(fit.values) + 1, "rss": rss, "r2_obs": r2(path, y),
+            out.append({"rank": rank, "front": rank >= top_k, "stage": stage, "k": len(fit.values) + 1, "rss": rss, "r2_obs": r2(path, y),
                         "unsafe": unsafe is not None, "forecast": forecast, "source": skeleton.source,
                         **term_sizes(expr, t, y),
                         "expr": str(expr), "values": fit.values, "y0": fit.y0,
@@ -234,18 +235,33 @@ RULES = {  # name: (refit, penalty multiplier of k log n, forecast window, relat
     "version 4, + 10 per function": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 10.0),
     "refit 16, forecast 5, + 5 per function": (16, 1.0, 5.0, None, 0.0, 1.0, math.inf, 5.0),
     "refit 16, forecast 10, + 3 per node, + 5 per function": (16, 1.0, 10.0, None, 3.0, 1.0, math.inf, 5.0),
+    "version 4 + size front": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 0.0, True),
+    "version 4 + size front, prior 1 per node": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 0.0, True, 1.0),
+    "version 4 + size front, prior 2 per node": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 0.0, True, 2.0),
+    "version 4 + size front, prior 3 per node": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 0.0, True, 3.0),
+    "version 4, prior 1 per node": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 0.0, False, 1.0),
+    "version 4, prior 2 per node": (16, 1.0, 5.0, None, 3.0, 1.0, math.inf, 0.0, False, 2.0),
+    "size front, BIC, forecast 5, prior 2 per node": (16, 1.0, 5.0, None, 0.0, 1.0, math.inf, 0.0, True, 2.0),
+    "size front, BIC, forecast 10, prior 2 per node": (16, 1.0, 10.0, None, 0.0, 1.0, math.inf, 0.0, True, 2.0),
 }
 
 
 def choose(case: pd.DataFrame, refit: int, penalty: float, window: float, relative: float | None,
            per_node: float = 0.0, forecast_weight: float = 1.0, cancellation: float = math.inf,
-           per_function: float = 0.0, n: int = 128):
-    """The record a rule picks: the trajectory fit for the `refit` best skeletons (the integral
-    fit for the others or when it failed), safe ones first, then by the rule."""
-    pick = case[(case["stage"] == "trajectory") & (case["rank"] < refit)]
+           per_function: float = 0.0, front: bool = False, prior: float = 0.0, n: int = 128):
+    """The record a rule picks: the trajectory fit for the `refit` best skeletons and, with
+    `front`, for the skeletons on the size front (the integral fit for the others or when it
+    failed), safe ones first, then by the rule. `prior` charges criterion units per expression
+    node everywhere (a prior over laws), `per_node` only inside the forecast window."""
+    if "front" in case and not front:
+        case = case[~case["front"].astype(bool)]
+    refitted = case["rank"] < refit
+    if front and "front" in case:
+        refitted = refitted | case["front"].astype(bool)
+    pick = case[(case["stage"] == "trajectory") & refitted]
     rest = case[(case["stage"] == "integral") & ~case["rank"].isin(pick["rank"])]
     pool = pd.concat([pick, rest])
-    pool = pool.assign(ic=pool["rss"] + penalty * pool["k"] * math.log(n))
+    pool = pool.assign(ic=pool["rss"] + penalty * pool["k"] * math.log(n) + prior * pool["nodes"])
     safe = pool[~pool["unsafe"]]
     if "cancellation" in pool and (safe["cancellation"] <= cancellation).any():
         safe = safe[safe["cancellation"] <= cancellation]

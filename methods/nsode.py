@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import Variant
+from nsode import default_checkpoint
 from nsode.search import SEARCH_BEAM, Settings
 
 
@@ -50,8 +51,6 @@ class NSODE(Method):
 
     def checkpoint_path(self) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
-        from nsode.predict import default_checkpoint
-
         name = str(self.checkpoint)
         return Path(name) if "/" in name else default_checkpoint(name)
 

@@ -6,3 +6,11 @@ vocabulary and two-hot constants), `encoding` (IEEE-754 bits of the observations
 `decode` (beam search), `select` (candidate choice by R^2), `predict` (the whole pipeline) and
 `export` (shipping checkpoints to nsode/checkpoints/). Nothing here imports `bench`.
 """
+from pathlib import Path
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"
+
+
+def default_checkpoint(variant: str = "nsode-eps") -> Path:
+    """The shipped checkpoint folder of a variant (importing this needs no torch)."""
+    return CHECKPOINTS / variant

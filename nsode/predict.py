@@ -17,6 +17,7 @@ import numpy as np
 import sympy
 import torch
 
+from nsode import CHECKPOINTS, default_checkpoint  # noqa: F401 (re-exported)
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_expression
 from nsode.encoding import encode_observations
@@ -25,7 +26,6 @@ from nsode.scaling import Scale
 from nsode.search import Settings, search
 from nsode.select import EXACT_TOP, select
 
-CHECKPOINTS = Path(__file__).parent / "checkpoints"
 
 
 @dataclass
@@ -36,10 +36,6 @@ class Prediction:
     timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
     info: dict = field(default_factory=dict)  # the search's counts, noise level and safety-net flag
     y0: float | None = None  # the fitted initial value (search only; else the first observation)
-
-
-def default_checkpoint(variant: str = "nsode-eps") -> Path:
-    return CHECKPOINTS / variant
 
 
 class Predictor:

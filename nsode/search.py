@@ -50,6 +50,7 @@ _STRUCTURAL = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)
 class Settings:
     """The search's budget and choices; all counted, none timed."""
     top_k: int = 16  # skeletons given the full integral-form fit
+    pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: model card)
     refit: int = 16  # of those, fitted by least squares on the trajectory
     max_nfev: int = 40  # trajectory evaluations per least-squares fit
     variants: bool = True  # propose sub-sums and added constant terms
@@ -85,6 +86,7 @@ class _Term:
     rest: sympy.Expr  # the term without its coefficient, inner numbers at the model's values
     integral: np.ndarray  # cumulative trapezoid integral of rest along the observations
     inner: int  # numbers inside rest that become free constants
+    size: int  # nodes of coefficient * rest (the paper's complexity), 1 for a constant term
 
 
 @dataclass
@@ -95,6 +97,11 @@ class _Skeleton:
     y0: float
     cheap_ic: float
     source: str
+
+    @property
+    def size(self) -> int:
+        """Nodes of the sum (the paper's complexity, numbers counted as constants)."""
+        return sum(term.size for term in self.terms) + len(self.terms) - 1
 
 
 def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *, numbered: bool = True) -> sympy.Expr:
@@ -146,8 +153,8 @@ def _term(rest: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict) -> _Term 
             column = np.ones_like(y) if rest == 1 else np.broadcast_to(evaluate(rest, y), y.shape)
         start: list[float] = []
         key = sympy.srepr(abstract(rest, [], start, numbered=False))  # term_key, and the inner numbers
-        cache[rest] = (_Term(key, rest, cumulative_trapezoid(column, t, initial=0.0),
-                             0 if rest == 1 else len(start)) if np.all(np.isfinite(column)) else None)
+        cache[rest] = (_Term(key, rest, cumulative_trapezoid(column, t, initial=0.0), 0 if rest == 1 else len(start),
+                             1 if rest == 1 else complexity(rest) + 2) if np.all(np.isfinite(column)) else None)
     return cache[rest]
 
 
@@ -278,6 +285,24 @@ def _score(template: Template, values, y0: float, t, y, sigma: float) -> tuple[f
     return r2(path, y), information_criterion(float(residual @ residual), len(y), len(values) + 1, sigma)
 
 
+def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings) -> list[_Skeleton]:
+    """The skeletons fitted in full: the `top_k` best by the cheap score, and with `pareto` every
+    skeleton that scores better than all smaller ones. Thousands of sums are scored, so by chance
+    alone the best few are flexible sums that fit some of the noise; the front keeps the best
+    law of each size in play (a short law would otherwise need to beat them all to be fitted)."""
+    ranked = sorted(skeletons.values(), key=lambda s: s.cheap_ic)
+    out = ranked[: settings.top_k]
+    if settings.pareto:
+        chosen = {id(s) for s in out}
+        best = math.inf
+        for skeleton in sorted(ranked, key=lambda s: (s.size, s.cheap_ic)):
+            if skeleton.cheap_ic < best:
+                best = skeleton.cheap_ic
+                if id(skeleton) not in chosen:
+                    out.append(skeleton)
+    return out
+
+
 def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Settings) -> list[Found]:
     """Stages 2 and 3: all constants and y0 on the integral form for each skeleton, then least
     squares on the trajectory for the `settings.refit` best of those; unsorted."""
@@ -306,8 +331,7 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
 def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Settings) -> tuple[list[Found], dict]:
     """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
-    top = sorted(skeletons.values(), key=lambda s: s.cheap_ic)[: settings.top_k]
-    found = fit_candidates(top, t, y, sigma, settings)
+    found = fit_candidates(shortlist(skeletons, settings), t, y, sigma, settings)
     by = (lambda f: f.ic) if settings.criterion == "bic" else (lambda f: -f.r2)
     found.sort(key=lambda f: (by(f), f.constants))
     chosen = None

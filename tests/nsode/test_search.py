@@ -7,7 +7,7 @@ from core.expressions import Y, compile_scalar, complexity
 from core.solving import solve
 from nsode.data.tokens import parse_infix
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import Settings, search, skeleton_key
+from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -93,3 +93,16 @@ def test_among_near_equal_fits_the_better_forecaster_wins():
     plain, info = search(proposals, T, y, Settings(combine=4, forecast=0))
     assert info["forecast_compared"] == 1 and all(np.isnan(f.forecast) for f in plain)
     assert plain[0].ic == min(f.ic for f in plain if f.rejected is None)
+
+
+def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
+    def skeleton(size, cheap_ic):
+        term = _Term(f"{size}/{cheap_ic}", Y, np.zeros(3), 0, size)
+        return _Skeleton((term.key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
+
+    pool = {s.key: s for s in [skeleton(9, 1.0), skeleton(9, 2.0), skeleton(3, 10.0), skeleton(4, 8.0),
+                               skeleton(5, 20.0), skeleton(3, 12.0)]}
+    top = shortlist(pool, Settings(top_k=2))
+    assert [s.cheap_ic for s in top] == [1.0, 2.0]
+    front = shortlist(pool, Settings(top_k=2, pareto=True))
+    assert [(s.size, s.cheap_ic) for s in front[2:]] == [(3, 10.0), (4, 8.0)]  # size 5 is beaten by smaller ones
