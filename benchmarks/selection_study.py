@@ -66,13 +66,14 @@ def observe(f: sympy.Expr, y0: float, sigma: float, rng) -> tuple[np.ndarray, np
     return truth[np.searchsorted(both, T_GRID)], noisy
 
 
-def candidates(searcher, t, y, top_k: int, max_nfev: int) -> list[dict]:
+def candidates(searcher, t, y, top_k: int, max_nfev: int, basis: int = 0) -> list[dict]:
     """The top_k skeletons by the cheap score and the skeletons on the front of size vs cheap
     score (`front`, ranked after them), each fitted on the integral form and then on the
     trajectory: one record per (skeleton, stage)."""
     sigma = noise_level(t, y)
     exprs = [e for e, _ in searcher.candidates(t, y)]
-    skeletons = shortlist(propose(exprs, t, y, sigma, combine=Settings.combine), Settings(top_k=top_k, pareto=True))
+    skeletons = shortlist(propose(exprs, t, y, sigma, combine=Settings.combine, basis=basis),
+                          Settings(top_k=top_k, pareto=True))
     cut = int(FORECAST_SHARE * len(y))
     out = []
     for rank, skeleton in enumerate(skeletons):
@@ -146,7 +147,7 @@ def collect(args) -> None:
                 continue
             grid_truth, y = seen
             start = time.perf_counter()
-            records = candidates(searcher, T_OBS, y, args.top_k, args.max_nfev)
+            records = candidates(searcher, T_OBS, y, args.top_k, args.max_nfev, args.basis)
             for record in records:
                 record["r2_truth"] = truth_r2(record, grid_truth)
                 rows.append({"sigma": sigma, "case": case, "name": name, "truth": str(f),
@@ -171,7 +172,7 @@ def evaluate_dataset(args, searcher) -> None:
     for sigma in args.noise:
         for case, tr in enumerate(trajectories):
             t, y = observe_task(tr, sigma, 128, seed=0)
-            for record in candidates(searcher, t, y, args.top_k, args.max_nfev):
+            for record in candidates(searcher, t, y, args.top_k, args.max_nfev, args.basis):
                 s = score(to_infix(record["template"].substitute(record["values"])), tr)
                 ok = s.status == "ok" and s.extrapolation
                 rows.append({"sigma": sigma, "case": case, "name": f"{args.dataset}:{tr.equation_id}",
@@ -197,6 +198,7 @@ def main() -> None:
     c.add_argument("--beam", type=int, default=256)
     c.add_argument("--top-k", type=int, default=16)
     c.add_argument("--max-nfev", type=int, default=40)
+    c.add_argument("--basis", type=int, default=0, help="powers y, ..., y**BASIS recombined beside the beam's terms")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", required=True)
     r = sub.add_parser("rules", help="score selection rules on collected records")

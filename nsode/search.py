@@ -33,7 +33,7 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
-from core.expressions import complexity, evaluate
+from core.expressions import Y, complexity, evaluate
 from core.fitting import (SOLVE_FAILURES, Template, fit_integral, fit_trajectory, information_criterion,
                           noise_level, trajectory, unstable_reason)
 from core.metrics import r2
@@ -56,6 +56,7 @@ class Settings:
     variants: bool = True  # propose sub-sums and added constant terms
     combine: int = 16  # distinct beam terms (first proposed first) recombined into new sums; 0: none
     combine_size: int = 3  # terms per recombined sum, besides a constant term
+    basis: int = 0  # also recombine the powers y, ..., y**basis (a polynomial prior beside the model's terms)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
@@ -172,7 +173,7 @@ def _subsets(terms: list[_Term], variants: bool, const: _Term) -> list[tuple[lis
 
 
 def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True, combine: int = 0,
-            combine_size: int = 3, source: str = "model") -> dict[tuple, _Skeleton]:
+            combine_size: int = 3, basis: int = 0, source: str = "model") -> dict[tuple, _Skeleton]:
     """Stage 1: the unique skeletons of `exprs` (and variants, and recombinations of their first
     `combine` distinct terms), each with its term coefficients and y0 fitted linearly on the
     integral form; per skeleton the best-scoring instance is kept."""
@@ -193,6 +194,9 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
         sums += [(subset, "variant" if is_variant else source) for subset, is_variant in _subsets(terms, variants, const)]
     if combine:
         pool = _adapted(list(first.values())[:combine], t, y, cache)
+        keys = {term.key for term in pool}
+        powers = [_term(Y**k, t, y, cache) for k in range(1, basis + 1)]
+        pool += [term for term in powers if term is not None and term.key not in keys]
         sums += [(subset, "combination") for subset in _combinations(pool, const, combine_size)]
     found: dict[tuple, _Skeleton] = {}
     for (subset, label), (x, ic) in zip(sums, _linear_fits([s for s, _ in sums], y, sigma)):
@@ -398,7 +402,7 @@ def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[
     t, y = np.asarray(t, float), np.asarray(y, float)
     sigma = noise_level(t, y)
     skeletons = propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
-                        combine_size=settings.combine_size)
+                        combine_size=settings.combine_size, basis=settings.basis)
     for label, more in extra:
         for key, skeleton in propose(more, t, y, sigma, variants=settings.variants, source=label).items():
             if key not in skeletons or skeleton.cheap_ic < skeletons[key].cheap_ic:
