@@ -4,7 +4,8 @@ by beam search; the candidate whose integrated trajectory fits the data best is 
 Checkpoints ship in nsode/checkpoints/<variant>/ and are loaded once per worker in `setup`, so
 model loading is not part of a task's fit time (it is reported in metadata as `load_s`).
 The three methods are one class with three parameter sets (`NSODE.variants`): `nsode` and
-`nsode-eps` differ in the checkpoint; `nsode-eps+refine` reads the beam as skeletons and lets a
+`nsode-eps` differ in the checkpoint (both read raw t and y, as in the paper); `nsode-eps+refine`
+(on the scale-invariant `nsode-eps-scaled` since version 5) reads the beam as skeletons and lets a
 fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to
 extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam, top_k
 skeletons, refit, max_nfev); any of them is set on the command line, as in
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import Variant
-from nsode import default_checkpoint
+from nsode import SEARCH_CHECKPOINT, default_checkpoint
 from nsode.search import SEARCH_BEAM, Settings
 
 
@@ -37,9 +38,10 @@ class NSODE(Method):
     variants = {
         "nsode-eps": Variant({"checkpoint": "nsode-eps"},
                              "NSODE-eps: trained on 128 random points with 1% multiplicative noise"),
-        "nsode-eps+refine": Variant({"checkpoint": "nsode-eps", "beam": SEARCH_BEAM, "search": True},
-                                    f"NSODE-eps proposes skeletons (beam {SEARCH_BEAM}), a fitter decides: constants "
-                                    "and y0 refitted, unsafe fits rejected, information criterion", version="4"),
+        "nsode-eps+refine": Variant({"checkpoint": SEARCH_CHECKPOINT, "beam": SEARCH_BEAM, "search": True},
+                                    f"NSODE-eps (scale-invariant input) proposes skeletons (beam {SEARCH_BEAM}), a "
+                                    "fitter decides: constants and y0 refitted, unsafe fits rejected, information "
+                                    "criterion", version="5"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,

@@ -9,6 +9,7 @@ vocabulary and two-hot constants), `encoding` (IEEE-754 bits of the observations
 from pathlib import Path
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
+SEARCH_CHECKPOINT = "nsode-eps-scaled"  # the search's proposer: scale-invariant input (chosen on generated ODEs, model card)
 
 
 def default_checkpoint(variant: str = "nsode-eps") -> Path:

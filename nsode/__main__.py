@@ -4,10 +4,11 @@ Reads a CSV with columns t and y (one observed trajectory of a scalar autonomous
 the predicted y' = f(y), its R^2 on the data and the best candidates, and optionally plots the
 data against the predicted trajectory, extrapolated to twice the observed time span.
 
-By default the model proposes skeletons and a fitter decides (nsode/search.py): constants and
+By default the scale-invariant nsode-eps-scaled proposes skeletons and a fitter decides
+(nsode/search.py): constants and
 the initial value are refitted, fits that fail from a perturbed initial value or on twice the
 span are rejected, and an information criterion prefers the simpler of two fits that the noise
-cannot tell apart. `--paper` uses the paper's selection (best R^2 of the beam as decoded).
+cannot tell apart. `--paper` uses the paper's raw-input nsode-eps and its selection (best R^2 of the beam as decoded).
 Constants are printed to 4 significant digits.
 """
 from __future__ import annotations
@@ -82,7 +83,8 @@ def main(argv=None) -> int:
     pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
     pr.add_argument("file", type=Path, help="CSV with columns t and y")
     pr.add_argument("--checkpoint", type=Path, default=None,
-                    help="checkpoint folder (default: the shipped nsode/checkpoints/nsode-eps)")
+                    help="checkpoint folder (default: the shipped nsode/checkpoints/nsode-eps-scaled, whose input is "
+                         "scale-invariant; with --paper nsode/checkpoints/nsode-eps, the paper's raw input)")
     pr.add_argument("--beam", type=int, default=None,
                     help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU)")
     pr.add_argument("--top-k", type=int, default=d.top_k,
@@ -106,6 +108,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from nsode.model import CheckpointError
+    from nsode import SEARCH_CHECKPOINT
     from nsode.predict import Predictor, default_checkpoint
 
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
@@ -113,7 +116,8 @@ def main(argv=None) -> int:
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     try:
         t, y = read_trajectory(args.file)
-        predictor = Predictor(args.checkpoint or default_checkpoint(), beam=beam, search=search)
+        checkpoint = args.checkpoint or default_checkpoint("nsode-eps" if args.paper else SEARCH_CHECKPOINT)
+        predictor = Predictor(checkpoint, beam=beam, search=search)
     except (InputError, CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -137,4 +141,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        sys.stderr.close()
+        sys.exit(1)

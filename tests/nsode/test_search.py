@@ -6,6 +6,7 @@ import sympy
 from core.expressions import Y, compile_scalar, complexity
 from core.solving import solve
 from nsode.data.tokens import parse_infix
+from nsode import SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key
 
@@ -18,7 +19,7 @@ def predictor():
     import torch
 
     torch.set_num_threads(1)
-    return Predictor(default_checkpoint("nsode-eps"), beam=256, search=Settings())
+    return Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=256, search=Settings())
 
 
 def rate(expression: str) -> float:
