@@ -107,9 +107,9 @@ def main(argv=None) -> int:
     pr.add_argument("--plot", type=Path, default=None, help="write a PNG of data vs prediction")
     args = p.parse_args(argv)
 
+    from nsode import SEARCH_CHECKPOINT, default_checkpoint
     from nsode.model import CheckpointError
-    from nsode import SEARCH_CHECKPOINT
-    from nsode.predict import Predictor, default_checkpoint
+    from nsode.predict import Predictor
 
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               forecast=args.forecast, node_cost=args.node_cost)

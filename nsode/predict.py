@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 import torch
 
-from nsode import CHECKPOINTS, default_checkpoint  # noqa: F401 (re-exported)
+from nsode import default_checkpoint
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_expression
 from nsode.encoding import encode_observations
@@ -25,7 +25,6 @@ from nsode.model import NSODEModel, load
 from nsode.scaling import Scale
 from nsode.search import Settings, search
 from nsode.select import EXACT_TOP, select
-
 
 
 @dataclass

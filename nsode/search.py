@@ -25,6 +25,7 @@ Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -87,7 +88,12 @@ class _Term:
     rest: sympy.Expr  # the term without its coefficient, inner numbers at the model's values
     integral: np.ndarray  # cumulative trapezoid integral of rest along the observations
     inner: int  # numbers inside rest that become free constants
-    size: int  # nodes of coefficient * rest (the paper's complexity), 1 for a constant term
+
+    @functools.cached_property
+    def size(self) -> int:
+        """Nodes of coefficient * rest (the paper's complexity), 1 for a constant term; only the
+        size front needs it, so it is counted on demand."""
+        return 1 if self.rest == 1 else complexity(self.rest) + 2
 
 
 @dataclass
@@ -154,8 +160,8 @@ def _term(rest: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict) -> _Term 
             column = np.ones_like(y) if rest == 1 else np.broadcast_to(evaluate(rest, y), y.shape)
         start: list[float] = []
         key = sympy.srepr(abstract(rest, [], start, numbered=False))  # term_key, and the inner numbers
-        cache[rest] = (_Term(key, rest, cumulative_trapezoid(column, t, initial=0.0), 0 if rest == 1 else len(start),
-                             1 if rest == 1 else complexity(rest) + 2) if np.all(np.isfinite(column)) else None)
+        cache[rest] = (_Term(key, rest, cumulative_trapezoid(column, t, initial=0.0),
+                             0 if rest == 1 else len(start)) if np.all(np.isfinite(column)) else None)
     return cache[rest]
 
 

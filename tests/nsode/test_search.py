@@ -98,7 +98,8 @@ def test_among_near_equal_fits_the_better_forecaster_wins():
 
 def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
     def skeleton(size, cheap_ic):
-        term = _Term(f"{size}/{cheap_ic}", Y, np.zeros(3), 0, size)
+        term = _Term(f"{size}/{cheap_ic}", Y, np.zeros(3), 0)
+        term.size = size  # as if counted
         return _Skeleton((term.key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
 
     pool = {s.key: s for s in [skeleton(9, 1.0), skeleton(9, 2.0), skeleton(3, 10.0), skeleton(4, 8.0),
