@@ -10,6 +10,8 @@ Two fits, cheap then exact:
   Levenberg-Marquardt steps with the analytic Jacobian (sympy) otherwise.
 - `fit_trajectory`: least squares (scipy `least_squares`) on the LSODA trajectory itself.
 
+`standard_errors` and `round_to_error` say how many digits of a fit the data support.
+
 Evaluation is real-valued everywhere: numpy with nan out of the domain for arrays, and the
 project's real scalar printer (a fractional power of a negative base raises, never a complex
 number) inside the solver. Budgets are counted (`max_nfev`, LSODA's `mxstep`); the per-solve
@@ -34,6 +36,7 @@ RTOL = ATOL = 1e-7  # LSODA tolerances while fitting (scoring uses the protocol'
 MXSTEP = 5000  # LSODA steps between two output points: the counted bound of one solve
 SOLVE_SAFETY_S = 5.0  # wall-clock safety net per solve; never reached on an ordinary fit
 PENALTY = 1e3  # scaled residual of a parameter set whose trajectory fails
+CONDITION_LIMIT = 1e-7  # relative sensitivities less independent than this are taken as degenerate
 NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
@@ -233,3 +236,46 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
         if np.max(np.abs(path)) > bound * max(size, sigma):
             return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"
     return None
+
+
+def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
+                    rel_step: float = 1e-5) -> np.ndarray:
+    """Standard errors of (y0, *values) for observations at `t` with noise `sigma`: the square
+    roots of the diagonal of sigma^2 (J^T J)^-1, J the trajectory's sensitivity to them (central
+    differences of tightly integrated solutions). inf where the data cannot determine a number
+    (J singular to the differences' accuracy) or its trajectory cannot be integrated."""
+    x = np.array([y0, *values], dtype=float)
+    t = np.asarray(t, float)
+    jac = np.empty((len(t), len(x)))
+    for i in range(len(x)):
+        h = rel_step * max(abs(x[i]), 1e-3)
+        up, down = x.copy(), x.copy()
+        up[i] += h
+        down[i] -= h
+        try:
+            paths = [trajectory(template, p[1:], p[0], t, rtol=1e-10, atol=1e-12) for p in (up, down)]
+        except SOLVE_FAILURES:
+            return np.full(len(x), math.inf)
+        jac[:, i] = (paths[0] - paths[1]) / (2 * h)
+    if not np.all(np.isfinite(jac)):
+        return np.full(len(x), math.inf)
+    size = np.maximum(np.abs(x), 1e-3)  # relative sensitivities, so that the numbers' units do not matter
+    _, s, vt = np.linalg.svd(jac * size, full_matrices=False)
+    if s[0] == 0 or s[-1] < CONDITION_LIMIT * s[0]:
+        return np.full(len(x), math.inf)
+    return sigma * size * np.sqrt(np.sum((vt.T / s) ** 2, axis=1))
+
+
+def round_to_error(value: float, error: float, max_digits: int = 6) -> float:
+    """`value` rounded at the decimal place of the first significant digit of its standard
+    error (the digits the data support), to at least one and at most `max_digits` significant
+    digits: 0.49873 +- 0.0021 reads 0.499; a number the data cannot tell from zero keeps one digit."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    magnitude = math.floor(math.log10(abs(value)))
+    if math.isfinite(error) and error > 0:
+        digits = magnitude - math.floor(math.log10(error)) + 1
+    else:
+        digits = 1 if not math.isfinite(error) else max_digits
+    digits = min(max(digits, 1), max_digits)
+    return float(f"{value:.{digits}g}")

@@ -9,7 +9,9 @@ By default the scale-invariant nsode-eps-scaled proposes skeletons and a fitter 
 the initial value are refitted, fits that fail from a perturbed initial value or on twice the
 span are rejected, and an information criterion prefers the simpler of two fits that the noise
 cannot tell apart. `--paper` uses the paper's raw-input nsode-eps and its selection (best R^2 of the beam as decoded).
-Constants are printed to 4 significant digits.
+The chosen ODE's constants and initial value are printed (and plotted) to the digits the data
+support: rounded at their standard errors, estimated from the trajectory's sensitivity at the
+noise level read from the data; candidates and `--paper` picks to 4 significant digits.
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ def shown(expression: str, digits: int = 4) -> str:
     return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
 
 
-def plot(path: Path, t, y, expression: str, y0: float | None = None) -> None:
+def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None) -> None:
+    """Data against y' = `expression` from y0 over twice the observed span; the legend reads `label`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,7 +63,7 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None) -> None:
         grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
         f = compile_scalar(parse_infix(expression))
         start = y[0] if y0 is None else y0
-        label = f"y' = {shown(expression)}"
+        label = f"y' = {label or shown(expression)}"
         try:
             ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label)
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
@@ -108,6 +111,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from nsode import SEARCH_CHECKPOINT, default_checkpoint
+    from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
 
@@ -125,9 +129,14 @@ def main(argv=None) -> int:
     if not result.expression:
         print("no candidate could be integrated over the observed interval", file=sys.stderr)
         return 1
-    print(f"y' = {shown(result.expression)}")
-    if result.y0 is not None:
-        print(f"y({t[0]:g}) = {result.y0:.4g} (fitted)")
+    fit = result.supported
+    label = to_infix(fit.expr) if fit else shown(result.expression)
+    print(f"y' = {label}")
+    if fit:
+        print(f"y({t[0]:g}) = {fit.y0:g} (fitted)")
+        errors = ", ".join(f"{v:.6g} +- {e:.2g}" for v, e in fit.constants)
+        print(f"constants +- standard error (noise level read from the data: {result.info['noise_sigma']:.3g}): "
+              f"{errors}")
     print(f"R^2 on the data: {result.r2:.6f}")
     print(f"top {args.top} candidates (R^2 of the integrated trajectory):")
     for expr, r2 in result.candidates[: args.top]:
@@ -135,7 +144,7 @@ def main(argv=None) -> int:
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.plot:
-        plot(args.plot, t, y, result.expression, result.y0)
+        plot(args.plot, t, y, result.expression, result.y0, label)
         print(f"plot written to {args.plot}")
     return 0
 

@@ -36,7 +36,7 @@ from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate
 from core.fitting import (SOLVE_FAILURES, Template, fit_integral, fit_trajectory, information_criterion,
-                          noise_level, trajectory, unstable_reason)
+                          noise_level, round_to_error, standard_errors, trajectory, unstable_reason)
 from core.metrics import r2
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
@@ -399,6 +399,26 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
                 pass
     best = min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr), f.constants))
     return best, len(near)
+
+
+@dataclass
+class Supported:
+    """A fitted candidate as the data support it: constants and y0 rounded at their standard errors."""
+    expr: sympy.Expr  # the right-hand side with each constant rounded
+    y0: float
+    y0_error: float
+    constants: tuple[tuple[float, float], ...]  # (fitted value, standard error) per constant
+
+
+def supported(found: Found, t, sigma: float) -> Supported:
+    """`found` with every number rounded to the digits the observations at `t` with noise
+    `sigma` support (core.fitting.standard_errors, round_to_error): what is printed and plotted."""
+    if found.template is None:
+        return Supported(found.expr, found.y0, math.inf, ())
+    errors = standard_errors(found.template, found.values, found.y0, t, sigma)
+    values = [round_to_error(v, e) for v, e in zip(found.values, errors[1:])]
+    return Supported(found.template.substitute(values), round_to_error(found.y0, errors[0]), float(errors[0]),
+                     tuple(zip(found.values, map(float, errors[1:]))))
 
 
 def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:

@@ -6,7 +6,7 @@ import pytest
 import sympy
 
 from core.fitting import (Template, estimate_noise, fit_integral, fit_trajectory, information_criterion,
-                          unstable_reason)
+                          round_to_error, standard_errors, unstable_reason)
 from core.expressions import Y, compile_scalar
 from core.solving import solve
 
@@ -71,3 +71,24 @@ def test_a_pole_just_beside_the_data_is_unstable():
 def test_criterion_charges_log_n_per_constant():
     assert information_criterion(1.0, 100, 2, 1.0) == pytest.approx(1 + 2 * math.log(100))
     assert information_criterion(math.inf, 100, 1, 1.0) == math.inf
+
+
+def test_standard_errors_match_linear_regression_for_a_constant_rate():
+    # y' = c gives y = y0 + c (t - t_0): the errors of y0 and c are those of a straight-line fit
+    t = np.sort(np.random.default_rng(1).uniform(0, 2, 50))
+    errors = standard_errors(Template(A + 0 * Y, (A,)), [0.7], 1.5, t, 0.01)
+    spread = np.sum((t - t.mean()) ** 2)
+    assert errors[1] == pytest.approx(0.01 / math.sqrt(spread), rel=1e-4)
+    assert errors[0] == pytest.approx(0.01 * math.sqrt(1 / len(t) + (t[0] - t.mean()) ** 2 / spread), rel=1e-4)
+
+
+def test_a_constant_the_data_cannot_determine_has_an_infinite_error():
+    t = np.linspace(0, 2, 32)  # y' = a + b: only the sum is determined
+    assert np.all(np.isinf(standard_errors(Template(A + B + 0 * Y, (A, B)), [0.3, 0.4], 1.0, t, 0.01)))
+
+
+@pytest.mark.parametrize("value, error, shown", [
+    (-0.49873, 0.0021, -0.499), (1.3771603107452393, 1e-12, 1.37716), (0.0312, 0.5, 0.03),
+    (123.456, 2.5, 123.0), (0.2, math.inf, 0.2), (0.0, 0.1, 0.0)])
+def test_numbers_are_rounded_at_their_standard_error(value, error, shown):
+    assert round_to_error(value, error) == shown

@@ -5,7 +5,7 @@ import sympy
 
 from core.expressions import Y, compile_scalar, complexity
 from core.solving import solve
-from nsode.data.tokens import parse_infix
+from nsode.data.tokens import parse_infix, to_infix
 from nsode import SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key
@@ -37,7 +37,7 @@ def test_search_reads_exponential_decay_to_two_digits(predictor, sigma):
     assert not first.info["safety_net"]
 
 
-def test_predict_cli_prints_the_decay_rate_to_four_digits(tmp_path, capsys):
+def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     from nsode.__main__ import main
 
     path = tmp_path / "decay.csv"
@@ -45,6 +45,15 @@ def test_predict_cli_prints_the_decay_rate_to_four_digits(tmp_path, capsys):
     assert main(["predict", str(path), "--plot", str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("y' = -0.5*y\n") and "y(0) = 3 (fitted)" in out and (tmp_path / "p.png").is_file()
+
+
+def test_noisy_data_print_only_the_digits_they_support(predictor):
+    y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
+    fit = predictor.predict(T, y).supported
+    (value, error), = fit.constants
+    assert 1e-3 < error < 1e-2  # 64 points at 1% noise fix the rate to a few thousandths
+    assert rate(to_infix(fit.expr)) == pytest.approx(-0.5, abs=0.005)
+    assert len(str(abs(float(fit.expr.coeff(Y)))).rstrip("0")) <= len("0.499")  # three decimals, not 16
 
 
 def test_parsimony_prefers_the_one_constant_law_over_a_curve_fit():
