@@ -27,6 +27,7 @@ from nsode.encoding import BITS_PER_OBSERVATION
 PRESETS = {
     "paper": (512, 6, 6, 16, 2048),  # the paper's Table 1 (about 2 x 23M parameters)
     "small": (256, 4, 4, 8, 1024),  # about 7M parameters: under 16 MiB in fp16
+    "mini": (192, 3, 3, 6, 512),  # about 2.8M parameters: the size compared with tiny at equal CPU time
     "tiny": (128, 2, 2, 4, 512),  # about 1M parameters: CPU training and tests
 }
 WEIGHTS_NAME = "model.safetensors"

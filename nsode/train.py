@@ -37,7 +37,7 @@ from nsode.scaling import MODES as SCALING_MODES
 from nsode.data.shards import shard_paths
 from nsode.stream import folder_weights, stream_examples
 
-DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "tiny": 5e-4}
+DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "mini": 4e-4, "tiny": 5e-4}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
