@@ -246,9 +246,10 @@ def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma:
     (J singular to the differences' accuracy) or its trajectory cannot be integrated."""
     x = np.array([y0, *values], dtype=float)
     t = np.asarray(t, float)
+    size = np.where(x != 0, np.abs(x), 1.0)  # steps and sensitivities relative to each number: units do not matter
     jac = np.empty((len(t), len(x)))
     for i in range(len(x)):
-        h = rel_step * max(abs(x[i]), 1e-3)
+        h = rel_step * size[i]
         up, down = x.copy(), x.copy()
         up[i] += h
         down[i] -= h
@@ -259,17 +260,17 @@ def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma:
         jac[:, i] = (paths[0] - paths[1]) / (2 * h)
     if not np.all(np.isfinite(jac)):
         return np.full(len(x), math.inf)
-    size = np.maximum(np.abs(x), 1e-3)  # relative sensitivities, so that the numbers' units do not matter
     _, s, vt = np.linalg.svd(jac * size, full_matrices=False)
     if s[0] == 0 or s[-1] < CONDITION_LIMIT * s[0]:
         return np.full(len(x), math.inf)
     return sigma * size * np.sqrt(np.sum((vt.T / s) ** 2, axis=1))
 
 
-def round_to_error(value: float, error: float, max_digits: int = 6) -> float:
+def round_to_error(value: float, error: float, max_digits: int = 6, extra: int = 0) -> float:
     """`value` rounded at the decimal place of the first significant digit of its standard
     error (the digits the data support), to at least one and at most `max_digits` significant
-    digits: 0.49873 +- 0.0021 reads 0.499; a number the data cannot tell from zero keeps one digit."""
+    digits, plus `extra`: 0.49873 +- 0.0021 reads 0.499; a number the data cannot tell from zero
+    keeps one digit."""
     if value == 0 or not math.isfinite(value):
         return value
     magnitude = math.floor(math.log10(abs(value)))
@@ -277,5 +278,5 @@ def round_to_error(value: float, error: float, max_digits: int = 6) -> float:
         digits = magnitude - math.floor(math.log10(error)) + 1
     else:
         digits = 1 if not math.isfinite(error) else max_digits
-    digits = min(max(digits, 1), max_digits)
-    return float(f"{value:.{digits}g}")
+    digits = min(max(digits, 1), max_digits) + extra
+    return float(f"{value:.{min(digits, 17)}g}")

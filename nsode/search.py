@@ -410,14 +410,30 @@ class Supported:
     constants: tuple[tuple[float, float], ...]  # (fitted value, standard error) per constant
 
 
-def supported(found: Found, t, sigma: float) -> Supported:
-    """`found` with every number rounded to the digits the observations at `t` with noise
-    `sigma` support (core.fitting.standard_errors, round_to_error): what is printed and plotted."""
+def supported(found: Found, t, y, sigma: float) -> Supported:
+    """`found` with every number rounded to the digits the observations (t, y) with noise `sigma`
+    support (core.fitting.standard_errors, round_to_error), and to as many more as it takes for
+    the rounded law to fit within one noise variance of the unrounded one: constants that move
+    together (c and p of c*y**p) each have a large error alone, yet rounding both at it would
+    change the law. What is printed and plotted."""
     if found.template is None:
         return Supported(found.expr, found.y0, math.inf, ())
+    t, y = np.asarray(t, float), np.asarray(y, float)
     errors = standard_errors(found.template, found.values, found.y0, t, sigma)
-    values = [round_to_error(v, e) for v, e in zip(found.values, errors[1:])]
-    return Supported(found.template.substitute(values), round_to_error(found.y0, errors[0]), float(errors[0]),
+
+    def rss(values, y0) -> float:
+        try:
+            return float(np.sum((trajectory(found.template, values, y0, t) - y) ** 2))
+        except SOLVE_FAILURES:
+            return math.inf
+
+    best = rss(found.values, found.y0)
+    for extra in range(17):
+        values = [round_to_error(v, e, extra=extra) for v, e in zip(found.values, errors[1:])]
+        y0 = round_to_error(found.y0, errors[0], extra=extra)
+        if rss(values, y0) <= best + sigma**2:
+            break
+    return Supported(found.template.substitute(values), y0, float(errors[0]),
                      tuple(zip(found.values, map(float, errors[1:]))))
 
 

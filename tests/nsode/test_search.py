@@ -8,7 +8,8 @@ from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key
+from core.fitting import round_to_error, trajectory_rss
+from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key, supported
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -117,3 +118,16 @@ def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
     assert [s.cheap_ic for s in top] == [1.0, 2.0]
     front = shortlist(pool, Settings(top_k=2, pareto=True))
     assert [(s.size, s.cheap_ic) for s in front[2:]] == [(3, 10.0), (4, 8.0)]  # size 5 is beaten by smaller ones
+
+
+def test_constants_that_move_together_keep_the_digits_the_law_needs():
+    # c and p of c*y**p (y near 1e6) are each poorly determined alone, well together: rounding
+    # each at its own error would change the law, so digits are added until it fits as well
+    t = np.linspace(0, 30, 31)
+    y = solve(compile_scalar(0.07 * Y - 4e-12 * Y**2.5), 1e6, t) * (1 + 0.01 * np.random.default_rng(0).normal(size=31))
+    found, info = search([0.07 * Y - 4e-12 * Y**2.5], t, y, Settings(variants=False, combine=0))
+    sigma = info["noise_sigma"]
+    fit = supported(found[0], t, y, sigma)
+    naive = [round_to_error(v, e) for v, e in fit.constants]
+    assert trajectory_rss(fit.expr, t, y) <= trajectory_rss(found[0].expr, t, y) + 1.01 * sigma**2
+    assert trajectory_rss(found[0].template.substitute(naive), t, y) > trajectory_rss(fit.expr, t, y) + sigma**2
