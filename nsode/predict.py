@@ -57,9 +57,14 @@ class Predictor:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
 
         A model trained with `input_scaling: pow2` reads the trajectory normalised by
-        `nsode.scaling.Scale` and its expressions are written back in the user's units.
+        `nsode.scaling.Scale` and its expressions are written back in the user's units. A
+        trajectory longer than the encoder's `max_points` (512) is read through an evenly spaced
+        subsample of that many observations (the fitter still uses them all).
         `timings`, if given, receives the encoder's seconds as "encode_s".
         """
+        if len(t) > self.model.config.max_points:  # the encoder's positions end there: it reads an even subsample
+            keep = np.unique(np.linspace(0, len(t) - 1, self.model.config.max_points).round().astype(int))
+            t, y = t[keep], y[keep]
         scale = Scale.of(t, y) if getattr(self.model.config, "input_scaling", "none") == "pow2" else None
         bits = torch.from_numpy(encode_observations(*(scale.apply(t, y) if scale else (t, y))))
         was_training = self.model.training

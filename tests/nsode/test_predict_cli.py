@@ -40,3 +40,13 @@ def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
     out = capsys.readouterr().out
     r2 = float(re.search(r"R\^2 on the data: (\S+)", out).group(1))  # 1.000000 for an exact fit
     assert out.startswith("y' = ") and r2 >= 0.99 and (tmp_path / "p.png").is_file()
+
+
+def test_a_trajectory_longer_than_the_encoder_reads_is_subsampled_for_the_model(overfit):
+    from nsode.predict import Predictor
+
+    model, observations, _ = overfit
+    t, y = observations[0]
+    fine_t = np.linspace(t[0], t[-1], model.config.max_points + 300)  # 812 points: past the positions
+    result = Predictor(model, beam=4).predict(fine_t, np.interp(fine_t, t, y))
+    assert result.timings["n_candidates"] > 0 and result.expression
