@@ -114,6 +114,7 @@ def main(argv=None) -> int:
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
+    from nsode.search import supported
 
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               forecast=args.forecast, node_cost=args.node_cost)
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
     if not result.expression:
         print("no candidate could be integrated over the observed interval", file=sys.stderr)
         return 1
-    fit = result.supported
+    fit = result.chosen and supported(result.chosen, t, y, result.info["noise_sigma"])
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
     if fit:

@@ -23,7 +23,7 @@ from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_exp
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
 from nsode.scaling import Scale
-from nsode.search import Settings, Supported, search, supported
+from nsode.search import Found, Settings, search
 from nsode.select import EXACT_TOP, select
 
 
@@ -35,7 +35,7 @@ class Prediction:
     timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
     info: dict = field(default_factory=dict)  # the search's counts, noise level and safety-net flag
     y0: float | None = None  # the fitted initial value (search only; else the first observation)
-    supported: Supported | None = None  # the search's pick rounded to the digits the data support
+    chosen: Found | None = None  # the search's pick with its template (nsode.search.supported rounds it for display)
 
 
 class Predictor:
@@ -113,5 +113,4 @@ class Predictor:
         ranked = [(to_infix(f.expr), f.r2) for f in found]
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
-        return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0,
-                          supported=supported(found[0], t, y, info["noise_sigma"]))
+        return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0])

@@ -50,7 +50,8 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
 
 def test_noisy_data_print_only_the_digits_they_support(predictor):
     y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
-    fit = predictor.predict(T, y).supported
+    result = predictor.predict(T, y)
+    fit = supported(result.chosen, T, y, result.info["noise_sigma"])
     (value, error), = fit.constants
     assert 1e-3 < error < 1e-2  # 64 points at 1% noise fix the rate to a few thousandths
     assert rate(to_infix(fit.expr)) == pytest.approx(-0.5, abs=0.005)
