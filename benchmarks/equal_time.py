@@ -1,0 +1,78 @@
+"""Training runs compared at equal CPU time: validation loss against minutes of training.
+
+Reads each run's `log.csv` (written by `python -m nsode.train`; the runs must share their data
+folders and seed, so that their validation sets are the same) and prints the validation loss
+of each run at the same elapsed minutes (linear interpolation between evaluations), with the
+samples each had seen by then; `--plot` draws loss against minutes and against samples. This is
+how the model size is chosen (model card, "Model size at equal CPU time"):
+
+    python -m nsode.train --preset tiny --max-minutes 25 --out RUNS/size-tiny ...   # then mini
+    python benchmarks/equal_time.py RUNS/size-tiny RUNS/size-mini --minutes 5 10 15 20 25
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tabulate import tabulate
+
+
+def read_log(run: Path) -> pd.DataFrame:
+    log = pd.read_csv(run / "log.csv").dropna(subset=["val_loss"])
+    return log.assign(minutes=log["elapsed_s"] / 60)
+
+
+def at_minutes(log: pd.DataFrame, minutes: list[float]) -> list[tuple[float, float]]:
+    """(validation loss, samples) at each of `minutes`; nan outside the run's evaluations."""
+    out = []
+    for m in minutes:
+        if not log["minutes"].iloc[0] - 1e-9 <= m <= log["minutes"].iloc[-1] + 1e-9:
+            out.append((np.nan, np.nan))
+        else:
+            out.append((float(np.interp(m, log["minutes"], log["val_loss"])),
+                        float(np.interp(m, log["minutes"], log["samples"]))))
+    return out
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+", type=Path, help="run folders (each with log.csv)")
+    p.add_argument("--minutes", nargs="+", type=float, default=[5, 10, 15, 20, 25])
+    p.add_argument("--plot", type=Path, default=None, help="write a PNG: loss against minutes and samples")
+    a = p.parse_args(argv)
+    logs = {run.name: read_log(run) for run in a.runs}
+    rows = []
+    for m in a.minutes:
+        row = [m]
+        for log in logs.values():
+            loss, samples = at_minutes(log, [m])[0]
+            row += [loss, samples]
+        rows.append(row)
+    headers = ["minutes"] + [f"{name} {what}" for name in logs for what in ("val loss", "samples")]
+    print(tabulate(rows, headers=headers, floatfmt=(".1f",) + (".3f", ".0f") * len(logs)))
+    for name, log in logs.items():
+        rate = log["samples"].iloc[-1] / (60 * log["minutes"].iloc[-1])
+        print(f"{name}: {rate:.0f} samples/s over {log['minutes'].iloc[-1]:.1f} min, "
+              f"best validation loss {log['val_loss'].min():.3f}")
+    if a.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
+        for name, log in logs.items():
+            axes[0].plot(log["minutes"], log["val_loss"], label=name)
+            axes[1].plot(log["samples"], log["val_loss"], label=name)
+        axes[0].set(xlabel="minutes of training (1 core)", ylabel="validation loss")
+        axes[1].set(xlabel="samples seen")
+        axes[0].legend()
+        fig.tight_layout()
+        fig.savefig(a.plot, dpi=120)
+        print(f"plot written to {a.plot}")
+
+
+if __name__ == "__main__":
+    main()
