@@ -5,7 +5,8 @@ Checkpoints ship in nsode/checkpoints/<variant>/ and are loaded once per worker 
 model loading is not part of a task's fit time (it is reported in metadata as `load_s`).
 The three methods are one class with three parameter sets (`NSODE.variants`): `nsode` and
 `nsode-eps` differ in the checkpoint (both read raw t and y, as in the paper); `nsode-eps+refine`
-(on the scale-invariant `nsode-eps-scaled` since version 5) reads the beam as skeletons and lets a
+(version 6: `nsode-eps` reads trajectories like its training data, the scale-invariant
+`scaled_checkpoint` `nsode-eps-scaled` all others) reads the beam as skeletons and lets a
 fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to
 extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam, top_k
 skeletons, refit, max_nfev); any of them is set on the command line, as in
@@ -18,13 +19,15 @@ from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import Variant
-from nsode import SEARCH_CHECKPOINT, default_checkpoint
+from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.search import SEARCH_BEAM, Settings
 
 
 class NSODE(Method):
     """One class, three named parameter sets (`variants`). `checkpoint` is a shipped checkpoint's
-    name (nsode/checkpoints/<name>) or a checkpoint folder's path; `beam` None is the decoder's
+    name (nsode/checkpoints/<name>) or a checkpoint folder's path; `scaled_checkpoint` (the same
+    kinds, or None) reads the trajectories outside the first one's training range
+    (nsode.predict.Predictor); `beam` None is the decoder's
     default (nsode.decode: 64 on CPU, 1536 on a GPU); `search` switches the paper's R^2 selection
     for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev` and `combine`
     (beam terms recombined), whose choice is `criterion`, the `forecast` window and its
@@ -38,36 +41,41 @@ class NSODE(Method):
     variants = {
         "nsode-eps": Variant({"checkpoint": "nsode-eps"},
                              "NSODE-eps: trained on 128 random points with 1% multiplicative noise"),
-        "nsode-eps+refine": Variant({"checkpoint": SEARCH_CHECKPOINT, "beam": SEARCH_BEAM, "search": True},
-                                    f"NSODE-eps (scale-invariant input) proposes skeletons (beam {SEARCH_BEAM}), a "
-                                    "fitter decides: constants and y0 refitted, unsafe fits rejected, information "
-                                    "criterion", version="5"),
+        "nsode-eps+refine": Variant({"checkpoint": SEARCH_CHECKPOINT, "scaled_checkpoint": SCALED_CHECKPOINT,
+                                     "beam": SEARCH_BEAM, "search": True},
+                                    f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
+                                    f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
+                                    "rejected, information criterion", version="6"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
-                 forecast=Settings.forecast, node_cost=Settings.node_cost, threads=1):
-        self.checkpoint, self.beam, self.search = checkpoint, beam, search
+                 forecast=Settings.forecast, node_cost=Settings.node_cost, threads=1, scaled_checkpoint=None):
+        self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost = combine, forecast, node_cost
 
-    def checkpoint_path(self) -> Path:
+    def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
-        name = str(self.checkpoint)
+        name = str(self.checkpoint if name is None else name)
         return Path(name) if "/" in name else default_checkpoint(name)
+
+    def checkpoint_paths(self) -> list[Path]:
+        return [self.checkpoint_path(c) for c in (self.checkpoint, self.scaled_checkpoint) if c]
 
     def unavailable_reason(self):
         reason = super().unavailable_reason()
         if reason:
             return reason
-        if not (self.checkpoint_path() / "model.safetensors").is_file():
-            return f"no checkpoint (model.safetensors) in {self.checkpoint_path()}; train one with python -m nsode.train"
+        for path in self.checkpoint_paths():
+            if not (path / "model.safetensors").is_file():
+                return f"no checkpoint (model.safetensors) in {path}; train one with python -m nsode.train"
         return None
 
     def fingerprint(self) -> str:
-        """The first 8 hex digits of the checkpoint's weights' SHA-256: rows stored with other
+        """The first 8 hex digits of each checkpoint's weights' SHA-256: rows stored with other
         weights under the same checkpoint name are not reused."""
-        return _digest(self.checkpoint_path() / "model.safetensors")
+        return "+".join(_digest(path / "model.safetensors") for path in self.checkpoint_paths())
 
     def setup(self):
         import torch
@@ -82,7 +90,9 @@ class NSODE(Method):
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
                               criterion=self.criterion, combine=int(self.combine),
                               forecast=float(self.forecast), node_cost=float(self.node_cost))
-        self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto")
+        scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
+        self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
+                                    scaled=scaled)
         self.load_s_ = time.perf_counter() - start
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:

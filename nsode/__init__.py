@@ -9,7 +9,10 @@ vocabulary and two-hot constants), `encoding` (IEEE-754 bits of the observations
 from pathlib import Path
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-SEARCH_CHECKPOINT = "nsode-eps-scaled"  # the search's proposer: scale-invariant input (chosen on generated ODEs, model card)
+# The search's proposers (nsode-eps+refine version 6, nsode predict): the paper's raw-input nsode-eps
+# reads trajectories like its training data, the scale-invariant one all others (model card).
+SEARCH_CHECKPOINT = "nsode-eps"
+SCALED_CHECKPOINT = "nsode-eps-scaled"
 
 
 def default_checkpoint(variant: str = "nsode-eps") -> Path:

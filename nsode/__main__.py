@@ -4,9 +4,9 @@ Reads a CSV with columns t and y (one observed trajectory of a scalar autonomous
 the predicted y' = f(y), its R^2 on the data and the best candidates, and optionally plots the
 data against the predicted trajectory, extrapolated to twice the observed time span.
 
-By default the scale-invariant nsode-eps-scaled proposes skeletons and a fitter decides
-(nsode/search.py): constants and
-the initial value are refitted, fits that fail from a perturbed initial value or on twice the
+By default NSODE proposes skeletons and a fitter decides (nsode/search.py): the shipped nsode-eps
+reads a trajectory like its training data (t from 0 over a span near 2, max |y| between 0.5 and
+32), the scale-invariant nsode-eps-scaled any other; constants and the initial value are refitted, fits that fail from a perturbed initial value or on twice the
 span are rejected, and an information criterion prefers the simpler of two fits that the noise
 cannot tell apart. `--paper` uses the paper's raw-input nsode-eps and its selection (best R^2 of the beam as decoded).
 The chosen ODE's constants and initial value are printed (and plotted) to the digits the data
@@ -86,8 +86,9 @@ def main(argv=None) -> int:
     pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
     pr.add_argument("file", type=Path, help="CSV with columns t and y")
     pr.add_argument("--checkpoint", type=Path, default=None,
-                    help="checkpoint folder (default: the shipped nsode/checkpoints/nsode-eps-scaled, whose input is "
-                         "scale-invariant; with --paper nsode/checkpoints/nsode-eps, the paper's raw input)")
+                    help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
+                         "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
+                         "nsode-eps's training range; with --paper nsode-eps alone)")
     pr.add_argument("--beam", type=int, default=None,
                     help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU)")
     pr.add_argument("--top-k", type=int, default=d.top_k,
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
     pr.add_argument("--plot", type=Path, default=None, help="write a PNG of data vs prediction")
     args = p.parse_args(argv)
 
-    from nsode import SEARCH_CHECKPOINT, default_checkpoint
+    from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
@@ -122,7 +123,8 @@ def main(argv=None) -> int:
     try:
         t, y = read_trajectory(args.file)
         checkpoint = args.checkpoint or default_checkpoint("nsode-eps" if args.paper else SEARCH_CHECKPOINT)
-        predictor = Predictor(checkpoint, beam=beam, search=search)
+        scaled = None if args.checkpoint or args.paper else default_checkpoint(SCALED_CHECKPOINT)
+        predictor = Predictor(checkpoint, beam=beam, search=search, scaled=scaled)
     except (InputError, CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

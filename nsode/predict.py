@@ -22,7 +22,7 @@ from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_expression
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
-from nsode.scaling import Scale
+from nsode.scaling import Scale, in_raw_range
 from nsode.search import Found, Settings, search
 from nsode.select import EXACT_TOP, select
 
@@ -39,16 +39,21 @@ class Prediction:
 
 
 class Predictor:
+    """`model` reads every trajectory, or, given a `scaled` model (scale-invariant input), only
+    those like its raw-input training data (`nsode.scaling.in_raw_range`: t from 0 over a span
+    near 2, max |y| within 2^3 of 4), and `scaled` reads all others: each model where it reads
+    best (model card, "Which checkpoint proposes for the search")."""
+
     def __init__(self, model: NSODEModel | str | Path | None = None, *, beam: int | None = None,
-                 exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto"):
+                 exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto",
+                 scaled: NSODEModel | str | Path | None = None):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if model is None:
             model = default_checkpoint()
-        if not isinstance(model, NSODEModel):
-            model = load(model, device)
-        self.model = model
-        on_gpu = next(model.parameters()).device.type == "cuda"
+        self.model = model if isinstance(model, NSODEModel) else load(model, device)
+        self.scaled = scaled if scaled is None or isinstance(scaled, NSODEModel) else load(scaled, device)
+        on_gpu = next(self.model.parameters()).device.type == "cuda"
         self.beam = beam or (GPU_DEFAULT_BEAM if on_gpu else CPU_DEFAULT_BEAM)
         self.exact = exact
         self.search = Settings() if search is True else (search or None)
@@ -60,22 +65,28 @@ class Predictor:
         `nsode.scaling.Scale` and its expressions are written back in the user's units. A
         trajectory longer than the encoder's `max_points` (512) is read through an evenly spaced
         subsample of that many observations (the fitter still uses them all).
-        `timings`, if given, receives the encoder's seconds as "encode_s".
+        `timings`, if given, receives the encoder's seconds as "encode_s" and which model read
+        the trajectory as "reader" ("model" or "scaled").
         """
-        if len(t) > self.model.config.max_points:  # the encoder's positions end there: it reads an even subsample
-            keep = np.unique(np.linspace(0, len(t) - 1, self.model.config.max_points).round().astype(int))
+        model = self.model
+        if self.scaled is not None and not in_raw_range(t, y):
+            model = self.scaled
+        if timings is not None:
+            timings["reader"] = "model" if model is self.model else "scaled"
+        if len(t) > model.config.max_points:  # the encoder's positions end there: it reads an even subsample
+            keep = np.unique(np.linspace(0, len(t) - 1, model.config.max_points).round().astype(int))
             t, y = t[keep], y[keep]
-        scale = Scale.of(t, y) if getattr(self.model.config, "input_scaling", "none") == "pow2" else None
+        scale = Scale.of(t, y) if getattr(model.config, "input_scaling", "none") == "pow2" else None
         bits = torch.from_numpy(encode_observations(*(scale.apply(t, y) if scale else (t, y))))
-        was_training = self.model.training
-        self.model.eval()
+        was_training = model.training
+        model.eval()
         start = time.perf_counter()
         with torch.no_grad():
-            memory = self.model.encode(bits.unsqueeze(0).to(next(self.model.parameters()).device))
+            memory = model.encode(bits.unsqueeze(0).to(next(model.parameters()).device))
         if timings is not None:
             timings["encode_s"] = time.perf_counter() - start
-        beams = beam_search(self.model, None, memory=memory, beam=self.beam)
-        self.model.train(was_training)
+        beams = beam_search(model, None, memory=memory, beam=self.beam)
+        model.train(was_training)
         seen, out = set(), []
         for b in beams:
             expr = to_expression(b.prefix)

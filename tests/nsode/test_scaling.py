@@ -8,7 +8,7 @@ from nsode.batching import model_view, scaled_targets
 from core.expressions import Y
 from nsode.data.tokens import encode, parse_infix, targets
 from nsode.encoding import encode_observations
-from nsode.scaling import Scale
+from nsode.scaling import Scale, in_raw_range
 
 LAWS = ["-0.5*y", "y**2 - 3", "2.5*y*(1 - y/7.3)", "exp(-y)/sqrt(y)", "log(y + 2)", "sin(3*y) + 0.1"]
 
@@ -62,3 +62,12 @@ def test_training_targets_follow_the_scaled_observations():
     assert scale.value_exp == 6 and target == scaled_targets(law, 0, 6)
     assert target != rows  # the model's target is the law in its own units: -0.5 * 64 u^2 -> clipped to -10
     assert model_view(t, y, law, rows, "none")[2] == rows
+
+
+def test_only_trajectories_like_the_raw_training_data_are_in_its_range():
+    t = np.linspace(0, 2, 64)
+    y = 3 * np.exp(-0.5 * t)
+    assert in_raw_range(t, y) and in_raw_range(t, 0.2 * y) and in_raw_range(t * 1.3, 8 * y)
+    assert not in_raw_range(t + 1990, y)  # another time origin
+    assert not in_raw_range(25 * t, y)  # another time unit
+    assert not in_raw_range(t, 100 * y) and not in_raw_range(t, 0.01 * y)  # other units of y

@@ -6,7 +6,7 @@ import sympy
 from core.expressions import Y, compile_scalar, complexity
 from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
-from nsode import SEARCH_CHECKPOINT
+from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
 from core.fitting import round_to_error, trajectory_rss
 from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key, supported
@@ -20,7 +20,8 @@ def predictor():
     import torch
 
     torch.set_num_threads(1)
-    return Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=256, search=Settings())
+    return Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=256, search=Settings(),
+                     scaled=default_checkpoint(SCALED_CHECKPOINT))
 
 
 def rate(expression: str) -> float:
@@ -132,3 +133,9 @@ def test_constants_that_move_together_keep_the_digits_the_law_needs():
     naive = [round_to_error(v, e) for v, e in fit.constants]
     assert trajectory_rss(fit.expr, t, y) <= trajectory_rss(found[0].expr, t, y) + 1.01 * sigma**2
     assert trajectory_rss(found[0].template.substitute(naive), t, y) > trajectory_rss(fit.expr, t, y) + sigma**2
+
+
+def test_the_scale_invariant_model_reads_what_lies_outside_the_raw_model_s_range(predictor):
+    assert predictor.predict(T, DECAY).timings["reader"] == "model"
+    scaled = predictor.predict(T, 100 * DECAY)
+    assert scaled.timings["reader"] == "scaled" and rate(scaled.expression) == pytest.approx(-0.5, abs=0.005)
