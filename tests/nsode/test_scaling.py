@@ -67,7 +67,7 @@ def test_training_targets_follow_the_scaled_observations():
 def test_only_trajectories_like_the_raw_training_data_are_in_its_range():
     t = np.linspace(0, 2, 64)
     y = 3 * np.exp(-0.5 * t)
-    assert in_raw_range(t, y) and in_raw_range(t, 0.2 * y) and in_raw_range(t * 1.3, 8 * y)
-    assert not in_raw_range(t + 1990, y)  # another time origin
+    assert in_raw_range(t, y) and in_raw_range(t, 0.2 * y) and in_raw_range(0.1 + 0.9 * t, 8 * y)
+    assert not in_raw_range(t + 1990, y) and not in_raw_range(t - 1, y)  # another time origin
     assert not in_raw_range(25 * t, y)  # another time unit
     assert not in_raw_range(t, 100 * y) and not in_raw_range(t, 0.01 * y)  # other units of y
