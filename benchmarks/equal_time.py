@@ -24,16 +24,12 @@ def read_log(run: Path) -> pd.DataFrame:
     return log.assign(minutes=log["elapsed_s"] / 60)
 
 
-def at_minutes(log: pd.DataFrame, minutes: list[float]) -> list[tuple[float, float]]:
-    """(validation loss, samples) at each of `minutes`; nan outside the run's evaluations."""
-    out = []
-    for m in minutes:
-        if not log["minutes"].iloc[0] - 1e-9 <= m <= log["minutes"].iloc[-1] + 1e-9:
-            out.append((np.nan, np.nan))
-        else:
-            out.append((float(np.interp(m, log["minutes"], log["val_loss"])),
-                        float(np.interp(m, log["minutes"], log["samples"]))))
-    return out
+def at_minute(log: pd.DataFrame, minute: float) -> tuple[float, float]:
+    """(validation loss, samples) at `minute`; nan outside the run's evaluations."""
+    if not log["minutes"].iloc[0] - 1e-9 <= minute <= log["minutes"].iloc[-1] + 1e-9:
+        return np.nan, np.nan
+    return (float(np.interp(minute, log["minutes"], log["val_loss"])),
+            float(np.interp(minute, log["minutes"], log["samples"])))
 
 
 def main(argv=None) -> None:
@@ -43,13 +39,7 @@ def main(argv=None) -> None:
     p.add_argument("--plot", type=Path, default=None, help="write a PNG: loss against minutes and samples")
     a = p.parse_args(argv)
     logs = {run.name: read_log(run) for run in a.runs}
-    rows = []
-    for m in a.minutes:
-        row = [m]
-        for log in logs.values():
-            loss, samples = at_minutes(log, [m])[0]
-            row += [loss, samples]
-        rows.append(row)
+    rows = [[m, *(value for log in logs.values() for value in at_minute(log, m))] for m in a.minutes]
     headers = ["minutes"] + [f"{name} {what}" for name in logs for what in ("val loss", "samples")]
     print(tabulate(rows, headers=headers, floatfmt=(".1f",) + (".3f", ".0f") * len(logs)))
     for name, log in logs.items():

@@ -5,10 +5,11 @@ the predicted y' = f(y), its R^2 on the data and the best candidates, and option
 data against the predicted trajectory, extrapolated to twice the observed time span.
 
 By default NSODE proposes skeletons and a fitter decides (nsode/search.py): the shipped nsode-eps
-reads a trajectory like its training data (t from 0 over a span near 2, max |y| between 0.5 and
-32), the scale-invariant nsode-eps-scaled any other; constants and the initial value are refitted, fits that fail from a perturbed initial value or on twice the
-span are rejected, and an information criterion prefers the simpler of two fits that the noise
-cannot tell apart. `--paper` uses the paper's raw-input nsode-eps and its selection (best R^2 of the beam as decoded).
+reads a trajectory like its training data (times within [0, 2] spanning most of it, max |y|
+within 2^3 of 4), the scale-invariant nsode-eps-scaled any other; constants and the initial value
+are refitted, fits that fail from a perturbed initial value or on twice the span are rejected,
+and an information criterion prefers the simpler of two fits that the noise cannot tell apart.
+`--paper` uses the paper's raw-input nsode-eps and its selection (best R^2 of the beam as decoded).
 The chosen ODE's constants and initial value are printed (and plotted) to the digits the data
 support: rounded at their standard errors, estimated from the trajectory's sensitivity at the
 noise level read from the data; candidates and `--paper` picks to 4 significant digits.

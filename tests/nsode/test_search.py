@@ -4,11 +4,11 @@ import pytest
 import sympy
 
 from core.expressions import Y, compile_scalar, complexity
+from core.fitting import round_to_error, trajectory_rss
 from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from core.fitting import round_to_error, trajectory_rss
 from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key, supported
 
 T = np.linspace(0, 2, 64)
