@@ -5,9 +5,9 @@ Checkpoints ship in nsode/checkpoints/<variant>/ and are loaded once per worker 
 model loading is not part of a task's fit time (it is reported in metadata as `load_s`).
 The three methods are one class with three parameter sets (`NSODE.variants`): `nsode` and
 `nsode-eps` differ in the checkpoint (both read raw t and y, as in the paper); `nsode-eps+refine`
-(version 6: `nsode-eps` reads trajectories like its training data, the scale-invariant
-`scaled_checkpoint` `nsode-eps-scaled` all others) reads the beam as skeletons and lets a
-fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to
+(since version 6 `nsode-eps` reads trajectories like its training data, the scale-invariant
+`scaled_checkpoint` `nsode-eps-scaled` all others; version 7 adds the laws y' = 0 and y' = c to
+every search) reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to
 extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam, top_k
 skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
@@ -45,7 +45,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="6"),
+                                    "rejected, information criterion", version="7"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,

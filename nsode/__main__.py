@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     print(f"y' = {label}")
     if fit:
         print(f"y({t[0]:g}) = {fit.y0:g} (fitted)")
-        errors = ", ".join(f"{v:.6g} +- {e:.2g}" for v, e in fit.constants)
+        errors = ", ".join(f"{v:.6g} +- {e:.2g}" for v, e in fit.constants) or "none"
         print(f"constants +- standard error (noise level read from the data: {result.info['noise_sigma']:.3g}): "
               f"{errors}")
     print(f"R^2 on the data: {result.r2:.6f}")

@@ -5,7 +5,8 @@ gets a free coefficient and every other number inside it becomes a free constant
 structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one term dropped)
 and sums with a constant term added are proposed as well, because the model often writes the
 right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses an offset.
-The beam's terms are also recombined: the model often writes every term of the law, but in
+The two laws that need no term of the beam, y' = 0 and y' = c (a steady state, zero-order
+kinetics), are always candidates. The beam's terms are also recombined: the model often writes every term of the law, but in
 different candidates (`y` in one, `y**2.3` in another), so sums of up to `combine_size` of the
 `combine` terms it proposes first (each at the model's inner constants and at inner constants
 fitted to the data term by term) are proposed too, all scored at once by linear least squares.
@@ -72,7 +73,7 @@ class Found:
     r2: float  # R^2 of the trajectory from y0 on the observations (-inf if it failed)
     ic: float  # information criterion on the trajectory residual (lower is better)
     constants: int
-    source: str  # "model", "variant" or any label the caller gives
+    source: str  # "model", "variant", "combination", "trivial" or any label the caller gives
     stage: str = "integral"  # "integral" (integrated once) or "trajectory" (least squares)
     rejected: str | None = None  # why it is unsafe to extrapolate, when it is
     nfev: int = 0  # trajectory evaluations of its least-squares fit
@@ -198,6 +199,7 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
             if term.rest != 1:
                 first.setdefault(term.key, term)
         sums += [(subset, "variant" if is_variant else source) for subset, is_variant in _subsets(terms, variants, const)]
+    sums += [([], "trivial"), ([const], "trivial")]  # y' = 0 and y' = c: laws no beam term is needed for
     if combine:
         pool = _adapted(list(first.values())[:combine], t, y, cache)
         keys = {term.key for term in pool}
