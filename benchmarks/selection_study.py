@@ -198,7 +198,8 @@ def main() -> None:
     c.add_argument("--beam", type=int, default=256)
     c.add_argument("--top-k", type=int, default=16)
     c.add_argument("--max-nfev", type=int, default=40)
-    c.add_argument("--basis", type=int, default=0, help="powers y, ..., y**BASIS recombined beside the beam's terms")
+    c.add_argument("--basis", type=int, default=Settings.basis,
+                   help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", required=True)
     r = sub.add_parser("rules", help="score selection rules on collected records")

@@ -99,6 +99,8 @@ def main(argv=None) -> int:
     pr.add_argument("--combine", type=int, default=d.combine,
                     help="distinct beam terms recombined into new sums (default %(default)s; 0: only the beam's "
                          "own sums)")
+    pr.add_argument("--basis", type=int, default=d.basis,
+                    help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s; 0: none)")
     pr.add_argument("--forecast", type=float, default=d.forecast,
                     help="fits within this of the best information criterion compete on forecasting the last "
                          "30%% of the data (default %(default)g; 0: the lowest criterion wins)")
@@ -118,7 +120,7 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor
     from nsode.search import supported
 
-    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
+    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine, basis=args.basis,
                                               forecast=args.forecast, node_cost=args.node_cost)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     try:

@@ -9,7 +9,9 @@ The two laws that need no term of the beam, y' = 0 and y' = c (a steady state, z
 kinetics), are always candidates. The beam's terms are also recombined: the model often writes every term of the law, but in
 different candidates (`y` in one, `y**2.3` in another), so sums of up to `combine_size` of the
 `combine` terms it proposes first (each at the model's inner constants and at inner constants
-fitted to the data term by term) are proposed too, all scored at once by linear least squares.
+fitted to the data term by term) and of the powers y, y^2, y^3 (`basis`: the polynomial laws
+of population dynamics and kinetics, logistic or cubic, are proposed whatever the beam holds)
+are proposed too, all scored at once by linear least squares.
 
 Then a funnel with counted budgets (core.fitting does every fit):
 1. every skeleton: its term coefficients and y0 by linear least squares on the integral form,
@@ -58,7 +60,7 @@ class Settings:
     variants: bool = True  # propose sub-sums and added constant terms
     combine: int = 16  # distinct beam terms (first proposed first) recombined into new sums; 0: none
     combine_size: int = 3  # terms per recombined sum, besides a constant term
-    basis: int = 0  # also recombine the powers y, ..., y**basis (a polynomial prior beside the model's terms)
+    basis: int = 3  # also recombine the powers y, ..., y**basis: a polynomial prior beside the model's terms
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)

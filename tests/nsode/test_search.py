@@ -86,6 +86,16 @@ def test_a_candidate_with_a_pole_beside_the_data_is_rejected():
     assert found[0] is not pole[0]
 
 
+def test_low_powers_of_y_are_recombined_whatever_the_beam_holds():
+    law = 1.31 * Y - 1.1 * Y**3  # a cubic (Stuart-Landau) law; the proposals hold neither power
+    y = solve(compile_scalar(law), 0.1, T) * (1 + 0.01 * np.random.default_rng(5).normal(size=T.size))
+    found, _ = search([sympy.sin(Y), sympy.exp(-Y) / Y], T, y)
+    assert skeleton_key(found[0].expr) == skeleton_key(law), found[0].expr
+    assert float(found[0].expr.coeff(Y)) == pytest.approx(1.31, rel=0.05)
+    without, _ = search([sympy.sin(Y), sympy.exp(-Y) / Y], T, y, Settings(basis=0))
+    assert skeleton_key(without[0].expr) != skeleton_key(law)
+
+
 def test_terms_from_different_candidates_are_recombined_into_the_law():
     # logistic growth y' = y - 0.4 y^2: the proposals hold `y` and `y**2.3` (wrong exponent), never together
     y = solve(compile_scalar(Y - 0.4 * Y**2), 0.5, T)
