@@ -9,7 +9,7 @@ vocabulary and two-hot constants), `encoding` (IEEE-754 bits of the observations
 from pathlib import Path
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-# The search's proposers (nsode-eps+refine version 6, nsode predict): the paper's raw-input nsode-eps
+# The search's proposers (nsode-eps+refine since version 6, nsode predict): the paper's raw-input nsode-eps
 # reads trajectories like its training data, the scale-invariant one all others (model card).
 SEARCH_CHECKPOINT = "nsode-eps"
 SCALED_CHECKPOINT = "nsode-eps-scaled"
