@@ -72,7 +72,8 @@ def candidates(searcher, t, y, top_k: int, max_nfev: int, basis: int = 0) -> lis
     trajectory: one record per (skeleton, stage)."""
     sigma = noise_level(t, y)
     exprs = [e for e, _ in searcher.candidates(t, y)]
-    skeletons = shortlist(propose(exprs, t, y, sigma, combine=Settings.combine, basis=basis),
+    skeletons = shortlist(propose(exprs, t, y, sigma, combine=Settings.combine, basis=basis, steady=Settings.steady,
+                                  drift=Settings.drift),
                           Settings(top_k=top_k, pareto=True))
     cut = int(FORECAST_SHARE * len(y))
     out = []

@@ -100,7 +100,10 @@ def main(argv=None) -> int:
                     help="distinct beam terms recombined into new sums (default %(default)s; 0: only the beam's "
                          "own sums)")
     pr.add_argument("--basis", type=int, default=d.basis,
-                    help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s; 0: none)")
+                    help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s: none)")
+    pr.add_argument("--drift", action="store_true",
+                    help="also consider y' = c (zero-order kinetics, a constant drift); off by default because "
+                         "a slow relaxation whose curvature is below the noise then reads as a straight line")
     pr.add_argument("--forecast", type=float, default=d.forecast,
                     help="fits within this of the best information criterion compete on forecasting the last "
                          "30%% of the data (default %(default)g; 0: the lowest criterion wins)")
@@ -120,8 +123,9 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor
     from nsode.search import supported
 
-    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine, basis=args.basis,
-                                              forecast=args.forecast, node_cost=args.node_cost)
+    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
+                                              basis=args.basis, drift=args.drift, forecast=args.forecast,
+                                              node_cost=args.node_cost)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     try:
         t, y = read_trajectory(args.file)

@@ -5,13 +5,12 @@ gets a free coefficient and every other number inside it becomes a free constant
 structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one term dropped)
 and sums with a constant term added are proposed as well, because the model often writes the
 right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses an offset.
-The two laws that need no term of the beam, y' = 0 and y' = c (a steady state, zero-order
-kinetics), are always candidates. The beam's terms are also recombined: the model often writes every term of the law, but in
-different candidates (`y` in one, `y**2.3` in another), so sums of up to `combine_size` of the
-`combine` terms it proposes first (each at the model's inner constants and at inner constants
-fitted to the data term by term) and of the powers y, y^2, y^3 (`basis`: the polynomial laws
-of population dynamics and kinetics, logistic or cubic, are proposed whatever the beam holds)
-are proposed too, all scored at once by linear least squares.
+A steady state, y' = 0, needs no term of the beam and is always a candidate (y' = c, zero-order
+kinetics, is one on request: `drift`). The beam's terms are also recombined: the model often
+writes every term of the law, but in different candidates (`y` in one, `y**2.3` in another), so
+sums of up to `combine_size` of the `combine` terms it proposes first (each at the model's inner
+constants and at inner constants fitted to the data term by term), and on request of the powers
+y, ..., y^basis, are proposed too, all scored at once by linear least squares.
 
 Then a funnel with counted budgets (core.fitting does every fit):
 1. every skeleton: its term coefficients and y0 by linear least squares on the integral form,
@@ -60,7 +59,9 @@ class Settings:
     variants: bool = True  # propose sub-sums and added constant terms
     combine: int = 16  # distinct beam terms (first proposed first) recombined into new sums; 0: none
     combine_size: int = 3  # terms per recombined sum, besides a constant term
-    basis: int = 3  # also recombine the powers y, ..., y**basis: a polynomial prior beside the model's terms
+    steady: bool = True  # y' = 0 (a steady state) is a candidate
+    drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
+    basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
@@ -182,7 +183,8 @@ def _subsets(terms: list[_Term], variants: bool, const: _Term) -> list[tuple[lis
 
 
 def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True, combine: int = 0,
-            combine_size: int = 3, basis: int = 0, source: str = "model") -> dict[tuple, _Skeleton]:
+            combine_size: int = 3, basis: int = 0, steady: bool = False, drift: bool = False,
+            source: str = "model") -> dict[tuple, _Skeleton]:
     """Stage 1: the unique skeletons of `exprs` (and variants, and recombinations of their first
     `combine` distinct terms), each with its term coefficients and y0 fitted linearly on the
     integral form; per skeleton the best-scoring instance is kept."""
@@ -201,7 +203,10 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
             if term.rest != 1:
                 first.setdefault(term.key, term)
         sums += [(subset, "variant" if is_variant else source) for subset, is_variant in _subsets(terms, variants, const)]
-    sums += [([], "trivial"), ([const], "trivial")]  # y' = 0 and y' = c: laws no beam term is needed for
+    if steady:  # laws that need no term of the beam
+        sums.append(([], "trivial"))
+    if drift:
+        sums.append(([const], "trivial"))
     if combine:
         pool = _adapted(list(first.values())[:combine], t, y, cache)
         keys = {term.key for term in pool}
@@ -440,7 +445,8 @@ def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[
     t, y = np.asarray(t, float), np.asarray(y, float)
     sigma = noise_level(t, y)
     skeletons = propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
-                        combine_size=settings.combine_size, basis=settings.basis)
+                        combine_size=settings.combine_size, basis=settings.basis, steady=settings.steady,
+                        drift=settings.drift)
     for label, more in extra:
         for key, skeleton in propose(more, t, y, sigma, variants=settings.variants, source=label).items():
             if key not in skeletons or skeleton.cheap_ic < skeletons[key].cheap_ic:

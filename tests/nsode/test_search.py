@@ -70,9 +70,9 @@ def test_parsimony_prefers_the_one_constant_law_over_a_curve_fit():
 
 @pytest.mark.parametrize("rate", [0.0, -1.2])
 def test_a_steady_state_and_zero_order_kinetics_need_no_proposal(rate):
-    # y' = 0 and y' = c are candidates whatever the proposer writes
+    # y' = 0 is a candidate whatever the proposer writes; y' = c on request (`drift`)
     y = 5 + rate * T + 0.01 * np.random.default_rng(4).normal(size=T.size)
-    found, _ = search([-0.3 * Y, sympy.sin(Y) / Y, sympy.log(Y)], T, y)
+    found, _ = search([-0.3 * Y, sympy.sin(Y) / Y, sympy.log(Y)], T, y, Settings(drift=rate != 0))
     assert found[0].source == "trivial" and not found[0].expr.has(Y), found[0].expr
     assert float(found[0].expr) == pytest.approx(rate, abs=0.01)
 
@@ -86,13 +86,13 @@ def test_a_candidate_with_a_pole_beside_the_data_is_rejected():
     assert found[0] is not pole[0]
 
 
-def test_low_powers_of_y_are_recombined_whatever_the_beam_holds():
+def test_low_powers_of_y_are_recombined_on_request():
     law = 1.31 * Y - 1.1 * Y**3  # a cubic (Stuart-Landau) law; the proposals hold neither power
     y = solve(compile_scalar(law), 0.1, T) * (1 + 0.01 * np.random.default_rng(5).normal(size=T.size))
-    found, _ = search([sympy.sin(Y), sympy.exp(-Y) / Y], T, y)
+    found, _ = search([sympy.sin(Y), sympy.exp(-Y) / Y], T, y, Settings(basis=3))
     assert skeleton_key(found[0].expr) == skeleton_key(law), found[0].expr
     assert float(found[0].expr.coeff(Y)) == pytest.approx(1.31, rel=0.05)
-    without, _ = search([sympy.sin(Y), sympy.exp(-Y) / Y], T, y, Settings(basis=0))
+    without, _ = search([sympy.sin(Y), sympy.exp(-Y) / Y], T, y)  # the default: no powers beyond the beam's
     assert skeleton_key(without[0].expr) != skeleton_key(law)
 
 
