@@ -23,7 +23,7 @@ from core.fitting import (SOLVE_FAILURES, fit_integral, fit_trajectory, noise_le
                           unstable_reason)
 from core.metrics import r2
 from core.solving import solve
-from nsode.search import FORECAST_SHARE, Settings, propose, shortlist, template_of
+from nsode.search import FORECAST_SHARE, Settings, propose_with, shortlist, template_of
 
 T_OBS, T_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
@@ -72,9 +72,7 @@ def candidates(searcher, t, y, top_k: int, max_nfev: int, basis: int = 0) -> lis
     trajectory: one record per (skeleton, stage)."""
     sigma = noise_level(t, y)
     exprs = [e for e, _ in searcher.candidates(t, y)]
-    skeletons = shortlist(propose(exprs, t, y, sigma, combine=Settings.combine, basis=basis, steady=Settings.steady,
-                                  drift=Settings.drift),
-                          Settings(top_k=top_k, pareto=True))
+    skeletons = shortlist(propose_with(exprs, t, y, sigma, Settings(basis=basis)), Settings(top_k=top_k, pareto=True))
     cut = int(FORECAST_SHARE * len(y))
     out = []
     for rank, skeleton in enumerate(skeletons):

@@ -6,9 +6,11 @@ model loading is not part of a task's fit time (it is reported in metadata as `l
 The three methods are one class with three parameter sets (`NSODE.variants`): `nsode` and
 `nsode-eps` differ in the checkpoint (both read raw t and y, as in the paper); `nsode-eps+refine`
 (since version 6 `nsode-eps` reads trajectories like its training data, the scale-invariant
-`scaled_checkpoint` `nsode-eps-scaled` all others; version 7 adds the law y' = 0 to every search) reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to
-extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam, top_k
-skeletons, refit, max_nfev); any of them is set on the command line, as in
+`scaled_checkpoint` `nsode-eps-scaled` all others; version 7 adds the law y' = 0 to every
+search) reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in the
+paper): constants and y0 refitted, fits unsafe to extrapolate rejected, parsimony by an
+information criterion. Its budget is counted (beam, top_k skeletons, refit, max_nfev); any of
+them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
 """
 import functools
@@ -50,8 +52,8 @@ class NSODE(Method):
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
-                 forecast=Settings.forecast, node_cost=Settings.node_cost, basis=Settings.basis, drift=Settings.drift, threads=1,
-                 scaled_checkpoint=None):
+                 forecast=Settings.forecast, node_cost=Settings.node_cost, basis=Settings.basis,
+                 drift=Settings.drift, threads=1, scaled_checkpoint=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
@@ -90,7 +92,8 @@ class NSODE(Method):
         if self.search:
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
                               criterion=self.criterion, combine=int(self.combine),
-                              forecast=float(self.forecast), node_cost=float(self.node_cost), basis=int(self.basis), drift=bool(self.drift))
+                              forecast=float(self.forecast), node_cost=float(self.node_cost),
+                              basis=int(self.basis), drift=bool(self.drift))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
                                     scaled=scaled)

@@ -221,6 +221,14 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
     return found
 
 
+def propose_with(exprs, t: np.ndarray, y: np.ndarray, sigma: float, settings: Settings) -> dict[tuple, _Skeleton]:
+    """`propose` with the candidates `settings` asks for (variants, recombinations, powers, y' = 0
+    and y' = c): stage 1 of `search`, and of any study that replays it."""
+    return propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
+                   combine_size=settings.combine_size, basis=settings.basis, steady=settings.steady,
+                   drift=settings.drift)
+
+
 def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[tuple[np.ndarray, float]]:
     """(y0 and term coefficients, information criterion) of each sum by linear least squares on
     the integral form, batched by size (normal equations on unit-norm columns, a tiny ridge for
@@ -444,9 +452,7 @@ def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[
     settings = settings or Settings()
     t, y = np.asarray(t, float), np.asarray(y, float)
     sigma = noise_level(t, y)
-    skeletons = propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
-                        combine_size=settings.combine_size, basis=settings.basis, steady=settings.steady,
-                        drift=settings.drift)
+    skeletons = propose_with(exprs, t, y, sigma, settings)
     for label, more in extra:
         for key, skeleton in propose(more, t, y, sigma, variants=settings.variants, source=label).items():
             if key not in skeletons or skeleton.cheap_ic < skeletons[key].cheap_ic:
