@@ -9,7 +9,8 @@ figures match `python -m bench run --methods nsode-eps ...`; this script is the 
 
     python benchmarks/nsode_quality.py [--variants nsode-eps] [--datasets textbook classic]
         [--noise 0 0.01 0.02] [--n 128] [--beam 64] [--limit 20] [--heldout DATA_DIR] [--simple 24]
-        [--rows paper search proged grammar+search union+search] [--search-beam 256] [--top-k 16]
+        [--simple-scales 1 100 0.01] [--rows paper search proged grammar+search union+search]
+        [--search-beam 256] [--top-k 16]
 """
 from __future__ import annotations
 
@@ -223,25 +224,28 @@ def refitted_truth(truth: sympy.Expr, t: np.ndarray, y: np.ndarray) -> str:
     return to_string(template.substitute(fit.values)) if fit.ok else ""
 
 
-def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11) -> None:
+def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11,
+                    scales=(1.0,)) -> None:
     """Whether the chosen ODE is the true one for simple ODEs with random constants, judged by its
     R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise sigma): a
     curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. Also the true skeleton's recall, and
-    the ceiling: the true law itself refitted to the noisy points."""
+    the ceiling: the true law itself refitted to the noisy points. `scales` repeats the set with y
+    in other units (x100: values in the hundreds), where a model trained on y near 1 is tested."""
     print(f"\nsimple ODEs ({count}: {'; '.join(SIMPLE_FORMS)}; random constants, n = 128 on [0, 2])\n")
-    print("| sigma | method | recovered (R^2 on [0, 4] > 0.99) | > 0.999 | median R^2 on [0, 4] | "
+    print("| sigma | y in units | method | recovered (R^2 on [0, 4] > 0.99) | > 0.999 | median R^2 on [0, 4] | "
           "true skeleton in beam | with variants |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
     for sigma in noises:
-        cases = simple_cases(count, sigma, seed)
-        hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
-        ceiling = recovery_r2(None, cases, truth_refit=True)
-        print(f"| {sigma:g} | true law, refitted (ceiling) | {np.mean(ceiling > 0.99):.0%} | {np.mean(ceiling > 0.999):.0%} | "
-              f"{np.median(ceiling):.3f} | | |", flush=True)
-        for row in rows:
-            r2s = recovery_r2(run[row], cases)
-            print(f"| {sigma:g} | {row} | {np.mean(r2s > 0.99):.0%} | {np.mean(r2s > 0.999):.0%} | "
-                  f"{np.median(r2s):.3f} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
+        for scale in scales:
+            cases = simple_cases(count, sigma, seed, scale=scale)
+            hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
+            ceiling = recovery_r2(None, cases, truth_refit=True)
+            print(f"| {sigma:g} | x{scale:g} | true law, refitted (ceiling) | {np.mean(ceiling > 0.99):.0%} | "
+                  f"{np.mean(ceiling > 0.999):.0%} | {np.median(ceiling):.3f} | | |", flush=True)
+            for row in rows:
+                r2s = recovery_r2(run[row], cases)
+                print(f"| {sigma:g} | x{scale:g} | {row} | {np.mean(r2s > 0.99):.0%} | {np.mean(r2s > 0.999):.0%} | "
+                      f"{np.median(r2s):.3f} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
 
 
 def main() -> None:
@@ -270,6 +274,8 @@ def main() -> None:
     p.add_argument("--simple", type=int, default=24, help="simple ODEs with random constants to recover (0: skip)")
     p.add_argument("--simple-noise", type=float, nargs="+", default=[0.0, 0.01])
     p.add_argument("--simple-seed", type=int, default=11, help="seed of the simple ODEs' constants (and, + 1, their noise)")
+    p.add_argument("--simple-scales", type=float, nargs="+", default=[1.0],
+                   help="units of y for the simple ODEs (e.g. 1 100 0.01: the same laws with y x100 and x0.01)")
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--tasks-csv", default=None, help="also write one line per (task, row) to this CSV")
@@ -289,7 +295,8 @@ def main() -> None:
         if args.heldout:
             skeleton_accuracy(paper, searcher, args.heldout, variant, args.heldout_limit)
         if args.simple:
-            simple_recovery(run, args.rows, searcher, args.simple, args.simple_noise, args.simple_seed)
+            simple_recovery(run, args.rows, searcher, args.simple, args.simple_noise, args.simple_seed,
+                            args.simple_scales)
 
 
 if __name__ == "__main__":
