@@ -12,7 +12,7 @@ same fixed sets every time:
   other units (x100 and x0.01: the failure mode scale invariance is for).
 
     python benchmarks/nsode_curves.py --runs ~/nsode-runs/runs/eps-scaled --extra nsode/checkpoints/nsode-eps \
-        --data ~/nsode-runs/data/cpu-s2031 ~/nsode-runs/data/science-s2041 --out curves.csv
+        --data ~/nsode-runs/data/cpu-s2031 ~/nsode-runs/data/science-s2041 --out curves.csv [--plot curves.png]
 """
 from __future__ import annotations
 
@@ -73,6 +73,8 @@ def main(argv=None) -> None:
     p.add_argument("--search-beam", type=int, default=256)
     p.add_argument("--out", default="curves.csv", help="CSV of all rows (rows already there are kept)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--plot", type=Path, default=None,
+                   help="write a PNG of all rows of --out: validation losses and recovery against samples seen")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     folders = [Path(f) for f in args.extra]
@@ -87,7 +89,37 @@ def main(argv=None) -> None:
         rows.append(measure(folder, args.data, args))
         pd.DataFrame(rows).to_csv(out, index=False)  # written as it goes: an interrupted run resumes
         print(pd.DataFrame(rows[-1:]).to_string(index=False), flush=True)
-    print(pd.DataFrame(rows).sort_values("samples").to_markdown(index=False, floatfmt=".3g"))
+    table = pd.DataFrame(rows).sort_values("samples")
+    print(table.to_markdown(index=False, floatfmt=".3g"))
+    if args.plot:
+        plot_curves(table, args.plot)
+
+
+def plot_curves(table: pd.DataFrame, out: Path) -> None:
+    """Validation loss per generator and simple-ODE recovery against samples seen, one point per
+    checkpoint (a checkpoint with another input path than most is drawn apart: its losses are on
+    other targets)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    panels = ((axes[0], "val_loss[", 1.0), (axes[1], "recovered[", 100.0))
+    for ax, prefix, factor in panels:
+        columns = [c for c in table.columns if c.startswith(prefix)]
+        for colour, column in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], columns):
+            groups = sorted(table.groupby("input_scaling"), key=lambda g: -len(g[1]))  # lines: the main path
+            for k, (scaling, rows) in enumerate(groups):
+                ax.plot(rows["samples"], factor * rows[column], "o-" if k == 0 else "s", color=colour,
+                        mfc=None if k == 0 else "none", label=f"{column[len(prefix):-1]} ({scaling} input)")
+    axes[0].set(xlabel="samples seen", ylabel="validation loss (held-out skeletons)")
+    axes[1].set(xlabel="samples seen", ylabel="simple ODEs recovered by the search (%)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"plot written to {out}")
 
 
 if __name__ == "__main__":
