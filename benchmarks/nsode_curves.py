@@ -105,11 +105,11 @@ def plot_curves(table: pd.DataFrame, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    groups = sorted(table.groupby("input_scaling"), key=lambda g: -len(g[1]))  # lines: the main path
     panels = ((axes[0], "val_loss[", 1.0), (axes[1], "recovered[", 100.0))
     for ax, prefix, factor in panels:
         columns = [c for c in table.columns if c.startswith(prefix)]
         for colour, column in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], columns):
-            groups = sorted(table.groupby("input_scaling"), key=lambda g: -len(g[1]))  # lines: the main path
             for k, (scaling, rows) in enumerate(groups):
                 ax.plot(rows["samples"], factor * rows[column], "o-" if k == 0 else "s", color=colour,
                         mfc=None if k == 0 else "none", label=f"{column[len(prefix):-1]} ({scaling} input)")
