@@ -15,6 +15,7 @@ EXAMPLES = """examples:
   python -m bench run --dataset my_trajectories/ --methods sindy     (a folder of t,y CSV files)
   python -m bench list
   python -m bench report results/my-sweep
+  python -m bench compare results/my-sweep --methods nsode-eps+refine proged
   python -m bench plot results/my-sweep --out figures/
   python -m bench paper --config configs/paper.yaml --quick        (smoke test of the paper pipeline)
   python -m bench run --dataset classic --backend dask --scheduler tcp://HOST:8786 -j 32
@@ -135,6 +136,17 @@ def _add_result_commands(sub) -> None:
     report.add_argument("--out", metavar="DIR", help="where to write the tables (default: the result folder; "
                         "required with several folders)")
     report.set_defaults(handler=_report)
+
+    compare = sub.add_parser("compare", help="two methods task by task: solved counts and a sign test per cell",
+                             description="Pair two methods on the tasks both ran: per dataset and noise level, "
+                             "how many tasks each solves (R^2 > 0.9, failures unsolved), how many only one of "
+                             "them solves, and the exact two-sided sign test on those, for interpolation and "
+                             "extrapolation. Tells a real gap between two methods from a draw of the noise.")
+    compare.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
+    compare.add_argument("--methods", nargs=2, required=True, metavar=("FIRST", "SECOND"))
+    compare.add_argument("--by", nargs="*", default=["dataset", "noise"], metavar="COLUMN",
+                         help="columns that split the tasks into cells (default: dataset noise; none: one row)")
+    compare.set_defaults(handler=_compare)
 
 
 
@@ -272,6 +284,21 @@ def _report(args) -> int:
     paths = report.write(rows, _output_folder(args, ""))
     print(report.format_markdown(report.medians(rows)))
     print("\n" + "  ".join(f"{k}: {v}" for k, v in paths.items()))
+    return 0
+
+
+def _compare(args) -> int:
+    from bench import compare
+
+    rows = _read_results([Path(p) for p in args.results])
+    unknown = sorted(set(args.by) - set(rows.columns))
+    if unknown:
+        raise UserError(f"--by: no column {', '.join(unknown)} in the results (e.g. dataset, noise, n, seed)")
+    try:
+        table = compare.paired(rows, *args.methods, by=tuple(args.by))
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    print(compare.format_markdown(table, *args.methods))
     return 0
 
 

@@ -95,7 +95,7 @@ def test_failed_run_keeps_what_was_stored(tmp_path):
     assert sorted((out / "parts").iterdir()) == before
 
 
-def test_list_shows_methods_and_report_reads_results(tmp_path):
+def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     listing = bench("list")
     assert listing.returncode == 0 and "truth" in listing.stdout and "textbook" in listing.stdout
     out = tmp_path / "o"
@@ -104,6 +104,9 @@ def test_list_shows_methods_and_report_reads_results(tmp_path):
     assert report.returncode == 0 and "truth" in report.stdout
     rescored = bench("score", out)
     assert rescored.returncode == 0 and "re-scored 12" in rescored.stdout
+    paired = bench("compare", out, "--methods", "truth", "truth")
+    assert paired.returncode == 0 and "12 / 12 (0 vs 0, p 1)" in paired.stdout
+    assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"), "sindy")
 
 
 def test_method_with_a_broken_dependency_is_listed_unavailable(tmp_path):

@@ -1,0 +1,61 @@
+"""Two methods, task by task: is one really ahead, or is the gap a draw of the noise?
+
+Shares of solved tasks differ by a task or two between methods on small cells; pairing the two
+methods on the same tasks tells a real gap from chance. For each cell, the tasks both methods ran:
+how many each solves (R^2 above `report.GOOD_R2`, failures unsolved), how many only one of them
+solves, and the exact two-sided sign test on those discordant tasks (the tasks both or neither
+solve say nothing about which is better).
+"""
+from __future__ import annotations
+
+import pandas as pd
+from scipy.stats import binomtest
+
+from bench.report import GOOD_R2, with_failure_policy
+from bench.rows import KEY
+
+TASK = [k for k in KEY if k != "method"]
+
+
+def paired(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ("dataset", "noise")) -> pd.DataFrame:
+    """One row per cell of `by` and a last row "all": paired tasks, then per part (interp, extrap)
+    the solved counts of each method, the tasks only one solves, and the sign test's p-value;
+    the median fit seconds of each. Extrapolation counts only tasks with a true solution."""
+    for name in (first, second):
+        if name not in set(rows["method"]):
+            raise ValueError(f"no rows of method {name!r} (methods stored: {', '.join(sorted(set(rows['method'])))})")
+    rows = with_failure_policy(rows)
+    wide = rows[rows["method"] == first].merge(rows[rows["method"] == second], on=TASK, suffixes=("_1", "_2"))
+    if wide.empty:
+        raise ValueError(f"{first} and {second} share no task")
+    cells = [(dict(zip(by, key if isinstance(key, tuple) else (key,))), group)
+             for key, group in wide.groupby(list(by), dropna=False)] if by else []
+    cells.append(({column: "all" for column in by}, wide))
+    return pd.DataFrame([{**labels, **_cell(group)} for labels, group in cells])
+
+
+def _cell(wide: pd.DataFrame) -> dict:
+    out = {"tasks": len(wide)}
+    for part in ("interp", "extrap"):
+        scored = wide[wide[f"r2_{part}_1"].notna() & wide[f"r2_{part}_2"].notna()]
+        one, two = scored[f"r2_{part}_1"] > GOOD_R2, scored[f"r2_{part}_2"] > GOOD_R2
+        only_one, only_two = int((one & ~two).sum()), int((two & ~one).sum())
+        out |= {f"{part} solved 1": int(one.sum()), f"{part} solved 2": int(two.sum()),
+                f"{part} only 1": only_one, f"{part} only 2": only_two,
+                f"{part} p": binomtest(only_one, only_one + only_two).pvalue if only_one + only_two else 1.0}
+    out |= {"median fit 1 (s)": wide["fit_time_1"].median(), "median fit 2 (s)": wide["fit_time_2"].median()}
+    return out
+
+
+def format_markdown(table: pd.DataFrame, first: str, second: str) -> str:
+    """Counts as `first / second (only first vs only second, p)` per part, for reading."""
+    shown = table.drop(columns=[c for c in table.columns if c.startswith(("interp", "extrap", "median fit"))])
+    records = table.to_dict("records")  # keeps the counts integers, unlike iterrows on an all-number table
+    for part in ("interp", "extrap"):
+        shown[f"{part}: solved"] = [
+            f"{r[f'{part} solved 1']} / {r[f'{part} solved 2']} ({r[f'{part} only 1']} vs {r[f'{part} only 2']}, "
+            f"p {r[f'{part} p']:.2g})" for r in records]
+    shown["median fit (s)"] = [f"{r['median fit 1 (s)']:.1f} / {r['median fit 2 (s)']:.1f}" for r in records]
+    legend = (f"{first} / {second}: tasks with R^2 > {GOOD_R2:g} (failures unsolved); in brackets the tasks only "
+              f"{first} solves vs only {second}, and the two-sided sign test's p on them")
+    return legend + "\n\n" + shown.to_markdown(index=False)

@@ -1,0 +1,44 @@
+"""Two methods are compared on the tasks both ran, with a sign test on the tasks only one solves."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import compare
+from bench.rows import METRIC_COLUMNS
+
+
+def rows(method, r2, *, status="ok", dataset="classic", first=0):
+    out = []
+    for i, value in enumerate(r2, start=first):
+        row = dict.fromkeys(METRIC_COLUMNS, np.nan)
+        row.update(dataset=dataset, equation_id=f"e{i}", y0_index=0, noise=0.01, n=128, seed=0, method=method,
+                   status=status, score_status="ok", truth_kind="solution", r2_interp=value, r2_extrap=value,
+                   fit_time=1.0)
+        out.append(row)
+    return out
+
+
+def test_discordant_tasks_decide_and_the_sign_test_is_exact():
+    frame = pd.DataFrame(rows("a", [0.99] * 10) + rows("b", [0.99, 0.99] + [0.5] * 8))
+    table = compare.paired(frame, "a", "b")
+    cell = table.iloc[0]
+    assert (cell["tasks"], cell["interp solved 1"], cell["interp solved 2"]) == (10, 10, 2)
+    assert (cell["interp only 1"], cell["interp only 2"]) == (8, 0)
+    assert cell["interp p"] == pytest.approx(2 * 0.5 ** 8)  # 8 of 8 discordant tasks go one way
+    assert list(table["dataset"]) == ["classic", "all"]
+
+
+def test_only_shared_tasks_count_and_a_failure_is_unsolved():
+    frame = pd.DataFrame(rows("a", [0.99, 0.99, 0.99]) + rows("b", [0.99, 0.99], status="error"))
+    cell = compare.paired(frame, "a", "b", by=()).iloc[0]
+    assert cell["tasks"] == 2  # e2 has no row of b
+    assert (cell["extrap only 1"], cell["extrap only 2"], cell["extrap p"]) == (2, 0, 0.5)
+    assert "2 / 0 (2 vs 0, p 0.5)" in compare.format_markdown(compare.paired(frame, "a", "b", by=()), "a", "b")
+
+
+def test_an_unknown_method_or_no_shared_task_is_a_clear_error():
+    frame = pd.DataFrame(rows("a", [0.99]) + rows("b", [0.99], first=5))
+    with pytest.raises(ValueError, match="'c'"):
+        compare.paired(frame, "a", "c")
+    with pytest.raises(ValueError, match="share no task"):
+        compare.paired(frame, "a", "b")
