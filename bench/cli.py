@@ -143,9 +143,11 @@ def _add_result_commands(sub) -> None:
                              "them solves, and the exact two-sided sign test on those, for interpolation and "
                              "extrapolation. Tells a real gap between two methods from a draw of the noise.")
     compare.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
-    compare.add_argument("--methods", nargs=2, required=True, metavar=("FIRST", "SECOND"))
+    compare.add_argument("--methods", nargs=2, required=True, metavar=("FIRST", "SECOND"),
+                         help="the two methods, as stored (e.g. nsode-eps+refine proged)")
     compare.add_argument("--by", nargs="*", default=["dataset", "noise"], metavar="COLUMN",
-                         help="columns that split the tasks into cells (default: dataset noise; none: one row)")
+                         help="columns that split the tasks into cells (default: dataset noise; `--by` with no "
+                              "column: one row for all tasks)")
     compare.set_defaults(handler=_compare)
 
 
