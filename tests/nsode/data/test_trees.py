@@ -74,3 +74,12 @@ def test_a_huge_exponent_of_a_y_subtree_is_refused_not_expanded():
     with pytest.raises(trees.InvalidTree, match="exponent"):
         trees.to_sympy(prefix)
     assert str(trees.to_sympy(["pow", "y", 3])) == "y**3"
+
+
+def test_a_y_subtree_that_cancels_is_evaluated_as_a_float():
+    # exp(exp(exp(12.5 + y - y))): sympy evaluated the last exp with arbitrary-precision floats
+    # (computing ln 2 to hundreds of thousands of digits); a generation run sat on it for an hour.
+    prefix = ["exp", "exp", "exp", "add", "sub", "y", "y", 12.5]
+    with pytest.raises(trees.InvalidTree, match="not a finite real"):
+        trees.to_sympy(prefix)
+    assert trees.to_sympy(["add", "y", "mul", "sub", "y", "y", 3.0]) == trees.Y
