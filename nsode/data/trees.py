@@ -102,7 +102,7 @@ _FLOAT_OPS = {
     "div": lambda a, b: a / b, "pow": lambda a, b: math.pow(a, b),
     "sin": math.sin, "cos": math.cos, "exp": math.exp, "sqrt": math.sqrt, "log": math.log,
 }
-def _numbers_as_floats(value):
+def _number_as_float(value):
     """A y-subtree that sympy reduced to a number (y - y, 0*y) as a float, so that what is built on
     it takes the floating-point path: sympy would evaluate exp(exp(exp(12.5 + y - y))) with
     arbitrary-precision floats (hours for one tree) where math.exp overflows at once."""
@@ -135,7 +135,7 @@ def to_sympy(prefix: list) -> sympy.Expr:
             return Y
         if not isinstance(item, str):
             return float(item)
-        args = [_numbers_as_floats(a) for a in (build() for _ in range(2 if item in BINARY_OPS else 1))]
+        args = [_number_as_float(a) for a in (build() for _ in range(2 if item in BINARY_OPS else 1))]
         if all(isinstance(a, float) for a in args):
             try:
                 value = _FLOAT_OPS[item](*args)
