@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import claims, provenance, report
+from bench import claims, compare, provenance, report
 
 REPORT = "REPRODUCTION.md"
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
@@ -67,6 +67,18 @@ def _grid(rows: pd.DataFrame) -> list[str]:
             f"- stored rows: {len(rows)}"]
 
 
+def _leaders_section(rows: pd.DataFrame, board: pd.DataFrame, oracle: str) -> list[str]:
+    """The two leading methods (oracle aside) paired task by task: is the leader's margin more
+    than a draw of the noise? Empty when fewer than two methods compete."""
+    leaders = [m for m in board["method"] if m != oracle][:2]
+    if len(leaders) < 2:
+        return []
+    return ["## The two leading methods, task by task", "",
+            f"`python -m bench compare` on this sweep: per dataset and noise level the tasks each of {leaders[0]} and "
+            f"{leaders[1]} solves, the tasks only one of them solves and the exact sign test on those.", "",
+            compare.format_markdown(compare.paired(rows, *leaders), *leaders), ""]
+
+
 def _claims_section(verdicts: list[claims.Verdict]) -> list[str]:
     lines = ["| # | claim (paper) | measured here | verdict | why |", "|---|---|---|---|---|"]
     for v in verdicts:
@@ -106,6 +118,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}; failures count as R^2 = -inf. Per "
               "dataset and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
               report.format_leaderboard(board), "",
+              *_leaders_section(rows, board, roles.oracle),
               "## Time per method", "", times.to_markdown(index=False, floatfmt=".3g"), "",
               "## Figures and tables", "",
               "![median R^2, complexity and fit time against noise](main.png)", "",
