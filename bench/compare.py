@@ -21,9 +21,10 @@ def paired(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ("
     """One row per cell of `by` and a last row "all": paired tasks, then per part (interp, extrap)
     the solved counts of each method, the tasks only one solves, and the sign test's p-value;
     the median fit seconds of each. Extrapolation counts only tasks with a true solution."""
+    stored = set(rows["method"])
     for name in (first, second):
-        if name not in set(rows["method"]):
-            raise ValueError(f"no rows of method {name!r} (methods stored: {', '.join(sorted(set(rows['method'])))})")
+        if name not in stored:
+            raise ValueError(f"no rows of method {name!r} (methods stored: {', '.join(sorted(stored))})")
     rows = with_failure_policy(rows)
     wide = rows[rows["method"] == first].merge(rows[rows["method"] == second], on=TASK, suffixes=("_1", "_2"))
     if wide.empty:

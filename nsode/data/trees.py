@@ -102,6 +102,8 @@ _FLOAT_OPS = {
     "div": lambda a, b: a / b, "pow": lambda a, b: math.pow(a, b),
     "sin": math.sin, "cos": math.cos, "exp": math.exp, "sqrt": math.sqrt, "log": math.log,
 }
+
+
 def _number_as_float(value):
     """A y-subtree that sympy reduced to a number (y - y, 0*y) as a float, so that what is built on
     it takes the floating-point path: sympy would evaluate exp(exp(exp(12.5 + y - y))) with
@@ -109,11 +111,11 @@ def _number_as_float(value):
     if not isinstance(value, sympy.Number):
         return value
     try:
-        number = float(value)
-    except (OverflowError, TypeError):
-        raise InvalidTree(f"constant subexpression {value} is not a finite real") from None
+        number = float(value)  # a huge Integer overflows; a huge Float or nan reads as inf or nan
+    except OverflowError:
+        number = math.inf
     if not math.isfinite(number):
-        raise InvalidTree(f"constant subexpression {value} is not finite")
+        raise InvalidTree(f"constant subexpression {value} is not a finite real")
     return number
 
 
