@@ -9,7 +9,8 @@ figures match `python -m bench run --methods nsode-eps ...`; this script is the 
 
     python benchmarks/nsode_quality.py [--variants nsode-eps] [--datasets textbook classic]
         [--noise 0 0.01 0.02] [--n 128] [--beam 64] [--limit 20] [--heldout DATA_DIR] [--simple 24]
-        [--simple-scales 1 100 0.01] [--rows paper search proged grammar+search union+search]
+        [--simple-scales 1 100 0.01] [--generated DATA_DIR ...] [--scaled nsode-eps-scaled]
+        [--rows paper search proged grammar+search union+search]
         [--search-beam 256] [--top-k 16]
 """
 from __future__ import annotations
@@ -228,24 +229,57 @@ def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, se
                     scales=(1.0,)) -> None:
     """Whether the chosen ODE is the true one for simple ODEs with random constants, judged by its
     R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise sigma): a
-    curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. Also the true skeleton's recall, and
-    the ceiling: the true law itself refitted to the noisy points. `scales` repeats the set with y
-    in other units (x100: values in the hundreds), where a model trained on y near 1 is tested."""
+    curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. `scales` repeats the set with y in
+    other units (x100: values in the hundreds), where a model trained on y near 1 is tested."""
     print(f"\nsimple ODEs ({count}: {'; '.join(SIMPLE_FORMS)}; random constants, n = 128 on [0, 2])\n")
-    print("| sigma | y in units | method | recovered (R^2 on [0, 4] > 0.99) | > 0.999 | median R^2 on [0, 4] | "
-          "true skeleton in beam | with variants |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    print(RECOVERY_HEADER)
     for sigma in noises:
         for scale in scales:
-            cases = simple_cases(count, sigma, seed, scale=scale)
-            hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
-            ceiling = recovery_r2(None, cases, truth_refit=True)
-            print(f"| {sigma:g} | x{scale:g} | true law, refitted (ceiling) | {np.mean(ceiling > 0.99):.0%} | "
-                  f"{np.mean(ceiling > 0.999):.0%} | {np.median(ceiling):.3f} | | |", flush=True)
-            for row in rows:
-                r2s = recovery_r2(run[row], cases)
-                print(f"| {sigma:g} | x{scale:g} | {row} | {np.mean(r2s > 0.99):.0%} | {np.mean(r2s > 0.999):.0%} | "
-                      f"{np.median(r2s):.3f} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
+            recovery_rows(run, rows, searcher, simple_cases(count, sigma, seed, scale=scale), f"{sigma:g} | x{scale:g}")
+
+
+def generated_recovery(run: dict, rows, searcher: Predictor, folders, count: int, noises, seed: int = 0) -> None:
+    """The same on the first ODE of each of `count` held-out skeletons of each data folder (the
+    generator's own distributions, which no checkpoint trained on), from its stored y0; the noise
+    draws of `selection_study.py collect --seed SEED`."""
+    from selection_study import generated_cases, observe
+
+    print(f"\nheld-out generated ODEs (first ODE of each of {count} validation skeletons, n = 128 on [0, 2])\n")
+    print(RECOVERY_HEADER)
+    for folder in folders:
+        laws = generated_cases(folder, count)
+        for sigma in noises:
+            rng = np.random.default_rng([seed, int(sigma * 1e4)])
+            cases = [(seen[0], seen[1], f) for _, f, y0 in laws if (seen := observe(f, y0, sigma, rng)) is not None]
+            recovery_rows(run, rows, searcher, cases, f"{sigma:g} | {Path(folder).name} ({len(cases)})")
+
+
+RECOVERY_HEADER = ("| sigma | set | method | recovered (R^2 on [0, 4] > 0.99) | > 0.999 | median R^2 on [0, 4] | "
+                   "recovered only by this row / only by the first (sign test p) | true skeleton in beam | with variants |\n"
+                   "|---:|---|---|---:|---:|---:|---|---:|---:|")
+
+
+def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str) -> None:
+    """One table row per method on `cases` (truth on [0, 4], observations, f), after the ceiling:
+    the true law itself refitted to the observations, what a method that always picks the true
+    skeleton gets. Each row after the first is paired with the first, trajectory by trajectory."""
+    from scipy.stats import binomtest
+
+    hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
+    ceiling = recovery_r2(None, cases, truth_refit=True)
+    print(f"| {label} | true law, refitted (ceiling) | {np.mean(ceiling > 0.99):.0%} | "
+          f"{np.mean(ceiling > 0.999):.0%} | {np.median(ceiling):.3f} | | | |", flush=True)
+    first = None
+    for row in rows:
+        solved = (r2s := recovery_r2(run[row], cases)) > 0.99
+        paired = ""
+        if first is not None:
+            only, only_first = int(np.sum(solved & ~first)), int(np.sum(first & ~solved))
+            p = binomtest(only, only + only_first).pvalue if only + only_first else 1.0
+            paired = f"{only} / {only_first} (p {p:.2g})"
+        first = solved if first is None else first
+        print(f"| {label} | {row} | {int(solved.sum())} of {len(cases)} ({np.mean(solved):.0%}) | "
+              f"{np.mean(r2s > 0.999):.0%} | {np.median(r2s):.3f} | {paired} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
 
 
 def main() -> None:
@@ -276,6 +310,14 @@ def main() -> None:
     p.add_argument("--simple-seed", type=int, default=11, help="seed of the simple ODEs' constants (and, + 1, their noise)")
     p.add_argument("--simple-scales", type=float, nargs="+", default=[1.0],
                    help="units of y for the simple ODEs (e.g. 1 100 0.01: the same laws with y x100 and x0.01)")
+    p.add_argument("--generated", nargs="*", default=[], metavar="DATA_DIR",
+                   help="data folders whose held-out skeletons' ODEs to recover (first ODE of each)")
+    p.add_argument("--generated-limit", type=int, default=40, help="held-out skeletons per --generated folder")
+    p.add_argument("--generated-noise", type=float, nargs="+", default=[0.01, 0.02])
+    p.add_argument("--generated-seed", type=int, default=0, help="seed of the held-out ODEs' noise draws")
+    p.add_argument("--scaled", default=None, metavar="VARIANT",
+                   help="the search rows route as the shipped nsode-eps+refine does: this scale-invariant "
+                        "checkpoint (e.g. nsode-eps-scaled) reads trajectories outside the variant's training range")
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--tasks-csv", default=None, help="also write one line per (task, row) to this CSV")
@@ -288,12 +330,18 @@ def main() -> None:
               f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, node cost {args.node_cost:g}, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
         folder = Path(args.checkpoints) / variant if args.checkpoints else default_checkpoint(variant)
         paper = Predictor(folder, beam=args.beam)
-        searcher = Predictor(paper.model, beam=args.search_beam, search=settings)
+        scaled = None
+        if args.scaled:
+            scaled = Path(args.checkpoints) / args.scaled if args.checkpoints else default_checkpoint(args.scaled)
+        searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled)
         run = runners(paper, searcher, settings, args.grammar_count)
         if args.datasets != ["none"]:
             dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit, args.tasks_csv)
         if args.heldout:
             skeleton_accuracy(paper, searcher, args.heldout, variant, args.heldout_limit)
+        if args.generated:
+            generated_recovery(run, args.rows, searcher, args.generated, args.generated_limit, args.generated_noise,
+                               args.generated_seed)
         if args.simple:
             simple_recovery(run, args.rows, searcher, args.simple, args.simple_noise, args.simple_seed,
                             args.simple_scales)
