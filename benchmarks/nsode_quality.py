@@ -272,12 +272,12 @@ def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str) -> No
     first = None
     for row in rows:
         solved = (r2s := recovery_r2(run[row], cases)) > 0.99
-        paired = ""
-        if first is not None:
+        if first is None:
+            first, paired = solved, ""
+        else:
             only, only_first = int(np.sum(solved & ~first)), int(np.sum(first & ~solved))
             p = binomtest(only, only + only_first).pvalue if only + only_first else 1.0
             paired = f"{only} / {only_first} (p {p:.2g})"
-        first = solved if first is None else first
         print(f"| {label} | {row} | {int(solved.sum())} of {len(cases)} ({np.mean(solved):.0%}) | "
               f"{np.mean(r2s > 0.999):.0%} | {np.median(r2s):.3f} | {paired} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
 
@@ -325,14 +325,15 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
                         combine=args.combine, forecast=args.forecast, node_cost=args.node_cost)
+
+    def checkpoint(name: str) -> Path:
+        return Path(args.checkpoints) / name if args.checkpoints else default_checkpoint(name)
+
     for variant in args.variants:
         print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, top-k {args.top_k}, "
               f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, node cost {args.node_cost:g}, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
-        folder = Path(args.checkpoints) / variant if args.checkpoints else default_checkpoint(variant)
-        paper = Predictor(folder, beam=args.beam)
-        scaled = None
-        if args.scaled:
-            scaled = Path(args.checkpoints) / args.scaled if args.checkpoints else default_checkpoint(args.scaled)
+        paper = Predictor(checkpoint(variant), beam=args.beam)
+        scaled = checkpoint(args.scaled) if args.scaled else None
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled)
         run = runners(paper, searcher, settings, args.grammar_count)
         if args.datasets != ["none"]:
