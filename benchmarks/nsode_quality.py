@@ -30,7 +30,7 @@ from bench.scoring import score
 from bench.tasks import observe
 from core.expressions import Y
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import SEARCH_BEAM, Settings, propose, search, skeleton_key
+from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings, propose, search, skeleton_key
 from core.fitting import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"
@@ -290,6 +290,8 @@ def main() -> None:
     p.add_argument("--n", type=int, default=128)
     p.add_argument("--beam", type=int, default=64, help="beam of the paper's selection")
     p.add_argument("--search-beam", type=int, default=SEARCH_BEAM, help="beam of the search rows")
+    p.add_argument("--branches", type=int, default=SEARCH_BRANCHES,
+                   help="constant intervals each hypothesis of the search beam may branch into (0: all, as the paper)")
     p.add_argument("--top-k", type=int, default=Settings.top_k, help="skeletons fitted in full by the search")
     p.add_argument("--refit", type=int, default=Settings.refit, help="of those, fitted on the trajectory")
     p.add_argument("--combine", type=int, default=Settings.combine,
@@ -334,7 +336,8 @@ def main() -> None:
               f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, node cost {args.node_cost:g}, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
         paper = Predictor(checkpoint(variant), beam=args.beam)
         scaled = checkpoint(args.scaled) if args.scaled else None
-        searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled)
+        searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled,
+                             branches=args.branches or None)
         run = runners(paper, searcher, settings, args.grammar_count)
         if args.datasets != ["none"]:
             dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit, args.tasks_csv)

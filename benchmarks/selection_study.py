@@ -23,7 +23,7 @@ from core.fitting import (SOLVE_FAILURES, fit_integral, fit_trajectory, noise_le
                           unstable_reason)
 from core.metrics import r2
 from core.solving import solve
-from nsode.search import FORECAST_SHARE, Settings, propose_with, shortlist, template_of
+from nsode.search import FORECAST_SHARE, SEARCH_BRANCHES, Settings, propose_with, shortlist, template_of
 
 T_OBS, T_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
@@ -133,7 +133,7 @@ def truth_r2(record: dict, grid_truth: np.ndarray) -> float:
 def collect(args) -> None:
     from nsode.predict import Predictor, default_checkpoint
 
-    searcher = Predictor(default_checkpoint(args.variant), beam=args.beam, search=Settings())
+    searcher = Predictor(default_checkpoint(args.variant), beam=args.beam, search=Settings(), branches=SEARCH_BRANCHES)
     if args.dataset:
         return evaluate_dataset(args, searcher)
     cases = (generated_cases(args.data, args.heldout) if args.data else []) + simple_cases(args.simple)

@@ -7,7 +7,8 @@ The three methods are one class with three parameter sets (`NSODE.variants`): `n
 `nsode-eps` differ in the checkpoint (both read raw t and y, as in the paper); `nsode-eps+refine`
 (since version 6 `nsode-eps` reads trajectories like its training data, the scale-invariant
 `scaled_checkpoint` `nsode-eps-scaled` all others; version 7 adds the law y' = 0 to every
-search) reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in the
+search; version 8 lets each beam hypothesis branch into one constant interval, so the beam holds
+more distinct skeletons) reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in the
 paper): constants and y0 refitted, fits unsafe to extrapolate rejected, parsimony by an
 information criterion. Its budget is counted (beam, top_k skeletons, refit, max_nfev); any of
 them is set on the command line, as in
@@ -21,7 +22,7 @@ from pathlib import Path
 from bench import Budget, Method, Observations, Prediction
 from bench.method import Variant
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
-from nsode.search import SEARCH_BEAM, Settings
+from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
 
 
 class NSODE(Method):
@@ -29,7 +30,8 @@ class NSODE(Method):
     name (nsode/checkpoints/<name>) or a checkpoint folder's path; `scaled_checkpoint` (the same
     kinds, or None) reads the trajectories outside the first one's training range
     (nsode.predict.Predictor); `beam` None is the decoder's
-    default (nsode.decode: 64 on CPU, 1536 on a GPU); `search` switches the paper's R^2 selection
+    default (nsode.decode: 64 on CPU, 1536 on a GPU), `branches` the constant intervals each beam
+    hypothesis may branch into (None: all, the paper's beam); `search` switches the paper's R^2 selection
     for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev`, `combine`
     (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
     candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
@@ -44,17 +46,18 @@ class NSODE(Method):
         "nsode-eps": Variant({"checkpoint": "nsode-eps"},
                              "NSODE-eps: trained on 128 random points with 1% multiplicative noise"),
         "nsode-eps+refine": Variant({"checkpoint": SEARCH_CHECKPOINT, "scaled_checkpoint": SCALED_CHECKPOINT,
-                                     "beam": SEARCH_BEAM, "search": True},
+                                     "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="7"),
+                                    "rejected, information criterion", version="8"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, basis=Settings.basis,
-                 drift=Settings.drift, threads=1, scaled_checkpoint=None):
+                 drift=Settings.drift, threads=1, scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
+        self.branches = branches
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
 
@@ -96,7 +99,7 @@ class NSODE(Method):
                               basis=int(self.basis), drift=bool(self.drift))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
-                                    scaled=scaled)
+                                    scaled=scaled, branches=int(self.branches) if self.branches else None)
         self.load_s_ = time.perf_counter() - start
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:

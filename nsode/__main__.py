@@ -78,7 +78,7 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
 
 
 def main(argv=None) -> int:
-    from nsode.search import SEARCH_BEAM, Settings
+    from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
 
     d = Settings()  # the search's defaults, shown in --help and used when no flag is given
     p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
@@ -92,6 +92,10 @@ def main(argv=None) -> int:
                          "nsode-eps's training range; with --paper nsode-eps alone)")
     pr.add_argument("--beam", type=int, default=None,
                     help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU)")
+    pr.add_argument("--branches", type=int, default=None,
+                    help=f"constant intervals each beam hypothesis may branch into (default: {SEARCH_BRANCHES} with "
+                         "the search, so that the beam holds more distinct skeletons; with --paper all, as the paper; "
+                         "0: all)")
     pr.add_argument("--top-k", type=int, default=d.top_k,
                     help="skeletons whose constants and initial value are all fitted (default %(default)s)")
     pr.add_argument("--refit", type=int, default=d.refit,
@@ -127,11 +131,12 @@ def main(argv=None) -> int:
                                               basis=args.basis, drift=args.drift, forecast=args.forecast,
                                               node_cost=args.node_cost)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
+    branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else (args.branches or None)
     try:
         t, y = read_trajectory(args.file)
         checkpoint = args.checkpoint or default_checkpoint("nsode-eps" if args.paper else SEARCH_CHECKPOINT)
         scaled = None if args.checkpoint or args.paper else default_checkpoint(SCALED_CHECKPOINT)
-        predictor = Predictor(checkpoint, beam=beam, search=search, scaled=scaled)
+        predictor = Predictor(checkpoint, beam=beam, search=search, scaled=scaled, branches=branches)
     except (InputError, CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -121,10 +121,11 @@ class _Grammar:
                    torch.tensor(cfg.constant_values, device=device, dtype=torch.float32), cfg.eos_token_id)
 
 
-def _continuations(g: _Grammar, logp, scores, slots, remaining: int):
+def _continuations(g: _Grammar, logp, scores, slots, remaining: int, branches: int | None = None):
     """Scores of every continuation (beam, vocab + grid intervals), of ending now (beam), and the
     two-hot weight and value of each interval's constant. A symbolic token is allowed when a slot
-    is open and the tree can still close in time; the end token only for complete trees."""
+    is open and the tree can still close in time; the end token only for complete trees; with
+    `branches`, only each hypothesis's `branches` best grid intervals (ties kept)."""
     new_slots = slots[:, None] + g.arity[None, :] - 1
     ok = g.symbolic[None, :] & (slots[:, None] > 0) & (new_slots <= remaining)
     tok_scores = torch.where(ok, logp, -torch.inf)
@@ -133,17 +134,24 @@ def _continuations(g: _Grammar, logp, scores, slots, remaining: int):
     valid, alpha, value = two_hot_rule(cp, g.const_vals)
     int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining)
     int_scores = torch.where(int_ok, torch.logaddexp(cp[:, :-1], cp[:, 1:]), -torch.inf)
+    if branches is not None and int_scores.shape[1] > branches:
+        kth = torch.topk(int_scores, branches, dim=1).values[:, -1:]
+        int_scores = torch.where(int_scores >= kth, int_scores, -torch.inf)
     return scores[:, None] + torch.cat([tok_scores, int_scores], 1), scores + end_scores, alpha, value
 
 
 @torch.no_grad()
 def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU_DEFAULT_BEAM,
-                max_tokens: int | None = None, memory: torch.Tensor | None = None) -> list[Beam]:
+                max_tokens: int | None = None, memory: torch.Tensor | None = None,
+                branches: int | None = None) -> list[Beam]:
     """All finished hypotheses for one trajectory (bits: (n, 128)), best score first.
 
     Every hypothesis is one complete prefix tree over the model's vocabulary (`config.tokens`).
     `memory` (1, n, d_model), the encoder's output, may be passed instead of `bits` (to time the
-    encoder apart).
+    encoder apart). `branches` k lets each hypothesis continue into only its k likeliest constant
+    intervals: with every interval a branch (None, the paper's beam) most of a CPU-sized beam is
+    the same skeleton with neighbouring constants; with k = 1 every live hypothesis is a distinct
+    token sequence, which the skeleton search wants (it refits the constants anyway).
     """
     cfg = model.config
     device = next(model.parameters()).device
@@ -164,7 +172,7 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
     for step in range(max_tokens + 1):
         logits, past = model.decode(DecoderInput(ids, weights), memory, past=past, use_cache=True)
         total, ends, alpha, value = _continuations(g, logits[:, -1].float().log_softmax(-1), scores, slots,
-                                                   max_tokens - step)
+                                                   max_tokens - step, branches)
         # finished hypotheses: end-token continuations that beat the k-th best live continuation
         top = torch.topk(total.flatten(), beam)
         for b in torch.nonzero(torch.isfinite(ends) & (ends >= top.values[-1])).flatten().tolist():

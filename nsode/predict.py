@@ -42,11 +42,13 @@ class Predictor:
     """`model` reads every trajectory, or, given a `scaled` model (scale-invariant input), only
     those like its raw-input training data (`nsode.scaling.in_raw_range`: t from 0 over a span
     near 2, max |y| within 2^3 of 4), and `scaled` reads all others: each model where it reads
-    best (model card, "Which checkpoint proposes for the search")."""
+    best (model card, "Which checkpoint proposes for the search"). `branches` limits the beam's
+    constant branching (nsode.decode.beam_search; the search's default is search.SEARCH_BRANCHES,
+    None is the paper's beam)."""
 
     def __init__(self, model: NSODEModel | str | Path | None = None, *, beam: int | None = None,
                  exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto",
-                 scaled: NSODEModel | str | Path | None = None):
+                 scaled: NSODEModel | str | Path | None = None, branches: int | None = None):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if model is None:
@@ -57,6 +59,7 @@ class Predictor:
         self.beam = beam or (GPU_DEFAULT_BEAM if on_gpu else CPU_DEFAULT_BEAM)
         self.exact = exact
         self.search = Settings() if search is True else (search or None)
+        self.branches = branches
 
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
@@ -85,7 +88,7 @@ class Predictor:
             memory = model.encode(bits.unsqueeze(0).to(next(model.parameters()).device))
         if timings is not None:
             timings["encode_s"] = time.perf_counter() - start
-        beams = beam_search(model, None, memory=memory, beam=self.beam)
+        beams = beam_search(model, None, memory=memory, beam=self.beam, branches=self.branches)
         model.train(was_training)
         seen, out = set(), []
         for b in beams:

@@ -43,6 +43,7 @@ from core.metrics import r2
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
+SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; model card)
 MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
 ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)

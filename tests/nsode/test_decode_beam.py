@@ -43,3 +43,24 @@ def test_arithmetic_failures_are_not_candidates():
     assert to_expression(["div", "y", 0.0]) is None  # y / 0 -> zoo
     assert to_expression(["log", -1.0]) is None  # i pi
     assert to_expression(["mul", 2.0, "y"]) == 2 * tokens.decode(["y"])
+
+
+def test_one_constant_branch_makes_every_hypothesis_a_distinct_skeleton():
+    """With branches=1 no two hypotheses differ only in their constants, so the same beam holds
+    more distinct skeletons than the paper's (shipped checkpoint, a decay it reads)."""
+    import numpy as np
+
+    from nsode import default_checkpoint
+    from nsode.model import load
+
+    model = load(default_checkpoint("nsode-eps"), "cpu")
+    t = np.linspace(0, 2, 64)
+    bits = torch.from_numpy(encode_observations(t, 3 * np.exp(-0.5 * t)))
+
+    def skeletons(beams):
+        return [tuple("c" if isinstance(item, float) else item for item in b.prefix) for b in beams]
+
+    paper = skeletons(beam_search(model, bits, beam=32))
+    branched = skeletons(beam_search(model, bits, beam=32, branches=1))
+    assert len(set(branched)) == len(branched)
+    assert len(set(branched)) > len(set(paper))

@@ -9,7 +9,7 @@ from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import Settings, _Skeleton, _Term, search, shortlist, skeleton_key, supported
+from nsode.search import SEARCH_BRANCHES, Settings, _Skeleton, _Term, search, shortlist, skeleton_key, supported
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -21,7 +21,7 @@ def predictor():
 
     torch.set_num_threads(1)
     return Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=256, search=Settings(),
-                     scaled=default_checkpoint(SCALED_CHECKPOINT))
+                     scaled=default_checkpoint(SCALED_CHECKPOINT), branches=SEARCH_BRANCHES)
 
 
 def rate(expression: str) -> float:
