@@ -300,6 +300,8 @@ def main() -> None:
                    help="criterion window in which the better forecaster wins (0: lowest criterion)")
     p.add_argument("--node-cost", type=float, default=Settings.node_cost,
                    help="criterion units per expression node in the forecast comparison")
+    p.add_argument("--no-snap", action="store_true",
+                   help="the search does not also read beam exponents near an integer or +-1/2 as that exponent")
     p.add_argument("--criterion", choices=("bic", "rss"), default="bic", help="the search's choice (rss: no parsimony)")
     p.add_argument("--no-robust", action="store_true", help="the search keeps fits that fail the stability check")
     p.add_argument("--grammar-count", type=int, default=64, help="skeletons sampled from the ProGED grammar")
@@ -326,7 +328,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
-                        combine=args.combine, forecast=args.forecast, node_cost=args.node_cost)
+                        combine=args.combine, forecast=args.forecast, node_cost=args.node_cost, snap=not args.no_snap)
 
     def checkpoint(name: str) -> Path:
         return Path(args.checkpoints) / name if args.checkpoints else default_checkpoint(name)

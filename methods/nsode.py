@@ -8,7 +8,8 @@ The three methods are one class with three parameter sets (`NSODE.variants`): `n
 (since version 6 `nsode-eps` reads trajectories like its training data, the scale-invariant
 `scaled_checkpoint` `nsode-eps-scaled` all others; version 7 adds the law y' = 0 to every
 search; version 8 lets each beam hypothesis branch into one constant interval, so the beam holds
-more distinct skeletons) reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in the
+more distinct skeletons; version 9 also reads beam exponents near an integer or +-1/2 as that
+exponent) reads the beam as skeletons and lets a fitter decide (nsode/search.py, not in the
 paper): constants and y0 refitted, fits unsafe to extrapolate rejected, parsimony by an
 information criterion. Its budget is counted (beam, top_k skeletons, refit, max_nfev); any of
 them is set on the command line, as in
@@ -35,7 +36,8 @@ class NSODE(Method):
     for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev`, `combine`
     (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
     candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
-    and its `node_cost` (nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    and its `node_cost`, and `snap` (beam exponents near an integer or +-1/2 also read as that exponent;
+    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "1"
@@ -49,15 +51,15 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="8"),
+                                    "rejected, information criterion", version="9"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, basis=Settings.basis,
-                 drift=Settings.drift, threads=1, scaled_checkpoint=None, branches=None):
+                 drift=Settings.drift, snap=Settings.snap, threads=1, scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
-        self.branches = branches
+        self.branches, self.snap = branches, snap
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
 
@@ -96,7 +98,7 @@ class NSODE(Method):
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
                               criterion=self.criterion, combine=int(self.combine),
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
-                              basis=int(self.basis), drift=bool(self.drift))
+                              basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
                                     scaled=scaled, branches=int(self.branches) if self.branches else None)
@@ -127,3 +129,4 @@ def _digest(path: Path) -> str:
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()[:8]
+

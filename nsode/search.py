@@ -5,6 +5,9 @@ gets a free coefficient and every other number inside it becomes a free constant
 structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one term dropped)
 and sums with a constant term added are proposed as well, because the model often writes the
 right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses an offset.
+Each expression is also read with its exponents near an integer or +-1/2 snapped to it (`snap`:
+the beam reads `y**2.03`, the law has `y**2`); the beam that feeds the search branches into one
+constant interval per hypothesis (SEARCH_BRANCHES), so its width goes to distinct skeletons.
 A steady state, y' = 0, needs no term of the beam and is always a candidate (y' = c, zero-order
 kinetics, is one on request: `drift`). The beam's terms are also recombined: the model often
 writes every term of the law, but in different candidates (`y` in one, `y**2.3` in another), so
@@ -46,6 +49,7 @@ SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; model card)
 MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
+SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 is also read as that exponent
 ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
 _STRUCTURAL = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)
 
@@ -61,6 +65,7 @@ class Settings:
     combine: int = 16  # distinct beam terms (first proposed first) recombined into new sums; 0: none
     combine_size: int = 3  # terms per recombined sum, besides a constant term
     steady: bool = True  # y' = 0 (a steady state) is a candidate
+    snap: bool = True  # also read each beam expression with exponents near an integer or +-1/2 snapped to it
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
@@ -183,9 +188,30 @@ def _subsets(terms: list[_Term], variants: bool, const: _Term) -> list[tuple[lis
     return [(s, v) for s, v in out if any(term.rest != 1 for term in s)]
 
 
+def snapped(expr: sympy.Expr) -> sympy.Expr:
+    """`expr` with every exponent within SNAP of an integer or of +-1/2 set to it: the beam reads
+    an exponent to a grid interval (`y**2.03`), and the search keeps only integer and structural
+    exponents as structure, so `y**2` would otherwise not be the skeleton proposed."""
+    def snap(power):
+        value = float(power.exp)
+        nearest = min([sympy.Integer(round(value)), sympy.S.Half, -sympy.S.Half], key=lambda k: abs(value - k))
+        return sympy.Pow(power.base, nearest) if abs(value - float(nearest)) <= SNAP else power
+
+    return expr.replace(lambda e: e.is_Pow and e.exp.is_Float, snap)
+
+
+def _with_snapped(exprs):
+    """Each expression, followed by its snapped copy where that differs."""
+    for expr in exprs:
+        yield expr
+        other = snapped(expr)
+        if other != expr:
+            yield other
+
+
 def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True, combine: int = 0,
             combine_size: int = 3, basis: int = 0, steady: bool = False, drift: bool = False,
-            source: str = "model") -> dict[tuple, _Skeleton]:
+            snap: bool = False, source: str = "model") -> dict[tuple, _Skeleton]:
     """Stage 1: the unique skeletons of `exprs` (and variants, and recombinations of their first
     `combine` distinct terms), each with its term coefficients and y0 fitted linearly on the
     integral form; per skeleton the best-scoring instance is kept."""
@@ -193,7 +219,7 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
     const = _term(sympy.S.One, t, y, cache)
     sums: list[tuple[list[_Term], str]] = []
     first: dict[str, _Term] = {}  # each term skeleton at its first (best-ranked) instance
-    for expr in exprs:
+    for expr in (_with_snapped(exprs) if snap else exprs):
         try:
             terms = [_term(rest, t, y, cache) for _, rest in split(expr)]
         except (TypeError, ValueError, AttributeError):
@@ -227,7 +253,7 @@ def propose_with(exprs, t: np.ndarray, y: np.ndarray, sigma: float, settings: Se
     and y' = c): stage 1 of `search`, and of any study that replays it."""
     return propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
                    combine_size=settings.combine_size, basis=settings.basis, steady=settings.steady,
-                   drift=settings.drift)
+                   drift=settings.drift, snap=settings.snap)
 
 
 def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[tuple[np.ndarray, float]]:

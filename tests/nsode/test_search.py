@@ -158,3 +158,12 @@ def test_the_scale_invariant_model_reads_what_lies_outside_the_raw_model_s_range
     assert predictor.predict(T, DECAY).timings["reader"] == "model"
     scaled = predictor.predict(T, 100 * DECAY)
     assert scaled.timings["reader"] == "scaled" and rate(scaled.expression) == pytest.approx(-0.5, abs=0.005)
+
+
+def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
+    from nsode.search import snapped
+
+    assert snapped(Y ** sympy.Float(2.03)) == Y**2
+    assert snapped(3 * Y ** sympy.Float(0.47)) == 3 * sympy.sqrt(Y)
+    assert snapped(Y ** sympy.Float(4.6)) == Y ** sympy.Float(4.6)  # too far from 5 or 4.5 is not structural
+    assert skeleton_key(snapped(Y ** sympy.Float(-0.96))) == skeleton_key(1 / Y)
