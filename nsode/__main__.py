@@ -131,6 +131,8 @@ def main(argv=None) -> int:
                                               basis=args.basis, drift=args.drift, forecast=args.forecast,
                                               node_cost=args.node_cost)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
+    if args.branches is not None and args.branches < 0:
+        pr.error("--branches must be 0 (all) or a positive number of constant intervals")
     branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else (args.branches or None)
     try:
         t, y = read_trajectory(args.file)

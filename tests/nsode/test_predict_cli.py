@@ -50,3 +50,15 @@ def test_a_trajectory_longer_than_the_encoder_reads_is_subsampled_for_the_model(
     fine_t = np.linspace(t[0], t[-1], model.config.max_points + 300)  # 812 points: past the positions
     result = Predictor(model, beam=4).predict(fine_t, np.interp(fine_t, t, y))
     assert result.timings["n_candidates"] > 0 and result.expression
+
+
+def test_a_negative_branch_count_is_refused_in_one_line(tmp_path, capsys):
+    import pytest
+
+    from nsode.__main__ import main
+
+    path = tmp_path / "decay.csv"
+    path.write_text("t,y\n0,1\n1,0.6\n2,0.37\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["predict", str(path), "--branches", "-1"])
+    assert stop.value.code == 2 and "--branches must be 0" in capsys.readouterr().err
