@@ -53,10 +53,6 @@ def test_a_trajectory_longer_than_the_encoder_reads_is_subsampled_for_the_model(
 
 
 def test_a_negative_branch_count_is_refused_in_one_line(tmp_path, capsys):
-    import pytest
-
-    from nsode.__main__ import main
-
     path = tmp_path / "decay.csv"
     path.write_text("t,y\n0,1\n1,0.6\n2,0.37\n")
     with pytest.raises(SystemExit) as stop:
