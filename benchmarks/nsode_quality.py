@@ -339,7 +339,7 @@ def main() -> None:
         paper = Predictor(checkpoint(variant), beam=args.beam)
         scaled = checkpoint(args.scaled) if args.scaled else None
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled,
-                             branches=args.branches or None)
+                             branches=args.branches)
         run = runners(paper, searcher, settings, args.grammar_count)
         if args.datasets != ["none"]:
             dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit, args.tasks_csv)

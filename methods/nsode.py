@@ -101,7 +101,7 @@ class NSODE(Method):
                               basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
-                                    scaled=scaled, branches=int(self.branches) if self.branches else None)
+                                    scaled=scaled, branches=int(self.branches or 0))
         self.load_s_ = time.perf_counter() - start
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
@@ -129,4 +129,3 @@ def _digest(path: Path) -> str:
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()[:8]
-

@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")
-    branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else (args.branches or None)
+    branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else args.branches
     try:
         t, y = read_trajectory(args.file)
         checkpoint = args.checkpoint or default_checkpoint("nsode-eps" if args.paper else SEARCH_CHECKPOINT)

@@ -134,7 +134,7 @@ def _continuations(g: _Grammar, logp, scores, slots, remaining: int, branches: i
     valid, alpha, value = two_hot_rule(cp, g.const_vals)
     int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining)
     int_scores = torch.where(int_ok, torch.logaddexp(cp[:, :-1], cp[:, 1:]), -torch.inf)
-    if branches is not None and int_scores.shape[1] > branches:
+    if branches and int_scores.shape[1] > branches:
         kth = torch.topk(int_scores, branches, dim=1).values[:, -1:]
         int_scores = torch.where(int_scores >= kth, int_scores, -torch.inf)
     return scores[:, None] + torch.cat([tok_scores, int_scores], 1), scores + end_scores, alpha, value
@@ -149,7 +149,7 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
     Every hypothesis is one complete prefix tree over the model's vocabulary (`config.tokens`).
     `memory` (1, n, d_model), the encoder's output, may be passed instead of `bits` (to time the
     encoder apart). `branches` k lets each hypothesis continue into only its k likeliest constant
-    intervals: with every interval a branch (None, the paper's beam) most of a CPU-sized beam is
+    intervals: with every interval a branch (None or 0, the paper's beam) most of a CPU-sized beam is
     the same skeleton with neighbouring constants; with k = 1 every live hypothesis is a distinct
     token sequence, which the skeleton search wants (it refits the constants anyway).
     """

@@ -1,11 +1,14 @@
 import math
 
+import numpy as np
 import torch
 
 from core.expressions import parse
+from nsode import default_checkpoint
 from nsode.data import tokens
 from nsode.decode import arity, beam_search, to_expression
 from nsode.encoding import encode_observations
+from nsode.model import load
 from nsode.predict import Predictor
 
 
@@ -48,11 +51,6 @@ def test_arithmetic_failures_are_not_candidates():
 def test_one_constant_branch_makes_every_hypothesis_a_distinct_skeleton():
     """With branches=1 no two hypotheses differ only in their constants, so the same beam holds
     more distinct skeletons than the paper's (shipped checkpoint, a decay it reads)."""
-    import numpy as np
-
-    from nsode import default_checkpoint
-    from nsode.model import load
-
     model = load(default_checkpoint("nsode-eps"), "cpu")
     t = np.linspace(0, 2, 64)
     bits = torch.from_numpy(encode_observations(t, 3 * np.exp(-0.5 * t)))

@@ -165,5 +165,5 @@ def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
 
     assert snapped(Y ** sympy.Float(2.03)) == Y**2
     assert snapped(3 * Y ** sympy.Float(0.47)) == 3 * sympy.sqrt(Y)
-    assert snapped(Y ** sympy.Float(4.6)) == Y ** sympy.Float(4.6)  # too far from 5 or 4.5 is not structural
+    assert snapped(Y ** sympy.Float(4.6)) == Y ** sympy.Float(4.6)  # too far from an integer is not structural
     assert skeleton_key(snapped(Y ** sympy.Float(-0.96))) == skeleton_key(1 / Y)
