@@ -98,12 +98,14 @@ def main(argv=None) -> None:
 def plot_curves(table: pd.DataFrame, out: Path) -> None:
     """Validation loss per generator and simple-ODE recovery against samples seen, one point per
     checkpoint (a checkpoint with another input path than most is drawn apart: its losses are on
-    other targets)."""
+    other targets; a checkpoint measured again later, with a newer search, is drawn at its last
+    row)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    table = table.drop_duplicates(["samples", "input_scaling"], keep="last")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     groups = sorted(table.groupby("input_scaling"), key=lambda g: -len(g[1]))  # lines: the main path
     panels = ((axes[0], "val_loss[", 1.0), (axes[1], "recovered[", 100.0))
