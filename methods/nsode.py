@@ -36,8 +36,8 @@ class NSODE(Method):
     for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev`, `combine`
     (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
     candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
-    and its `node_cost`, and `snap` (beam exponents near an integer or +-1/2 also read as that exponent;
-    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    and its `node_cost`, `snap` (beam exponents near an integer or +-1/2 also read as that
+    exponent) and `snap_fitted` (fitted exponents likewise, refitted; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "1"
@@ -51,15 +51,16 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="9"),
+                                    "rejected, information criterion", version="10"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, basis=Settings.basis,
-                 drift=Settings.drift, snap=Settings.snap, threads=1, scaled_checkpoint=None, branches=None):
+                 drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted, threads=1,
+                 scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
-        self.branches, self.snap = branches, snap
+        self.branches, self.snap, self.snap_fitted = branches, snap, snap_fitted
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
 
@@ -98,7 +99,8 @@ class NSODE(Method):
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
                               criterion=self.criterion, combine=int(self.combine),
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
-                              basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap))
+                              basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
+                              snap_fitted=bool(self.snap_fitted))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
                                     scaled=scaled, branches=int(self.branches or 0))

@@ -6,8 +6,10 @@ structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one t
 and sums with a constant term added are proposed as well, because the model often writes the
 right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses an offset.
 Each expression is also read with its exponents near an integer or +-1/2 snapped to it (`snap`:
-the beam reads `y**2.03`, the law has `y**2`); the beam that feeds the search branches into one
-constant interval per hypothesis (SEARCH_BRANCHES), so its width goes to distinct skeletons.
+the beam reads `y**2.03`, the law has `y**2`), and so is each fitted candidate (`snap_fitted`:
+the fit moves the beam's `y**2.6` to `y**2.98`, refitted as `y**3`) before the choice; the beam
+that feeds the search branches into one constant interval per hypothesis (SEARCH_BRANCHES), so its
+width goes to distinct skeletons.
 A steady state, y' = 0, needs no term of the beam and is always a candidate (y' = c, zero-order
 kinetics, is one on request: `drift`). The beam's terms are also recombined: the model often
 writes every term of the law, but in different candidates (`y` in one, `y**2.3` in another), so
@@ -33,7 +35,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy
@@ -66,6 +68,7 @@ class Settings:
     combine_size: int = 3  # terms per recombined sum, besides a constant term
     steady: bool = True  # y' = 0 (a steady state) is a candidate
     snap: bool = True  # also read each beam expression with exponents near an integer or +-1/2 snapped to it
+    snap_fitted: bool = True  # also refit each trajectory-fitted candidate with its fitted exponents snapped likewise
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
@@ -386,6 +389,8 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
     found = fit_candidates(shortlist(skeletons, settings), t, y, sigma, settings)
+    if settings.snap_fitted:
+        found += _snapped_fits(found, t, y, sigma, settings)
     by = (lambda f: f.ic) if settings.criterion == "bic" else (lambda f: -f.r2)
     found.sort(key=lambda f: (by(f), f.constants))
     chosen = None
@@ -407,6 +412,26 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
             "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
             "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
     return found, info
+
+
+def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings) -> list[Found]:
+    """The trajectory-fitted candidates whose fitted exponents lie near an integer or +-1/2
+    (`snapped`), refitted as new skeletons with those exponents fixed: the beam may read
+    `y**2.4` and the fit move it to 2.98, where the law has `y**3`; one constant fewer, so the
+    criterion prefers the snapped law when it fits as well."""
+    seen = {skeleton_key(f.expr) for f in found}
+    exprs = []
+    for f in found:
+        if f.stage != "trajectory":
+            continue
+        other = snapped(f.expr)
+        if other != f.expr and skeleton_key(other) not in seen:
+            seen.add(skeleton_key(other))
+            exprs.append(other)
+    if not exprs:
+        return []
+    skeletons = propose(exprs, t, y, sigma, variants=False, source="snapped")
+    return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)))
 
 
 def _unsafe(f: Found, t, y, sigma: float) -> str | None:

@@ -107,8 +107,10 @@ def test_terms_from_different_candidates_are_recombined_into_the_law():
     proposals = [sympy.sin(Y) + 0.3 * Y, 0.2 * Y**2.3 + sympy.cos(Y)]
     without, _ = search(proposals, T, y, Settings(combine=0))
     assert not matches_the_law(without[0].expr)
-    found, _ = search(proposals, T, y, Settings(combine=4))
-    assert found[0].source == "combination" and matches_the_law(found[0].expr), found[0].expr
+    found, _ = search(proposals, T, y, Settings(combine=4))  # the recombined y**2.0x is then also snapped to y**2
+    assert found[0].source in ("combination", "snapped") and matches_the_law(found[0].expr), found[0].expr
+    unsnapped, _ = search(proposals, T, y, Settings(combine=4, snap_fitted=False))
+    assert unsnapped[0].source == "combination" and matches_the_law(unsnapped[0].expr), unsnapped[0].expr
 
 
 def test_among_near_equal_fits_the_better_forecaster_wins():
@@ -167,3 +169,15 @@ def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
     assert snapped(3 * Y ** sympy.Float(0.47)) == 3 * sympy.sqrt(Y)
     assert snapped(Y ** sympy.Float(4.6)) == Y ** sympy.Float(4.6)  # too far from an integer is not structural
     assert skeleton_key(snapped(Y ** sympy.Float(-0.96))) == skeleton_key(1 / Y)
+
+
+def test_fitted_exponents_near_an_integer_are_refitted_as_structure():
+    # the beam reads the exponent of cubic decay as 2.6 (outside the beam snap); the fit moves it near 3
+    law = -1.3 * Y**3
+    y = solve(compile_scalar(law), 1.5, T) * (1 + 0.01 * np.random.default_rng(6).normal(size=T.size))
+    proposals = [-1.1 * Y ** sympy.Float(2.6)]
+    free, _ = search(proposals, T, y, Settings(variants=False, combine=0, snap_fitted=False))
+    assert skeleton_key(free[0].expr) != skeleton_key(law), free[0].expr
+    found, _ = search(proposals, T, y, Settings(variants=False, combine=0))  # the default snaps
+    assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].source == "snapped", found[0].expr
+    assert float(found[0].expr.coeff(Y**3)) == pytest.approx(-1.3, rel=0.03)
