@@ -37,7 +37,8 @@ class NSODE(Method):
     (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
     candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
     and its `node_cost`, `snap` (beam exponents near an integer or +-1/2 also read as that
-    exponent) and `snap_fitted` (fitted exponents likewise, refitted; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    exponent) and `snap_fitted` (fitted exponents likewise, refitted; nsode.search.Settings);
+    `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "1"

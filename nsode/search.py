@@ -422,11 +422,12 @@ def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings) ->
     seen = {skeleton_key(f.expr) for f in found}
     exprs = []
     for f in found:
-        if f.stage != "trajectory":
+        other = snapped(f.expr) if f.stage == "trajectory" else f.expr
+        if other == f.expr:
             continue
-        other = snapped(f.expr)
-        if other != f.expr and skeleton_key(other) not in seen:
-            seen.add(skeleton_key(other))
+        key = skeleton_key(other)  # sympy work: once per candidate
+        if key not in seen:
+            seen.add(key)
             exprs.append(other)
     if not exprs:
         return []
