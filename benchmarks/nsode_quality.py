@@ -304,6 +304,8 @@ def main() -> None:
                    help="the search does not also read beam exponents near an integer or +-1/2 as that exponent")
     p.add_argument("--no-snap-fitted", action="store_true",
                    help="the search does not refit fitted candidates with exponents near an integer or +-1/2 snapped")
+    p.add_argument("--per-capita", type=int, default=Settings.per_capita,
+                   help="the first beam expressions g also read as y' = y*g (0: none)")
     p.add_argument("--criterion", choices=("bic", "rss"), default="bic", help="the search's choice (rss: no parsimony)")
     p.add_argument("--no-robust", action="store_true", help="the search keeps fits that fail the stability check")
     p.add_argument("--grammar-count", type=int, default=64, help="skeletons sampled from the ProGED grammar")
@@ -331,7 +333,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
                         combine=args.combine, forecast=args.forecast, node_cost=args.node_cost, snap=not args.no_snap,
-                        snap_fitted=not args.no_snap_fitted)
+                        snap_fitted=not args.no_snap_fitted, per_capita=args.per_capita)
 
     def checkpoint(name: str) -> Path:
         return Path(args.checkpoints) / name if args.checkpoints else default_checkpoint(name)

@@ -37,7 +37,8 @@ class NSODE(Method):
     (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
     candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
     and its `node_cost`, `snap` (beam exponents near an integer or +-1/2 also read as that
-    exponent) and `snap_fitted` (fitted exponents likewise, refitted; nsode.search.Settings);
+    exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
+    beam expressions g also read as y' = y*g; nsode.search.Settings);
     `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
@@ -58,10 +59,11 @@ class NSODE(Method):
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, basis=Settings.basis,
-                 drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted, threads=1,
+                 drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
+                 per_capita=Settings.per_capita, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
-        self.branches, self.snap, self.snap_fitted = branches, snap, snap_fitted
+        self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
 
@@ -101,7 +103,7 @@ class NSODE(Method):
                               criterion=self.criterion, combine=int(self.combine),
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
                               basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
-                              snap_fitted=bool(self.snap_fitted))
+                              snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
                                     scaled=scaled, branches=int(self.branches or 0))

@@ -10,6 +10,9 @@ the beam reads `y**2.03`, the law has `y**2`), and so is each fitted candidate (
 the fit moves the beam's `y**2.6` to `y**2.98`, refitted as `y**3`) before the choice; the beam
 that feeds the search branches into one constant interval per hypothesis (SEARCH_BRANCHES), so its
 width goes to distinct skeletons.
+The first `per_capita` beam expressions g are also read as y' = y*g: growth laws are written per
+capita (logistic y*(a - b*y), Gompertz y*log(K/y)), and the model often writes the bracket alone
+(`4.46 - log(y)`), which as a sum of terms no recombination turns into y*log(y).
 A steady state, y' = 0, needs no term of the beam and is always a candidate (y' = c, zero-order
 kinetics, is one on request: `drift`). The beam's terms are also recombined: the model often
 writes every term of the law, but in different candidates (`y` in one, `y**2.3` in another), so
@@ -71,6 +74,7 @@ class Settings:
     snap_fitted: bool = True  # also refit each trajectory-fitted candidate with its fitted exponents snapped likewise
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
+    per_capita: int = 0  # also read each of the first per_capita beam expressions g as y' = y*g (per-capita laws)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
@@ -203,18 +207,18 @@ def snapped(expr: sympy.Expr) -> sympy.Expr:
     return expr.replace(lambda e: e.is_Pow and e.exp.is_Float, snap)
 
 
-def _with_snapped(exprs):
-    """Each expression, followed by its snapped copy where that differs."""
-    for expr in exprs:
-        yield expr
+def _with_snapped(readings):
+    """Each (expression, label), followed by its snapped copy where that differs."""
+    for expr, label in readings:
+        yield expr, label
         other = snapped(expr)
         if other != expr:
-            yield other
+            yield other, label
 
 
 def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True, combine: int = 0,
             combine_size: int = 3, basis: int = 0, steady: bool = False, drift: bool = False,
-            snap: bool = False, source: str = "model") -> dict[tuple, _Skeleton]:
+            snap: bool = False, per_capita: int = 0, source: str = "model") -> dict[tuple, _Skeleton]:
     """Stage 1: the unique skeletons of `exprs` (and variants, and recombinations of their first
     `combine` distinct terms), each with its term coefficients and y0 fitted linearly on the
     integral form; per skeleton the best-scoring instance is kept."""
@@ -222,7 +226,9 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
     const = _term(sympy.S.One, t, y, cache)
     sums: list[tuple[list[_Term], str]] = []
     first: dict[str, _Term] = {}  # each term skeleton at its first (best-ranked) instance
-    for expr in (_with_snapped(exprs) if snap else exprs):
+    exprs = list(exprs)
+    readings = [(expr, source) for expr in exprs] + [(Y * expr, "per-capita") for expr in exprs[:per_capita]]
+    for expr, label in (_with_snapped(readings) if snap else readings):
         try:
             terms = [_term(rest, t, y, cache) for _, rest in split(expr)]
         except (TypeError, ValueError, AttributeError):
@@ -232,7 +238,7 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
         for term in terms:
             if term.rest != 1:
                 first.setdefault(term.key, term)
-        sums += [(subset, "variant" if is_variant else source) for subset, is_variant in _subsets(terms, variants, const)]
+        sums += [(subset, "variant" if is_variant else label) for subset, is_variant in _subsets(terms, variants, const)]
     if steady:  # laws that need no term of the beam
         sums.append(([], "trivial"))
     if drift:
@@ -256,7 +262,7 @@ def propose_with(exprs, t: np.ndarray, y: np.ndarray, sigma: float, settings: Se
     and y' = c): stage 1 of `search`, and of any study that replays it."""
     return propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
                    combine_size=settings.combine_size, basis=settings.basis, steady=settings.steady,
-                   drift=settings.drift, snap=settings.snap)
+                   drift=settings.drift, snap=settings.snap, per_capita=settings.per_capita)
 
 
 def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[tuple[np.ndarray, float]]:

@@ -181,3 +181,19 @@ def test_fitted_exponents_near_an_integer_are_refitted_as_structure():
     found, _ = search(proposals, T, y, Settings(variants=False, combine=0))  # the default snaps
     assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].source == "snapped", found[0].expr
     assert float(found[0].expr.coeff(Y**3)) == pytest.approx(-1.3, rel=0.03)
+
+
+def test_per_capita_reading_proposes_the_law_the_beam_writes_divided_by_y():
+    # Gompertz growth y' = 0.8 y log(12 / y): the beam writes log terms (as the model does for
+    # such a trajectory), never y*log(y); read per capita, 4.46 - log(y) is the law
+    law = 0.8 * Y * sympy.log(12 / Y)
+    t = np.linspace(0, 2, 128)
+    y = solve(compile_scalar(law), 0.5, t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    proposals = [4.46 - sympy.log(Y), sympy.log(Y + 8.5), sympy.sqrt(Y + 7.46), sympy.sin(Y) + 2.57]
+    target = skeleton_key(sympy.expand(Y * (2.0 - sympy.log(Y))))
+    plain, _ = search(proposals, t, y, Settings(per_capita=0))
+    assert all(skeleton_key(f.expr) != target for f in plain)
+    found, _ = search(proposals, t, y, Settings(per_capita=len(proposals)))
+    law_found = [f for f in found if skeleton_key(f.expr) == target and f.source == "per-capita"]
+    assert law_found and float(law_found[0].expr.coeff(Y * sympy.log(Y))) == pytest.approx(-0.8, rel=0.05)
+    assert law_found[0].ic <= found[0].ic + Settings.forecast  # a statistical tie at worst
