@@ -12,8 +12,8 @@ more distinct skeletons; version 9 also reads beam exponents near an integer or 
 exponent; version 10 refits fitted exponents near one as that exponent; version 11 also reads
 the first beam expressions g as the per-capita law y' = y*g) reads the beam as skeletons and
 lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe
-to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam, top_k skeletons, refit, max_nfev); any of
-them is set on the command line, as in
+to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam,
+top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
 """
 import functools

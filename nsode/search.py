@@ -428,7 +428,9 @@ def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings) ->
     seen = {skeleton_key(f.expr) for f in found}
     exprs = []
     for f in found:
-        other = snapped(f.expr) if f.stage == "trajectory" else f.expr
+        if f.stage != "trajectory":
+            continue
+        other = snapped(f.expr)
         if other == f.expr:
             continue
         key = skeleton_key(other)  # sympy work: once per candidate
