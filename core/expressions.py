@@ -141,6 +141,20 @@ def complexity(expr: sympy.Expr) -> int:
     return 1 + sum(complexity(a) for a in args)
 
 
+def _transcendental(expr: sympy.Expr) -> bool:
+    """A function application (sin, exp, log, ...) or a power whose exponent is not a number."""
+    return isinstance(expr, sympy.Function) or (isinstance(expr, sympy.Pow) and not expr.exp.is_Number)
+
+
+def nested_functions(expr: sympy.Expr, inside: bool = False) -> int:
+    """How many transcendental nodes (`_transcendental`) lie inside another's argument:
+    sin(cos(y)) and exp(exp(y)) have 1, (y**y)**sin(y) has 2, y*log(2/y) and exp(-y**2) none.
+    Laws of science seldom nest them; curve fits of a short interval often do."""
+    here = _transcendental(expr)
+    own = int(inside and here)
+    return own + sum(nested_functions(a, inside or here) for a in expr.args)
+
+
 def free_symbol_names(expr: sympy.Expr) -> set[str]:
     return {s.name for s in expr.free_symbols}
 

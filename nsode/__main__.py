@@ -114,6 +114,8 @@ def main(argv=None) -> int:
     pr.add_argument("--node-cost", type=float, default=d.node_cost,
                     help="in that comparison, criterion units charged per node of the expression "
                          "(default %(default)g)")
+    pr.add_argument("--nesting-cost", type=float, default=d.nesting_cost,
+                    help="and per function nested in another's argument, as in sin(cos(y)) (default %(default)g)")
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
@@ -129,7 +131,7 @@ def main(argv=None) -> int:
 
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               basis=args.basis, drift=args.drift, forecast=args.forecast,
-                                              node_cost=args.node_cost)
+                                              node_cost=args.node_cost, nesting_cost=args.nesting_cost)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")

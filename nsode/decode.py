@@ -52,14 +52,15 @@ def decoded_constant(value: float) -> float:
     return round(value, 4)
 
 
-def to_expression(prefix: Sequence) -> sympy.Expr | None:
-    """sympy expression of a finished beam, or None when it is not a finite real expression.
+def to_expression(prefix: Sequence, variable: sympy.Expr | None = None) -> sympy.Expr | None:
+    """sympy expression of a finished beam, or None when it is not a finite real expression;
+    `variable` replaces y (tokens.decode).
 
     Beams are complete prefix trees by construction; what can still fail is arithmetic
     (y / 0 gives zoo, log(-1) gives I pi, 0 ** -1 ...).
     """
     try:
-        expr = vocab.decode(list(prefix))
+        expr = vocab.decode(list(prefix)) if variable is None else vocab.decode(list(prefix), variable)
     except (vocab.EncodingError, ZeroDivisionError, TypeError, ValueError):
         return None
     if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo, sympy.I):

@@ -68,8 +68,9 @@ class Predictor:
         `nsode.scaling.Scale` and its expressions are written back in the user's units. A
         trajectory longer than the encoder's `max_points` (512) is read through an evenly spaced
         subsample of that many observations (the fitter still uses them all).
-        `timings`, if given, receives the encoder's seconds as "encode_s" and which model read
-        the trajectory as "reader" ("model" or "scaled").
+        `timings`, if given, receives the encoder's seconds as "encode_s", those spent turning
+        beams into expressions as "decode_s" and which model read the trajectory as "reader"
+        ("model" or "scaled").
         """
         model = self.model
         if self.scaled is not None and not in_raw_range(t, y):
@@ -90,17 +91,19 @@ class Predictor:
             timings["encode_s"] = time.perf_counter() - start
         beams = beam_search(model, None, memory=memory, beam=self.beam, branches=self.branches)
         model.train(was_training)
+        start = time.perf_counter()
         seen, out = set(), []
         for b in beams:
-            expr = to_expression(b.prefix)
+            expr = to_expression(b.prefix, scale.model_variable() if scale else None)
             if expr is None:
                 continue
             if scale:
-                expr = scale.to_original(expr)
-            key = sympy.srepr(expr)
-            if key not in seen:
-                seen.add(key)
+                expr = scale.from_model_variable(expr)
+            if expr not in seen:  # structural equality, as sympy.srepr would tell
+                seen.add(expr)
                 out.append((expr, b.score))
+        if timings is not None:
+            timings["decode_s"] = time.perf_counter() - start
         return out
 
     def predict(self, t: np.ndarray, y: np.ndarray) -> Prediction:

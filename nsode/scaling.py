@@ -72,6 +72,15 @@ class Scale:
         """f(y) = (s / a) g(y / s): a right-hand side found in model units, in the user's units."""
         return _rescale(g, self.value_exp - self.time_exp, -self.value_exp)
 
+    def model_variable(self) -> sympy.Expr:
+        """u = y / s in the user's units: a model expression built with it in place of y is g(y / s),
+        and `from_model_variable` completes it to f(y), in one construction instead of two."""
+        return _times(-self.value_exp, Y)
+
+    def from_model_variable(self, g_of_u: sympy.Expr) -> sympy.Expr:
+        """f(y) = (s / a) g(y / s) from g(y / s) (built with `model_variable`)."""
+        return _snap_units(_times(self.value_exp - self.time_exp, g_of_u))
+
     def to_model(self, f: sympy.Expr) -> sympy.Expr:
         """g(u) = (a / s) f(s u): a right-hand side in the user's units, in model units."""
         return _rescale(f, self.time_exp - self.value_exp, self.value_exp)
@@ -81,11 +90,12 @@ def _rescale(expr: sympy.Expr, outer_exp: int, inner_exp: int) -> sympy.Expr:
     """2^outer * expr(2^inner * y), with the powers of two as floats: a float times 2^k is exact,
     and sympy folds them into the constants (c*(4.0*y)**2 -> 16.0*c*y**2). Zero exponents leave
     the expression untouched, so no spurious 1.0 factor appears."""
-    if inner_exp:
-        expr = expr.xreplace({Y: sympy.Float(2.0 ** inner_exp) * Y})
-    if outer_exp:
-        expr = sympy.Float(2.0 ** outer_exp) * expr
-    return _snap_units(expr)
+    return _snap_units(_times(outer_exp, expr.xreplace({Y: _times(inner_exp, Y)})))
+
+
+def _times(exponent: int, expr: sympy.Expr) -> sympy.Expr:
+    """2^exponent * expr, the power of two as a float; expr itself for a zero exponent."""
+    return sympy.Float(2.0 ** exponent) * expr if exponent else expr
 
 
 def _snap_units(expr: sympy.Expr) -> sympy.Expr:

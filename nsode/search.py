@@ -44,7 +44,7 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
-from core.expressions import Y, complexity, evaluate
+from core.expressions import Y, complexity, evaluate, nested_functions
 from core.fitting import (SOLVE_FAILURES, Template, fit_integral, fit_trajectory, information_criterion,
                           noise_level, round_to_error, standard_errors, trajectory, unstable_reason)
 from core.metrics import r2
@@ -79,6 +79,7 @@ class Settings:
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
+    nesting_cost: float = 0.0  # and per function nested in another's argument (core.expressions.nested_functions)
 
 
 @dataclass
@@ -475,7 +476,8 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
                 f.forecast = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
             except SOLVE_FAILURES:
                 pass
-    best = min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr), f.constants))
+    best = min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr)
+                                    + settings.nesting_cost * nested_functions(f.expr), f.constants))
     return best, len(near)
 
 

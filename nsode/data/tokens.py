@@ -157,10 +157,11 @@ def _encode_mul(expr) -> tuple[list, list]:
 
 # ---------------------------------------------------------------- prefix -> sympy / infix
 
-def decode(tokens: Sequence) -> sympy.Expr:
+def decode(tokens: Sequence, variable: sympy.Expr = Y) -> sympy.Expr:
     """sympy expression of prefix tokens (names, and floats or numeric strings for constants).
 
     Integral constants become sympy Integers, others 53-bit Floats, as in `canonical` form.
+    Each `y` token becomes `variable` (e.g. y / s, to write a scaled model's g(y / s) in one pass).
     Raises EncodingError for anything that is not one complete prefix tree.
     """
     pos = 0
@@ -172,7 +173,7 @@ def decode(tokens: Sequence) -> sympy.Expr:
         tok = tokens[pos]
         pos += 1
         if tok == "y":
-            return Y
+            return variable
         if tok in SYMPY_OPS:
             arity = 2 if tok in BINARY else 1
             return SYMPY_OPS[tok](*[build() for _ in range(arity)])

@@ -2,7 +2,7 @@ import pytest
 import sympy
 
 from core.expressions import ExpressionError, parse, to_string
-from core.expressions import Y, complexity
+from core.expressions import Y, complexity, nested_functions
 
 
 @pytest.mark.parametrize("text", [
@@ -30,3 +30,11 @@ def test_complexity_counts_operators_variables_and_constants():
     assert complexity(parse("y")) == 1
     assert complexity(parse("y + y**2")) == 5  # +, y, pow, y, 2
     assert complexity(parse("sin(y)*3")) == 4
+
+
+@pytest.mark.parametrize("text, nested", [
+    ("sin(cos(y))", 1), ("exp(exp(y)) + y", 1), ("(y**y)**sin(y)", 2), ("log(1 + exp(y))", 1),
+    ("y*log(2/y)", 0), ("exp(-y**2)", 0), ("sin(3.2 + y)", 0), ("y**2.5 - sqrt(y)", 0), ("y**y", 0),
+])
+def test_nested_functions_counts_functions_inside_another_functions_argument(text, nested):
+    assert nested_functions(parse(text)) == nested

@@ -6,7 +6,7 @@ import sympy
 
 from nsode.batching import model_view, scaled_targets
 from core.expressions import Y
-from nsode.data.tokens import encode, parse_infix, targets
+from nsode.data.tokens import decode, encode, parse_infix, targets
 from nsode.encoding import encode_observations
 from nsode.scaling import Scale, in_raw_range
 
@@ -28,6 +28,9 @@ def test_back_transform_is_exact(law, time_exp, value_exp):
     # g(u) = (a / s) f(s u) and f(y) = (s / a) g(y / s)
     assert np.allclose(_evaluate(g, y / s), a / s * _evaluate(f, y), rtol=1e-13)
     assert np.allclose(_evaluate(scale.to_original(g), y), _evaluate(f, y), rtol=1e-13)
+    # decoding a beam's tokens straight into the user's units (what Predictor.candidates does)
+    one_pass = scale.from_model_variable(decode(encode(g), scale.model_variable()))
+    assert np.allclose(_evaluate(one_pass, y), _evaluate(f, y), rtol=1e-13)
 
 
 def test_power_of_two_copies_give_identical_model_inputs():

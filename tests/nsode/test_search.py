@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import sympy
 
-from core.expressions import Y, compile_scalar, complexity
+from core.expressions import Y, compile_scalar, complexity, nested_functions
 from core.fitting import round_to_error, trajectory_rss
 from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
@@ -119,8 +119,9 @@ def test_among_near_equal_fits_the_better_forecaster_wins():
     found, info = search(proposals, T, y, Settings(combine=4))
     compared = [f for f in found if not np.isnan(f.forecast)]
     assert info["forecast_compared"] == len(compared) >= 2
-    cost = Settings().node_cost
-    assert found[0] is min(compared, key=lambda f: f.ic + f.forecast + cost * complexity(f.expr))
+    cost, nesting = Settings().node_cost, Settings().nesting_cost
+    assert found[0] is min(compared, key=lambda f: f.ic + f.forecast + cost * complexity(f.expr)
+                           + nesting * nested_functions(f.expr))
     assert max(f.ic for f in compared) - min(f.ic for f in compared) <= 5
     shortest, _ = search(proposals, T, y, Settings(combine=4, node_cost=1e6))  # among ties, size decides
     assert complexity(shortest[0].expr) == min(complexity(f.expr) for f in shortest if not np.isnan(f.forecast))
