@@ -300,6 +300,8 @@ def main() -> None:
                    help="criterion window in which the better forecaster wins (0: lowest criterion)")
     p.add_argument("--node-cost", type=float, default=Settings.node_cost,
                    help="criterion units per expression node in the forecast comparison")
+    p.add_argument("--forecast-score", choices=("squared", "predictive"), default=Settings.forecast_score,
+                   help="the forecast comparison's error: squared, or predictive (log predictive density)")
     p.add_argument("--nesting-cost", type=float, default=Settings.nesting_cost,
                    help="criterion units per function nested in another's argument in that comparison")
     p.add_argument("--no-snap", action="store_true",
@@ -335,7 +337,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
                         combine=args.combine, forecast=args.forecast, node_cost=args.node_cost,
-                        nesting_cost=args.nesting_cost, snap=not args.no_snap,
+                        nesting_cost=args.nesting_cost, forecast_score=args.forecast_score, snap=not args.no_snap,
                         snap_fitted=not args.no_snap_fitted, per_capita=args.per_capita)
 
     def checkpoint(name: str) -> Path:
@@ -344,7 +346,7 @@ def main() -> None:
     for variant in args.variants:
         print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, top-k {args.top_k}, "
               f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, node cost {args.node_cost:g}, "
-              f"nesting cost {args.nesting_cost:g}, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
+              f"nesting cost {args.nesting_cost:g}, {args.forecast_score} forecast, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
         paper = Predictor(checkpoint(variant), beam=args.beam)
         scaled = checkpoint(args.scaled) if args.scaled else None
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled,

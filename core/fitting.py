@@ -238,15 +238,15 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     return None
 
 
-def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
-                    rel_step: float = 1e-5) -> np.ndarray:
-    """Standard errors of (y0, *values) for observations at `t` with noise `sigma`: the square
-    roots of the diagonal of sigma^2 (J^T J)^-1, J the trajectory's sensitivity to them (central
-    differences of tightly integrated solutions). inf where the data cannot determine a number
-    (J singular to the differences' accuracy) or its trajectory cannot be integrated."""
+def sensitivities(template: Template, values, y0: float, t: np.ndarray, *,
+                  rel_step: float = 1e-5) -> tuple[np.ndarray, np.ndarray] | None:
+    """(J, size): J[i, j] the trajectory's sensitivity at t_i to number j of (y0, *values) times
+    that number's size (central differences of tightly integrated solutions, steps relative to
+    each number, so units do not matter); None where a perturbed trajectory cannot be integrated
+    or J is not finite."""
     x = np.array([y0, *values], dtype=float)
     t = np.asarray(t, float)
-    size = np.where(x != 0, np.abs(x), 1.0)  # steps and sensitivities relative to each number: units do not matter
+    size = np.where(x != 0, np.abs(x), 1.0)
     jac = np.empty((len(t), len(x)))
     for i in range(len(x)):
         h = rel_step * size[i]
@@ -256,14 +256,55 @@ def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma:
         try:
             paths = [trajectory(template, p[1:], p[0], t, rtol=1e-10, atol=1e-12) for p in (up, down)]
         except SOLVE_FAILURES:
-            return np.full(len(x), math.inf)
+            return None
         jac[:, i] = (paths[0] - paths[1]) / (2 * h)
     if not np.all(np.isfinite(jac)):
-        return np.full(len(x), math.inf)
-    _, s, vt = np.linalg.svd(jac * size, full_matrices=False)
+        return None
+    return jac * size, size
+
+
+def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
+                    rel_step: float = 1e-5) -> np.ndarray:
+    """Standard errors of (y0, *values) for observations at `t` with noise `sigma`: the square
+    roots of the diagonal of sigma^2 (J^T J)^-1, J the trajectory's sensitivity to them
+    (`sensitivities`). inf where the data cannot determine a number (J singular to the
+    differences' accuracy) or its trajectory cannot be integrated."""
+    found = sensitivities(template, values, y0, t, rel_step=rel_step)
+    if found is None:
+        return np.full(len(values) + 1, math.inf)
+    jac, size = found
+    _, s, vt = np.linalg.svd(jac, full_matrices=False)
     if s[0] == 0 or s[-1] < CONDITION_LIMIT * s[0]:
-        return np.full(len(x), math.inf)
+        return np.full(len(values) + 1, math.inf)
     return sigma * size * np.sqrt(np.sum((vt.T / s) ** 2, axis=1))
+
+
+def predictive_error(template: Template, values, y0: float, t: np.ndarray, y: np.ndarray, cut: int,
+                     sigma: float) -> float:
+    """How well the fit to the first `cut` observations (its numbers `values`, `y0`) predicts the
+    rest, in noise variances: minus twice the log predictive density of y[cut:] up to a constant,
+    r' S^-1 r + log det S with S = I + J_rest (J_first' J_first)^-1 J_rest' (noise plus the
+    first part's uncertainty about the numbers, carried to the rest; J = `sensitivities`).
+    Unlike the squared forecast error, a number the first part cannot pin down (a saturation
+    level seen only later) costs the log of its uncertainty, not the square of its drift.
+    inf where the trajectory or its sensitivities cannot be computed."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    try:
+        r = (trajectory(template, values, y0, t) - y)[cut:] / sigma
+    except SOLVE_FAILURES:
+        return math.inf
+    found = sensitivities(template, values, y0, t)
+    if found is None or not np.all(np.isfinite(r)):
+        return math.inf
+    jac = found[0] / sigma
+    _, s, vt = np.linalg.svd(jac[:cut], full_matrices=False)
+    if s[0] == 0:
+        return math.inf
+    s = np.maximum(s, CONDITION_LIMIT * s[0])  # a direction the first part misses: very uncertain, not infinitely
+    b = jac[cut:] @ vt.T / s  # S = I + b b'
+    m = np.eye(len(s)) + b.T @ b
+    rb = b.T @ r
+    return float(r @ r - rb @ np.linalg.solve(m, rb) + np.linalg.slogdet(m)[1])
 
 
 def round_to_error(value: float, error: float, max_digits: int = 6, extra: int = 0) -> float:

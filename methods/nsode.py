@@ -37,7 +37,7 @@ class NSODE(Method):
     for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev`, `combine`
     (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
     candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
-    and its `node_cost` and `nesting_cost`, `snap` (beam exponents near an integer or +-1/2 also read as that
+    with its `forecast_score`, `node_cost` and `nesting_cost`, `snap` (beam exponents near an integer or +-1/2 also read as that
     exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
     beam expressions g also read as y' = y*g; nsode.search.Settings);
     `threads` are torch's CPU threads per worker."""
@@ -60,7 +60,7 @@ class NSODE(Method):
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
-                 basis=Settings.basis,
+                 forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
                  per_capita=Settings.per_capita, threads=1,
                  scaled_checkpoint=None, branches=None):
@@ -68,7 +68,7 @@ class NSODE(Method):
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
-        self.nesting_cost = nesting_cost
+        self.nesting_cost, self.forecast_score = nesting_cost, forecast_score
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
@@ -105,7 +105,7 @@ class NSODE(Method):
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
                               criterion=self.criterion, combine=int(self.combine),
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
-                              nesting_cost=float(self.nesting_cost),
+                              nesting_cost=float(self.nesting_cost), forecast_score=str(self.forecast_score),
                               basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
                               snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None

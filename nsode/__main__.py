@@ -111,6 +111,9 @@ def main(argv=None) -> int:
     pr.add_argument("--forecast", type=float, default=d.forecast,
                     help="fits within this of the best information criterion compete on forecasting the last "
                          "30%% of the data (default %(default)g; 0: the lowest criterion wins)")
+    pr.add_argument("--forecast-score", choices=("squared", "predictive"), default=d.forecast_score,
+                    help="the forecast error: squared, or predictive (allowing for what the first 70%% leaves "
+                         "uncertain; default %(default)s)")
     pr.add_argument("--node-cost", type=float, default=d.node_cost,
                     help="in that comparison, criterion units charged per node of the expression "
                          "(default %(default)g)")
@@ -131,7 +134,8 @@ def main(argv=None) -> int:
 
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               basis=args.basis, drift=args.drift, forecast=args.forecast,
-                                              node_cost=args.node_cost, nesting_cost=args.nesting_cost)
+                                              node_cost=args.node_cost, nesting_cost=args.nesting_cost,
+                                              forecast_score=args.forecast_score)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")

@@ -46,7 +46,8 @@ from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate, nested_functions
 from core.fitting import (SOLVE_FAILURES, Template, fit_integral, fit_trajectory, information_criterion,
-                          noise_level, round_to_error, standard_errors, trajectory, unstable_reason)
+                          noise_level, predictive_error, round_to_error, standard_errors, trajectory,
+                          unstable_reason)
 from core.metrics import r2
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
@@ -80,6 +81,7 @@ class Settings:
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 0.0  # and per function nested in another's argument (core.expressions.nested_functions)
+    forecast_score: str = "squared"  # the forecast error: "squared", or "predictive" (forecast_error)
 
 
 @dataclass
@@ -466,19 +468,28 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
             near.append(f)
     if len(near) == 1:
         return chosen, 1
-    cut = int(FORECAST_SHARE * len(y))
     for f in near:
-        f.forecast = math.inf
-        part = fit_trajectory(f.template, t[:cut], y[:cut], f.values, f.y0, max_nfev=settings.max_nfev)
-        if part.ok:
-            try:
-                path = trajectory(f.template, part.values, part.y0, t)
-                f.forecast = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
-            except SOLVE_FAILURES:
-                pass
+        f.forecast = forecast_error(f, t, y, sigma, settings)
     best = min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr)
                                     + settings.nesting_cost * nested_functions(f.expr), f.constants))
     return best, len(near)
+
+
+def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
+    """`f` refitted on the first FORECAST_SHARE of the observations, its error on the rest in
+    noise variances: squared, or with `settings.forecast_score` "predictive" as a log predictive
+    density that allows for what the first part leaves uncertain (core.fitting.predictive_error)."""
+    cut = int(FORECAST_SHARE * len(y))
+    part = fit_trajectory(f.template, t[:cut], y[:cut], f.values, f.y0, max_nfev=settings.max_nfev)
+    if not part.ok:
+        return math.inf
+    if settings.forecast_score == "predictive":
+        return predictive_error(f.template, part.values, part.y0, t, y, cut, sigma)
+    try:
+        path = trajectory(f.template, part.values, part.y0, t)
+    except SOLVE_FAILURES:
+        return math.inf
+    return float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
 
 
 @dataclass

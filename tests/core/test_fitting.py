@@ -6,7 +6,8 @@ import pytest
 import sympy
 
 from core.fitting import (Template, estimate_noise, fit_integral, fit_trajectory, information_criterion,
-                          round_to_error, standard_errors, unstable_reason)
+                          predictive_error, round_to_error, sensitivities, standard_errors, trajectory,
+                          unstable_reason)
 from core.expressions import Y, compile_scalar
 from core.solving import solve
 
@@ -85,6 +86,33 @@ def test_standard_errors_match_linear_regression_for_a_constant_rate():
 def test_a_constant_the_data_cannot_determine_has_an_infinite_error():
     t = np.linspace(0, 2, 32)  # y' = a + b: only the sum is determined
     assert np.all(np.isinf(standard_errors(Template(A + B + 0 * Y, (A, B)), [0.3, 0.4], 1.0, t, 0.01)))
+
+
+def test_predictive_error_is_minus_twice_the_log_predictive_density():
+    # the Woodbury form against the dense one: r' (I + A)^-1 r + log det(I + A), in noise variances
+    t, sigma, cut = np.linspace(0, 2, 40), 0.01, 28
+    truth = solve(compile_scalar(0.8 * Y - 0.2 * Y**2), 0.5, t)
+    y = truth * (1 + sigma * np.random.default_rng(3).normal(size=t.size))
+    values, y0 = (0.83, -0.21), 0.49
+    jac = sensitivities(LOGISTIC, values, y0, t)[0]
+    a = jac[cut:] @ np.linalg.inv(jac[:cut].T @ jac[:cut]) @ jac[cut:].T
+    r = (trajectory(LOGISTIC, values, y0, t) - y)[cut:] / sigma
+    dense = r @ np.linalg.solve(np.eye(len(r)) + a, r) + np.linalg.slogdet(np.eye(len(r)) + a)[1]
+    assert predictive_error(LOGISTIC, values, y0, t, y, cut, sigma) == pytest.approx(dense, rel=1e-8)
+
+
+def test_predictive_error_forgives_a_level_the_first_part_cannot_pin_down():
+    # logistic growth far below its carrying capacity: a first-part fit with the capacity twice
+    # too high forecasts the rest badly by squared error, but within what the first part leaves open
+    t, sigma, cut = np.linspace(0, 2, 128), 0.01, 89
+    law = Template(A * Y * (1 - Y / B), (A, B))
+    y = solve(compile_scalar(1.5 * Y * (1 - Y / 10)), 0.2, t)
+    drifted = (1.5, 20.0)
+    squared = float(np.sum((trajectory(law, drifted, 0.2, t) - y)[cut:] ** 2)) / sigma**2
+    predictive = predictive_error(law, drifted, 0.2, t, y, cut, sigma)
+    assert predictive < squared / 3
+    exact = predictive_error(law, (1.5, 10.0), 0.2, t, y, cut, sigma)  # the law itself: no residual, log det only
+    assert 0 < exact < predictive
 
 
 @pytest.mark.parametrize("value, error, shown", [
