@@ -80,8 +80,8 @@ class Settings:
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
-    nesting_cost: float = 0.0  # and per function nested in another's argument (core.expressions.nested_functions)
-    forecast_score: str = "squared"  # the forecast error: "squared", or "predictive" (forecast_error)
+    nesting_cost: float = 0.0  # and per function nested in another's argument (measured, not kept)
+    forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
 
 
 @dataclass
