@@ -296,7 +296,7 @@ def predictive_error(template: Template, values, y0: float, t: np.ndarray, y: np
     found = sensitivities(template, values, y0, t)
     if found is None or not np.all(np.isfinite(r)):
         return math.inf
-    jac = found[0] / sigma
+    jac = found[0]  # S does not depend on the sensitivities' units
     _, s, vt = np.linalg.svd(jac[:cut], full_matrices=False)
     if s[0] == 0:
         return math.inf

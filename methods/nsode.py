@@ -37,8 +37,8 @@ class NSODE(Method):
     for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev`, `combine`
     (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
     candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
-    with its `forecast_score`, `node_cost` and `nesting_cost`, `snap` (beam exponents near an integer or +-1/2 also read as that
-    exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
+    with its `forecast_score`, `node_cost` and `nesting_cost`, `snap` (beam exponents near an
+    integer or +-1/2 also read as that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
     beam expressions g also read as y' = y*g; nsode.search.Settings);
     `threads` are torch's CPU threads per worker."""
 

@@ -21,6 +21,7 @@ import numpy as np
 import sympy
 import torch
 
+from core.expressions import Y
 from nsode.data import tokens as vocab
 from nsode.model import DecoderInput, NSODEModel
 
@@ -52,7 +53,7 @@ def decoded_constant(value: float) -> float:
     return round(value, 4)
 
 
-def to_expression(prefix: Sequence, variable: sympy.Expr | None = None) -> sympy.Expr | None:
+def to_expression(prefix: Sequence, variable: sympy.Expr = Y) -> sympy.Expr | None:
     """sympy expression of a finished beam, or None when it is not a finite real expression;
     `variable` replaces y (tokens.decode).
 
@@ -60,7 +61,7 @@ def to_expression(prefix: Sequence, variable: sympy.Expr | None = None) -> sympy
     (y / 0 gives zoo, log(-1) gives I pi, 0 ** -1 ...).
     """
     try:
-        expr = vocab.decode(list(prefix)) if variable is None else vocab.decode(list(prefix), variable)
+        expr = vocab.decode(list(prefix), variable)
     except (vocab.EncodingError, ZeroDivisionError, TypeError, ValueError):
         return None
     if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo, sympy.I):

@@ -17,6 +17,7 @@ import numpy as np
 import sympy
 import torch
 
+from core.expressions import Y
 from nsode import default_checkpoint
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_expression
@@ -92,9 +93,10 @@ class Predictor:
         beams = beam_search(model, None, memory=memory, beam=self.beam, branches=self.branches)
         model.train(was_training)
         start = time.perf_counter()
+        variable = scale.model_variable() if scale else Y
         seen, out = set(), []
         for b in beams:
-            expr = to_expression(b.prefix, scale.model_variable() if scale else None)
+            expr = to_expression(b.prefix, variable)
             if expr is None:
                 continue
             if scale:

@@ -70,7 +70,7 @@ class Scale:
 
     def to_original(self, g: sympy.Expr) -> sympy.Expr:
         """f(y) = (s / a) g(y / s): a right-hand side found in model units, in the user's units."""
-        return _rescale(g, self.value_exp - self.time_exp, -self.value_exp)
+        return self.from_model_variable(g.xreplace({Y: self.model_variable()}))
 
     def model_variable(self) -> sympy.Expr:
         """u = y / s in the user's units: a model expression built with it in place of y is g(y / s),
