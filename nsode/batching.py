@@ -90,8 +90,12 @@ class Batch:
     tgt_ids: torch.Tensor  # (B, L, 2) two-hot targets
     tgt_w: torch.Tensor  # (B, L, 2); all zero at padding
 
-    def to(self, device) -> "Batch":
-        return Batch(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
+    def to(self, device, non_blocking: bool = False) -> "Batch":
+        return Batch(*(getattr(self, f).to(device, non_blocking=non_blocking) for f in self.__dataclass_fields__))
+
+    def pin_memory(self) -> "Batch":
+        """Page-locked copies, for a DataLoader feeding a GPU (`pin_memory=True`)."""
+        return Batch(*(getattr(self, f).pin_memory() for f in self.__dataclass_fields__))
 
 
 def collate(observations: list[tuple[np.ndarray, np.ndarray]], rows: list[list[tuple]], bos: int, pad: int) -> Batch:
@@ -99,7 +103,7 @@ def collate(observations: list[tuple[np.ndarray, np.ndarray]], rows: list[list[t
     B = len(rows)
     n = max(len(t) for t, _ in observations)
     L = max(len(r) for r in rows)
-    bits = np.zeros((B, n, BITS_PER_OBSERVATION), np.float32)
+    bits = np.zeros((B, n, BITS_PER_OBSERVATION), np.uint8)  # 0/1: a quarter of float32 to move (the model casts)
     mask = np.zeros((B, n), np.int64)
     tgt_ids = np.full((B, L, 2), pad, np.int64)
     tgt_w = np.zeros((B, L, 2), np.float32)

@@ -10,6 +10,7 @@ sets, all initial values) is unseen in training.
 from __future__ import annotations
 
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -66,16 +67,24 @@ def folder_weights(weights, n_folders: int) -> list[int]:
     return [int(w) for w in weights]
 
 
-def list_shards(folders, weights=None) -> list[tuple[Path, np.ndarray]]:
+def in_part(path: Path, part: tuple[int, int]) -> bool:
+    """Whether a shard belongs to share k of n (`part` = (k, n)), by a stable hash of its path:
+    a folder that grows while training reads it keeps every shard in the same share."""
+    k, n = part
+    return n == 1 or zlib.crc32(str(path).encode()) % n == k
+
+
+def list_shards(folders, weights=None, part: tuple[int, int] = (0, 1)) -> list[tuple[Path, np.ndarray]]:
     """(shard, time grid) of one folder or several (e.g. generated with different seeds), in order.
 
     The grid is the folder's [0, T] grid from its config.json. `weights` (whole numbers, one per
     folder) lists a folder's shards that many times, so a small supplement can be seen more often.
+    `part` = (k, n) keeps share k of n (`in_part`): one data worker's shards.
     """
     folders = [folders] if isinstance(folders, (str, Path)) else list(folders)
     out = []
     for folder, weight in zip(folders, folder_weights(weights, len(folders))):
-        paths = shards.shard_paths(folder)
+        paths = [p for p in shards.shard_paths(folder) if in_part(p, part)]
         if paths:
             t = shards.read_config(folder)[0].t_train()
             out += [(p, t) for p in paths] * weight
@@ -84,10 +93,11 @@ def list_shards(folders, weights=None) -> list[tuple[Path, np.ndarray]]:
 
 def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed: int = 0,
                     limit: int | None = None, repeat: bool = False, max_rows: int = 63,
-                    weights=None) -> Iterator[Example]:
+                    weights=None, part: tuple[int, int] = (0, 1)) -> Iterator[Example]:
     """Examples of one split from one data folder or a list of them. Train: shuffled (shard order
-    and a buffer), `repeat` cycles forever, each folder's shards `weights` times per pass.
-    Validation: shard order, deterministic, each example once, at most `limit`."""
+    and a buffer), `repeat` cycles forever, each folder's shards `weights` times per pass, only
+    share `part` of the shards (`list_shards`). Validation: shard order, deterministic, each
+    example once, at most `limit`."""
     rng = np.random.default_rng(seed)
     want_val = split == "val"
     excluded = excluded_skeletons()  # the Large test set's skeletons, also in folders generated before the list
@@ -95,7 +105,7 @@ def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed
     produced = 0
     seen_any = False
     while True:
-        paths = list_shards(folders, None if want_val else weights)  # re-listed each pass: new shards join in
+        paths = list_shards(folders, None if want_val else weights, part)  # re-listed each pass: new shards join in
         if not paths:
             return
         order = range(len(paths)) if want_val else rng.permutation(len(paths))

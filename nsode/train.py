@@ -13,7 +13,9 @@ so the defaults keep the warm-up at a few percent of the run (2% of --steps, at 
 and raise the peak rate for narrower models (tiny 5e-4, small 3e-4; the usual width scaling of
 transformers of these sizes, and a batch of 32 instead of 600 keeps updates small).
 `--schedule cosine` then anneals to 10% of the peak by --steps, which helps a short run; the
-paper's `constant` is the default. `--init FOLDER` continues from shipped weights (the optimizer
+paper's `constant` is the default. `--schedule cosine-time` anneals over the wall-clock budget
+--max-minutes instead: for a machine lent for a fixed time, when the steps it allows are unknown
+(`scripts/gpu_session.sh`). `--init FOLDER` continues from shipped weights (the optimizer
 restarts with a fresh warm-up; step and sample counts continue).
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ from nsode import model as nsode_model
 from nsode.batching import VARIANTS, collate, model_view, observe, two_hot_loss
 from nsode.scaling import MODES as SCALING_MODES
 from nsode.data.shards import shard_paths
-from nsode.stream import folder_weights, stream_examples
+from nsode.stream import folder_weights, list_shards, stream_examples
 
 DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "mini": 4e-4, "tiny": 5e-4}
 
@@ -63,8 +65,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--accum", type=int, default=1, help="gradient accumulation steps per update")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default depends on preset)")
     p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps (default: 2%% of --steps, >= 100)")
-    p.add_argument("--schedule", default="constant", choices=["constant", "cosine"],
-                   help="after warm-up: constant (paper) or cosine decay to 10%% of the peak at --steps")
+    p.add_argument("--schedule", default="constant", choices=["constant", "cosine", "cosine-time"],
+                   help="after warm-up: constant (paper), cosine decay to 10%% of the peak at --steps, or "
+                        "at the end of --max-minutes (cosine-time)")
     p.add_argument("--steps", type=int, default=20_000, help="optimizer updates to run in total")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (and checkpoint) after this wall time")
     p.add_argument("--eval-every", type=int, default=200, help="updates between validation + checkpoint")
@@ -76,6 +79,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--val-percent", type=int, default=5, help="percent of skeletons held out")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    p.add_argument("--workers", type=int, default=0,
+                   help="data processes preparing batches, each from its own share of the shards (0: in the "
+                        "training process; on a 2-core CPU that is fastest, a GPU needs several)")
     p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last")
     p.add_argument("--seed", type=int, default=0)
@@ -83,15 +89,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def lr_at(step: int, peak: float, warmup: int, *, start: int = 0, total: int = 0,
-          schedule: str = "constant") -> float:
-    """Linear warm-up from `start` over `warmup` steps, then constant or cosine down to 10% at `total`."""
+          schedule: str = "constant", time_frac: float = 0.0) -> float:
+    """Linear warm-up from `start` over `warmup` steps, then constant or cosine down to 10% at
+    `total` (cosine-time: at `time_frac` = 1, the share of the wall-clock budget spent)."""
     k = step - start
     if k < warmup:
         return peak * (k + 1) / max(1, warmup)
-    if schedule == "constant" or total <= start + warmup:
+    if schedule == "cosine-time":
+        frac = time_frac
+    elif schedule == "constant" or total <= start + warmup:
         return peak
-    frac = min(1.0, (k - warmup) / max(1, total - start - warmup))
-    return peak * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+    else:
+        frac = (k - warmup) / max(1, total - start - warmup)
+    return peak * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, frac))))
 
 
 def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
@@ -133,6 +143,43 @@ def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, ke
             buf = []
     if buf and keep_last:
         yield collate([(t, y) for t, y, _ in buf], [r for _, _, r in buf], bos, pad)
+
+
+class TrainingBatches(torch.utils.data.IterableDataset):
+    """The training stream of one data worker: its own share of the shards (`stream.in_part`), so
+    each worker computes and caches the scaled targets of its share only, with its own seeds."""
+
+    def __init__(self, data: list[Path], args, cfg, step: int):
+        self.data, self.args, self.cfg, self.step = data, args, cfg, step
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        k, n = (info.id, info.num_workers) if info is not None else (0, 1)
+        a, cfg = self.args, self.cfg
+        rng = np.random.default_rng([a.seed, self.step, k])
+        while True:  # a folder still being written: waits for shards, then for its own share
+            part = (k, n) if list_shards(self.data, part=(k, n)) else (0, 1)  # an empty share reads all
+            examples = stream_examples(self.data, split="train", val_percent=a.val_percent, repeat=True,
+                                       seed=int(rng.integers(2**31)), max_rows=cfg.max_tokens,
+                                       weights=a.weights, part=part)
+            yield from batches(examples, a.variant, a.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng,
+                               off_grid=a.off_grid, scaling=a.input_scaling)
+            time.sleep(10)
+
+
+def training_stream(data: list[Path], args, cfg, step: int, device):
+    """Batches for the loop: prepared in this process (`--workers 0`, the default: the measured
+    best on two CPU cores) or by `--workers` processes (a GPU outruns one process's preparation)."""
+    if args.workers == 0:
+        rng = np.random.default_rng([args.seed, step])  # a resumed run sees new noise and points
+        return batches(stream_examples(data, split="train", val_percent=args.val_percent, seed=args.seed + step,
+                                       repeat=True, max_rows=cfg.max_tokens, weights=args.weights),
+                       args.variant, args.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng,
+                       off_grid=args.off_grid, scaling=args.input_scaling)
+    loader = torch.utils.data.DataLoader(TrainingBatches(data, args, cfg, step), batch_size=None,
+                                         num_workers=args.workers, prefetch_factor=4, persistent_workers=True,
+                                         pin_memory=device.type == "cuda")
+    return iter(loader)
 
 
 @torch.no_grad()
@@ -306,6 +353,8 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
+        if args.schedule == "cosine-time" and not args.max_minutes:
+            raise UsageError("--schedule cosine-time anneals over --max-minutes; give it")
         data = check_data(args)
         model, state = start(args, out, device)
     except UsageError as err:
@@ -318,7 +367,6 @@ def main(argv=None) -> int:
 def train(args, data: list[Path], out: Path, device, model, state: dict) -> None:
     """The optimisation loop, evaluating and checkpointing every --eval-every steps."""
     torch.manual_seed(args.seed + state["step"])
-    rng = np.random.default_rng([args.seed, state["step"]])  # a resumed run sees new noise and points
     model.train()
     peak = args.lr or DEFAULT_LR[args.preset]
     warmup = args.warmup or max(100, args.steps // 50)
@@ -330,24 +378,22 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
     cfg = model.config
     validate = Validation(data, args, cfg.bos_token_id, cfg.pad_token_id, cfg.max_tokens)
-    stream = batches(stream_examples(data, split="train", val_percent=args.val_percent, seed=args.seed + state["step"],
-                                     repeat=True, max_rows=cfg.max_tokens, weights=args.weights),
-                     args.variant, args.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng, off_grid=args.off_grid,
-                     scaling=args.input_scaling)
+    stream = training_stream(data, args, cfg, state["step"], device)
     log = Logger(out / "log.csv")
     t_start, run_start = time.perf_counter() - state["elapsed_s"], time.perf_counter()
+    budget_s = 60 * args.max_minutes if args.max_minutes else math.inf
     print(f"NSODE {args.preset} ({nsode_model.count_parameters(model) / 1e6:.2f}M parameters), "
           f"variant {args.variant}, device {device}, lr {peak:g}, warm-up {warmup}, "
-          f"batch {args.batch_size} x {args.accum}, input scaling {args.input_scaling}, "
+          f"batch {args.batch_size} x {args.accum}, {args.workers} data workers, input scaling {args.input_scaling}, "
           f"{validate.size} validation trajectories", flush=True)
     run_loss, run_acc = [], []
     while state["step"] < args.steps:
         for g in opt.param_groups:
             g["lr"] = lr_at(state["step"], peak, warmup, start=state["warmup_start"], total=args.steps,
-                            schedule=args.schedule)
+                            schedule=args.schedule, time_frac=(time.perf_counter() - run_start) / budget_s)
         opt.zero_grad(set_to_none=True)
         for _ in range(args.accum):
-            b = next(stream).to(device)
+            b = next(stream).to(device, non_blocking=True)
             with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
                 logits = model(b.bits, b.dec_ids, b.dec_w, b.mask)
             loss, acc = two_hot_loss(logits, b.tgt_ids, b.tgt_w)

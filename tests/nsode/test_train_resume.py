@@ -123,3 +123,28 @@ def test_scaled_input_training_is_recorded_and_used_by_predict(training_data, tm
     assert Predictor(model, beam=2).candidates(t, 300 * np.exp(-0.01 * t))  # decodes in user units
     # a run keeps its input path: resuming with the other one is refused
     assert main(args[:-5] + ["--input-scaling", "none", "--resume", "--steps", "3"]) == 2
+
+
+def test_cosine_time_anneals_over_the_wall_clock_budget(training_data, tmp_path):
+    assert lr_at(50, 1e-3, 10, schedule="cosine-time", time_frac=0.0) == pytest.approx(1e-3)
+    assert lr_at(50, 1e-3, 10, schedule="cosine-time", time_frac=0.5) == pytest.approx(5.5e-4)
+    assert lr_at(50, 1e-3, 10, schedule="cosine-time", time_frac=2.0) == pytest.approx(1e-4)  # past the budget
+    assert main(["--data", str(training_data), "--out", str(tmp_path / "r"), "--schedule", "cosine-time"]) == 2
+
+
+def test_data_workers_read_disjoint_shares_of_the_shards(training_data):
+    from nsode.stream import list_shards
+
+    everything = [p for p, _ in list_shards(training_data)]
+    shares = [[p for p, _ in list_shards(training_data, part=(k, 3))] for k in range(3)]
+    assert sorted(sum(shares, [])) == sorted(everything)  # each shard in exactly one share
+
+
+def test_training_with_data_worker_processes(training_data, tmp_path):
+    out = tmp_path / "workers"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "3", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT),
+            "--workers", "2", "--steps", "3"]
+    assert main(args) == 0
+    state = json.loads((out / "last" / "training_state.json").read_text())
+    assert state["step"] == 3 and state["samples"] == 12
