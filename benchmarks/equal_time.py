@@ -19,9 +19,10 @@ import pandas as pd
 from tabulate import tabulate
 
 
-def read_log(run: Path) -> pd.DataFrame:
+def read_log(run: Path, offset_s: float = 0.0) -> pd.DataFrame:
+    """Evaluation rows; minutes from the run's start (`offset_s`: training seconds it inherited)."""
     log = pd.read_csv(run / "log.csv").dropna(subset=["val_loss"])
-    return log.assign(minutes=log["elapsed_s"] / 60)
+    return log.assign(minutes=(log["elapsed_s"] - offset_s) / 60)
 
 
 def at_minute(log: pd.DataFrame, minute: float) -> tuple[float, float]:
@@ -36,14 +37,20 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", type=Path, help="run folders (each with log.csv)")
     p.add_argument("--minutes", nargs="+", type=float, default=[5, 10, 15, 20, 25])
-    p.add_argument("--plot", type=Path, default=None, help="write a PNG: loss against minutes and samples")
+    p.add_argument("--offset-s", nargs="+", type=float, default=None, metavar="S",
+                   help="one per run: training seconds a run inherited with --init (its elapsed_s at the start)")
+    p.add_argument("--plot", type=Path, default=None,
+                   help="write a PNG: validation (solid) and training (dashed) loss against minutes and samples")
     a = p.parse_args(argv)
-    logs = {run.name: read_log(run) for run in a.runs}
+    offsets = a.offset_s or [0.0] * len(a.runs)
+    if len(offsets) != len(a.runs):
+        p.error("--offset-s takes one value per run")
+    logs = {run.name: read_log(run, off) for run, off in zip(a.runs, offsets)}
     rows = [[m, *(value for log in logs.values() for value in at_minute(log, m))] for m in a.minutes]
     headers = ["minutes"] + [f"{name} {what}" for name in logs for what in ("val loss", "samples")]
     print(tabulate(rows, headers=headers, floatfmt=(".1f",) + (".3f", ".0f") * len(logs)))
     for name, log in logs.items():
-        rate = log["samples"].iloc[-1] / (60 * log["minutes"].iloc[-1])
+        rate = log["samples"].diff().sum() / (60 * log["minutes"].diff().sum())  # between evaluations
         print(f"{name}: {rate:.0f} samples/s over {log['minutes'].iloc[-1]:.1f} min, "
               f"best validation loss {log['val_loss'].min():.3f}")
     if a.plot:
@@ -54,9 +61,11 @@ def main(argv=None) -> None:
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
         for name, log in logs.items():
-            axes[0].plot(log["minutes"], log["val_loss"], label=name)
+            line, = axes[0].plot(log["minutes"], log["val_loss"], label=name)
+            axes[0].plot(log["minutes"], log["loss"], "--", color=line.get_color())
             axes[1].plot(log["samples"], log["val_loss"], label=name)
-        axes[0].set(xlabel="minutes of training (1 core)", ylabel="validation loss")
+            axes[1].plot(log["samples"], log["loss"], "--", color=line.get_color())
+        axes[0].set(xlabel="minutes of training", ylabel="loss (solid: validation, dashed: training)")
         axes[1].set(xlabel="samples seen")
         axes[0].legend()
         fig.tight_layout()
