@@ -17,6 +17,8 @@
 set -uo pipefail
 RUNS=${RUNS:-/root/nsode-runs}
 PY=${PY:-python3}
+PAPER_ROUNDS=${PAPER_ROUNDS:-1000 4000 10000 20000 40000 80000 160000}  # skeletons asked, cumulative
+SCIENCE_ROUNDS=${SCIENCE_ROUNDS:-300 1000 2000}
 cmd=${1:?start or watch}
 
 if [ "$cmd" = start ]; then
@@ -30,11 +32,11 @@ if [ "$cmd" = start ]; then
   export PYTHONPATH="$RUNS/src" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
   paper=$RUNS/data/cpu-s2080 science=$RUNS/data/science-s2081
   setsid bash -c "
-    for n in 1000 4000 10000 20000 40000 80000 160000; do
+    for n in $PAPER_ROUNDS; do
       $PY -m nsode.data generate --out $paper --n-skeletons \$n --seed 2080 -j 8 -q \
           --config nsode/checkpoints/data_cpu.yaml >> $RUNS/gen-cpu.log 2>&1
     done &
-    for n in 300 1000 2000; do
+    for n in $SCIENCE_ROUNDS; do
       $PY -m nsode.data generate --out $science --n-skeletons \$n --seed 2081 -j 2 -q \
           --config nsode/checkpoints/data_science.yaml >> $RUNS/gen-sci.log 2>&1
     done &
@@ -44,7 +46,7 @@ if [ "$cmd" = start ]; then
         --batch-size 256 --workers 6 --threads 2 --schedule cosine-time --max-minutes $minutes \
         --steps 100000000 --eval-every 1000 --val-batches 8 --val-decode 0 --seed 23 \
         --out $RUNS/runs/gpu-$preset > $RUNS/train.log 2>&1
-    pkill -f nsode.data" > "$RUNS/daemon.log" 2>&1 < /dev/null &
+    pkill -f 'nsode.data generate --out $RUNS'" > "$RUNS/daemon.log" 2>&1 < /dev/null &
   echo "started: $(date)"
   exit 0
 fi
