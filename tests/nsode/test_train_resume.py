@@ -148,3 +148,11 @@ def test_training_with_data_worker_processes(training_data, tmp_path):
     assert main(args) == 0
     state = json.loads((out / "last" / "training_state.json").read_text())
     assert state["step"] == 3 and state["samples"] == 12
+
+
+def test_bf16_on_a_cpu_without_native_bf16_is_warned_about(training_data, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(train, "cpu_has_bf16", lambda: False)
+    args = ["--data", str(training_data), "--out", str(tmp_path / "r"), "--device", "cpu", "--bf16",
+            "--schedule", "cosine-time"]  # refused after the warning, before any training
+    assert main(args) == 2
+    assert "no native bf16" in capsys.readouterr().err
