@@ -200,8 +200,10 @@ class Validation:
     """A fixed validation set of held-out skeletons: batches for loss/accuracy and observed
     trajectories for the R^2 of decoded expressions (beam 4, best of the beam by R^2).
 
-    Built from the shards present at the start; rebuilt at an evaluation while it is smaller than
-    asked for (training may start while the generator is still writing shards).
+    Drawn from every data folder alike (two families are two folders): in session 21 the first
+    folder's held-out solutions filled it, and the best checkpoint by its loss was worse on the
+    other family. Built from the shards present at the start; rebuilt at an evaluation while it is
+    smaller than asked for (training may start while the generator is still writing shards).
     """
 
     def __init__(self, data: list[Path], args, bos: int, pad: int, max_rows: int):
@@ -211,8 +213,10 @@ class Validation:
 
     def build(self) -> None:
         a = self.args
-        examples = list(stream_examples(self.data, split="val", val_percent=a.val_percent,
-                                        limit=4 * self.wanted, max_rows=self.max_rows))
+        per_folder = -(-4 * self.wanted // len(self.data))  # each folder (family) its share, not the first's all
+        examples = [e for folder in self.data
+                    for e in stream_examples(folder, split="val", val_percent=a.val_percent, limit=per_folder,
+                                             max_rows=self.max_rows)]
         rng = np.random.default_rng(12345)  # the same observations at every evaluation
         # spread over many ODEs: consecutive rows are initial values of one ODE
         pick = rng.permutation(len(examples))[: self.wanted]

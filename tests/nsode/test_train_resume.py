@@ -156,3 +156,24 @@ def test_bf16_on_a_cpu_without_native_bf16_is_warned_about(training_data, tmp_pa
             "--schedule", "cosine-time"]  # refused after the warning, before any training
     assert main(args) == 2
     assert "no native bf16" in capsys.readouterr().err
+
+
+def test_validation_draws_from_every_data_folder(training_data, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    small = config.from_dict({**config.default().to_dict(), "n_const": 2, "n_iv": 2, "skeletons_per_shard": 4})
+    generate.generate(other, 16, seed=4, config=small, progress=False)
+    read = {}
+
+    def spy(folder, **kw):  # what each folder gave the validation set
+        examples = list(stream_examples(folder, **kw))
+        read[str(folder)] = len(examples)
+        return examples
+
+    monkeypatch.setattr(train, "stream_examples", spy)
+    args = train.parse_args(["--data", str(training_data), str(other), "--out", str(tmp_path / "r"),
+                             "--batch-size", "4", "--val-batches", "1", "--val-decode", "0",
+                             "--val-percent", "100"])
+    args.off_grid, args.input_scaling = 0.5, "none"
+    validation = train.Validation([training_data, other], args, bos=1, pad=0, max_rows=63)
+    assert validation.size == 4
+    assert read == {str(training_data): 8, str(other): 8}  # 4 x 4 wanted, half from each folder
