@@ -200,9 +200,9 @@ class Validation:
     """A fixed validation set of held-out skeletons: batches for loss/accuracy and observed
     trajectories for the R^2 of decoded expressions (beam 4, best of the beam by R^2).
 
-    Drawn from every data folder alike (two families are two folders): in session 21 the first
-    folder's held-out solutions filled it, and the best checkpoint by its loss was worse on the
-    other family. Built from the shards present at the start; rebuilt at an evaluation while it is
+    Drawn from every data folder alike (two families are two folders): filled in folder order,
+    as until session 21, the first family dominated it, and the best checkpoint by its loss was
+    worse on the other. Built from the shards present at the start; rebuilt at an evaluation while it is
     smaller than asked for (training may start while the generator is still writing shards).
     """
 
