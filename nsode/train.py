@@ -200,10 +200,10 @@ class Validation:
     """A fixed validation set of held-out skeletons: batches for loss/accuracy and observed
     trajectories for the R^2 of decoded expressions (beam 4, best of the beam by R^2).
 
-    Drawn from every data folder alike (two families are two folders): filled in folder order,
-    as until session 21, the first family dominated it, and the best checkpoint by its loss was
-    worse on the other. Built from the shards present at the start; rebuilt at an evaluation while it is
-    smaller than asked for (training may start while the generator is still writing shards).
+    An equal share comes from each data folder (two families are two folders): filled in folder
+    order, as until session 21, the first family dominated it and the best checkpoint by its loss
+    was worse on the other. Built from the shards present at the start; rebuilt at an evaluation
+    while smaller than asked for (training may start while the generator is still writing shards).
     """
 
     def __init__(self, data: list[Path], args, bos: int, pad: int, max_rows: int):
