@@ -31,16 +31,16 @@ class NSODE(Method):
     """One class, three named parameter sets (`variants`). `checkpoint` is a shipped checkpoint's
     name (nsode/checkpoints/<name>) or a checkpoint folder's path; `scaled_checkpoint` (the same
     kinds, or None) reads the trajectories outside the first one's training range
-    (nsode.predict.Predictor); `beam` None is the decoder's
-    default (nsode.decode: 64 on CPU, 1536 on a GPU), `branches` the constant intervals each beam
-    hypothesis may branch into (None: all, the paper's beam); `search` switches the paper's R^2 selection
-    for the skeleton search, whose counted budget is `top_k`, `refit`, `max_nfev`, `combine`
-    (beam terms recombined) and `basis` (powers of y recombined beside them, default none), whose
-    candidates include y' = c with `drift`, and whose choice is `criterion`, the `forecast` window
-    with its `forecast_score`, `node_cost` and `nesting_cost`, `snap` (beam exponents near an
-    integer or +-1/2 also read as that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
-    beam expressions g also read as y' = y*g; nsode.search.Settings);
-    `threads` are torch's CPU threads per worker."""
+    (nsode.predict.Predictor); `beam` None is the decoder's default (nsode.decode: 64 on CPU, 1536
+    on a GPU), `branches` the constant intervals each beam hypothesis may branch into (None: all,
+    the paper's beam); `search` switches the paper's R^2 selection for the skeleton search, whose
+    counted budget is `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
+    (powers of y recombined beside them, default none), whose candidates include y' = c with
+    `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
+    `node_cost` and `nesting_cost`, `snap` (beam exponents near an integer or +-1/2 also read as
+    that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
+    beam expressions g also read as y' = y*g; nsode.search.Settings); `threads` are torch's CPU
+    threads per worker."""
 
     name = "nsode"
     version = "1"

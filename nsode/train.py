@@ -160,23 +160,24 @@ class TrainingBatches(torch.utils.data.IterableDataset):
         rng = np.random.default_rng([a.seed, self.step, k])
         while True:  # a folder still being written: waits for shards, then for its own share
             part = (k, n) if list_shards(self.data, part=(k, n)) else (0, 1)  # an empty share reads all
-            examples = stream_examples(self.data, split="train", val_percent=a.val_percent, repeat=True,
-                                       seed=int(rng.integers(2**31)), max_rows=cfg.max_tokens,
-                                       weights=a.weights, part=part)
-            yield from batches(examples, a.variant, a.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng,
-                               off_grid=a.off_grid, scaling=a.input_scaling)
+            yield from training_batches(self.data, a, cfg, rng, int(rng.integers(2**31)), part)
             time.sleep(10)
+
+
+def training_batches(data: list[Path], args, cfg, rng, seed: int, part: tuple[int, int] = (0, 1)):
+    """The endless training batches of `part` of the shards (shard order and buffer from `seed`,
+    observation points and noise from `rng`)."""
+    examples = stream_examples(data, split="train", val_percent=args.val_percent, seed=seed, repeat=True,
+                               max_rows=cfg.max_tokens, weights=args.weights, part=part)
+    return batches(examples, args.variant, args.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng,
+                   off_grid=args.off_grid, scaling=args.input_scaling)
 
 
 def training_stream(data: list[Path], args, cfg, step: int, device):
     """Batches for the loop: prepared in this process (`--workers 0`, the default: the measured
     best on two CPU cores) or by `--workers` processes (a GPU outruns one process's preparation)."""
-    if args.workers == 0:
-        rng = np.random.default_rng([args.seed, step])  # a resumed run sees new noise and points
-        return batches(stream_examples(data, split="train", val_percent=args.val_percent, seed=args.seed + step,
-                                       repeat=True, max_rows=cfg.max_tokens, weights=args.weights),
-                       args.variant, args.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng,
-                       off_grid=args.off_grid, scaling=args.input_scaling)
+    if args.workers == 0:  # a resumed run sees new noise and points
+        return training_batches(data, args, cfg, np.random.default_rng([args.seed, step]), args.seed + step)
     loader = torch.utils.data.DataLoader(TrainingBatches(data, args, cfg, step), batch_size=None,
                                          num_workers=args.workers, prefetch_factor=4, persistent_workers=True,
                                          pin_memory=device.type == "cuda")

@@ -15,13 +15,16 @@ from nsode.train import lr_at, main
 VAL_PERCENT = 30
 
 
+def small_folder(folder, seed: int):
+    """A few shards written by the real generator (small: 16 skeletons, 2 x 2 solutions each)."""
+    small = config.from_dict({**config.default().to_dict(), "n_const": 2, "n_iv": 2, "skeletons_per_shard": 4})
+    generate.generate(folder, 16, seed=seed, config=small, progress=False)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def training_data(tmp_path_factory):
-    """A few shards written by the real generator (small: 16 skeletons, 2 x 2 solutions each)."""
-    folder = tmp_path_factory.mktemp("data") / "train"
-    small = config.from_dict({**config.default().to_dict(), "n_const": 2, "n_iv": 2, "skeletons_per_shard": 4})
-    generate.generate(folder, 16, seed=3, config=small, progress=False)
-    return folder
+    return small_folder(tmp_path_factory.mktemp("data") / "train", seed=3)
 
 
 def test_stream_reads_the_generator_shards_into_two_hot_targets(training_data):
@@ -159,9 +162,7 @@ def test_bf16_on_a_cpu_without_native_bf16_is_warned_about(training_data, tmp_pa
 
 
 def test_validation_draws_from_every_data_folder(training_data, tmp_path, monkeypatch):
-    other = tmp_path / "other"
-    small = config.from_dict({**config.default().to_dict(), "n_const": 2, "n_iv": 2, "skeletons_per_shard": 4})
-    generate.generate(other, 16, seed=4, config=small, progress=False)
+    other = small_folder(tmp_path / "other", seed=4)
     read = {}
 
     def spy(folder, **kw):  # what each folder gave the validation set
