@@ -37,7 +37,8 @@ class NSODE(Method):
     counted budget is `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
     (powers of y recombined beside them, default none), whose candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
-    `node_cost` and `nesting_cost`, `snap` (beam exponents near an integer or +-1/2 also read as
+    `node_cost` and `nesting_cost`, `multiplicity` (the extended BIC's charge for the skeletons
+    scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
     beam expressions g also read as y' = y*g; nsode.search.Settings); `threads` are torch's CPU
     threads per worker."""
@@ -62,13 +63,13 @@ class NSODE(Method):
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
-                 per_capita=Settings.per_capita, threads=1,
+                 per_capita=Settings.per_capita, multiplicity=Settings.multiplicity, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
-        self.nesting_cost, self.forecast_score = nesting_cost, forecast_score
+        self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
@@ -107,7 +108,8 @@ class NSODE(Method):
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
                               nesting_cost=float(self.nesting_cost), forecast_score=str(self.forecast_score),
                               basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
-                              snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita))
+                              snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita),
+                              multiplicity=float(self.multiplicity))
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
                                     scaled=scaled, branches=int(self.branches or 0))

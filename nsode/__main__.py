@@ -119,6 +119,10 @@ def main(argv=None) -> int:
                          "(default %(default)g)")
     pr.add_argument("--nesting-cost", type=float, default=d.nesting_cost,
                     help="and per function nested in another's argument, as in sin(cos(y)) (default %(default)g)")
+    pr.add_argument("--multiplicity", type=float, default=d.multiplicity,
+                    help="charge 2 x MULTIPLICITY x log(how many skeletons with as many constants were scored) "
+                         "on every criterion: the best of hundreds of curve fits beats the law by chance "
+                         "(default %(default)g; 0: plain BIC)")
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
@@ -135,7 +139,7 @@ def main(argv=None) -> int:
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               basis=args.basis, drift=args.drift, forecast=args.forecast,
                                               node_cost=args.node_cost, nesting_cost=args.nesting_cost,
-                                              forecast_score=args.forecast_score)
+                                              forecast_score=args.forecast_score, multiplicity=args.multiplicity)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")

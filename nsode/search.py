@@ -35,6 +35,7 @@ Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import math
@@ -82,6 +83,7 @@ class Settings:
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 0.0  # and per function nested in another's argument (measured, not kept)
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
+    multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
 
 
 @dataclass
@@ -100,6 +102,12 @@ class Found:
     template: Template | None = None
     values: tuple[float, ...] = ()
     forecast: float = math.nan  # forecast error (noise variances) on the last observations, when compared
+    prior: float = 0.0  # criterion units charged for how many skeletons of its size were scored (multiplicity)
+
+    @property
+    def score(self) -> float:
+        """What the choice ranks by: the information criterion plus the multiplicity charge."""
+        return self.ic + self.prior
 
 
 @dataclass
@@ -129,6 +137,11 @@ class _Skeleton:
     def size(self) -> int:
         """Nodes of the sum (the paper's complexity, numbers counted as constants)."""
         return sum(term.size for term in self.terms) + len(self.terms) - 1
+
+    @property
+    def constants(self) -> int:
+        """Free constants: a coefficient per term and the numbers inside the terms."""
+        return len(self.terms) + sum(term.inner for term in self.terms)
 
 
 def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *, numbered: bool = True) -> sympy.Expr:
@@ -351,12 +364,26 @@ def _score(template: Template, values, y0: float, t, y, sigma: float) -> tuple[f
     return r2(path, y), information_criterion(float(residual @ residual), len(y), len(values) + 1, sigma)
 
 
-def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings) -> list[_Skeleton]:
-    """The skeletons fitted in full: the `top_k` best by the cheap score, and with `pareto` every
-    skeleton that scores better than all smaller ones. Thousands of sums are scored, so by chance
-    alone the best few are flexible sums that fit some of the noise; the front keeps the best
-    law of each size in play (a short law would otherwise need to beat them all to be fitted)."""
-    ranked = sorted(skeletons.values(), key=lambda s: s.cheap_ic)
+def multiplicity_charge(skeletons: dict[tuple, _Skeleton], gamma: float) -> dict[int, float]:
+    """Criterion units per number of free constants k: 2 gamma log N_k, N_k the skeletons with k
+    constants scored in stage 1 (an extended BIC: a prior uniform over sizes, then over the
+    skeletons of each size). The best of hundreds of three-constant sums fits the noise better
+    than the law by chance; this charges the search for having looked at that many."""
+    if not gamma:
+        return {}
+    counts = collections.Counter(s.constants for s in skeletons.values())
+    return {k: 2 * gamma * math.log(n) for k, n in counts.items()}
+
+
+def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings,
+              charge: dict[int, float] | None = None) -> list[_Skeleton]:
+    """The skeletons fitted in full: the `top_k` best by the cheap score (plus its multiplicity
+    `charge`), and with `pareto` every skeleton that scores better than all smaller ones.
+    Thousands of sums are scored, so by chance alone the best few are flexible sums that fit
+    some of the noise; the front keeps the best law of each size in play (a short law would
+    otherwise need to beat them all to be fitted)."""
+    charge = charge or {}
+    ranked = sorted(skeletons.values(), key=lambda s: s.cheap_ic + charge.get(s.constants, 0.0))
     out = ranked[: settings.top_k]
     if settings.pareto:
         chosen = {id(s) for s in out}
@@ -369,15 +396,18 @@ def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings) -> list[_Sk
     return out
 
 
-def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Settings) -> list[Found]:
+def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Settings,
+                   charge: dict[int, float] | None = None) -> list[Found]:
     """Stages 2 and 3: all constants and y0 on the integral form for each skeleton, then least
-    squares on the trajectory for the `settings.refit` best of those; unsorted."""
+    squares on the trajectory for the `settings.refit` best of those (by criterion plus
+    multiplicity `charge`); unsorted."""
+    charge = charge or {}
     fitted = []
     for skeleton in skeletons:
         template, start = template_of(skeleton)
         fit = fit_integral(template, t, y, start)
         if fit.ok:
-            ic = information_criterion(fit.rss, len(y), len(start) + 1, sigma)
+            ic = information_criterion(fit.rss, len(y), len(start) + 1, sigma) + charge.get(len(start), 0.0)
             fitted.append((ic, template, fit, skeleton.source))
     fitted.sort(key=lambda item: item[0])
     out = []
@@ -390,17 +420,18 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
                 values, y0, stage = exact.values, exact.y0, "trajectory"
         quality, ic = _score(template, values, y0, t, y, sigma)
         out.append(Found(template.substitute(values), y0, quality, ic, len(values), source, stage, nfev=nfev,
-                         safety_net=net, template=template, values=tuple(values)))
+                         safety_net=net, template=template, values=tuple(values), prior=charge.get(len(values), 0.0)))
     return out
 
 
 def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Settings) -> tuple[list[Found], dict]:
     """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
-    found = fit_candidates(shortlist(skeletons, settings), t, y, sigma, settings)
+    charge = multiplicity_charge(skeletons, settings.multiplicity)
+    found = fit_candidates(shortlist(skeletons, settings, charge), t, y, sigma, settings, charge)
     if settings.snap_fitted:
-        found += _snapped_fits(found, t, y, sigma, settings)
-    by = (lambda f: f.ic) if settings.criterion == "bic" else (lambda f: -f.r2)
+        found += _snapped_fits(found, t, y, sigma, settings, charge)
+    by = (lambda f: f.score) if settings.criterion == "bic" else (lambda f: -f.r2)
     found.sort(key=lambda f: (by(f), f.constants))
     chosen = None
     for f in found:
@@ -423,7 +454,8 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     return found, info
 
 
-def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings) -> list[Found]:
+def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings,
+                  charge: dict[int, float] | None = None) -> list[Found]:
     """The trajectory-fitted candidates whose fitted exponents lie near an integer or +-1/2
     (`snapped`), refitted as new skeletons with those exponents fixed: the beam may read
     `y**2.4` and the fit move it to 2.98, where the law has `y**3`; one constant fewer, so the
@@ -443,7 +475,7 @@ def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings) ->
     if not exprs:
         return []
     skeletons = propose(exprs, t, y, sigma, variants=False, source="snapped")
-    return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)))
+    return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)), charge)
 
 
 def _unsafe(f: Found, t, y, sigma: float) -> str | None:
@@ -460,7 +492,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     statistical ties the shorter law is the likelier one. Returns it and how many were compared."""
     near = [chosen]
     for f in found:
-        if f is chosen or not math.isfinite(f.r2) or f.ic > chosen.ic + settings.forecast:
+        if f is chosen or not math.isfinite(f.r2) or f.score > chosen.score + settings.forecast:
             continue
         if settings.robust and f.rejected is None:
             f.rejected = _unsafe(f, t, y, sigma)
@@ -470,7 +502,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
         return chosen, 1
     for f in near:
         f.forecast = forecast_error(f, t, y, sigma, settings)
-    best = min(near, key=lambda f: (f.ic + f.forecast + settings.node_cost * complexity(f.expr)
+    best = min(near, key=lambda f: (f.score + f.forecast + settings.node_cost * complexity(f.expr)
                                     + settings.nesting_cost * nested_functions(f.expr), f.constants))
     return best, len(near)
 

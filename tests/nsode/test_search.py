@@ -1,4 +1,6 @@
 """The skeleton search (nsode/search.py): the fitter decides among the model's proposals."""
+import math
+
 import numpy as np
 import pytest
 import sympy
@@ -9,7 +11,8 @@ from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import SEARCH_BRANCHES, Settings, _Skeleton, _Term, search, shortlist, skeleton_key, supported
+from nsode.search import (SEARCH_BRANCHES, Settings, _Skeleton, _Term, multiplicity_charge, search, shortlist,
+                          skeleton_key, supported)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -142,6 +145,21 @@ def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
     assert [s.cheap_ic for s in top] == [1.0, 2.0]
     front = shortlist(pool, Settings(top_k=2, pareto=True))
     assert [(s.size, s.cheap_ic) for s in front[2:]] == [(3, 10.0), (4, 8.0)]  # size 5 is beaten by smaller ones
+
+
+def test_multiplicity_charges_each_size_for_the_skeletons_scored_at_it():
+    def skeleton(key, inner, cheap_ic):  # one term, with `inner` free numbers inside it
+        term = _Term(key, Y, np.zeros(3), inner)
+        return _Skeleton((key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
+
+    law = skeleton("law", 0, 10.0)  # the only one-constant skeleton
+    fits = [skeleton(f"fit{i}", 1, 8.0 + i) for i in range(50)]  # fifty two-constant ones, the best by chance
+    pool = {s.key: s for s in [law, *fits]}
+    charge = multiplicity_charge(pool, 1.0)
+    assert charge == {1: 0.0, 2: pytest.approx(2 * math.log(50))}
+    assert multiplicity_charge(pool, 0.0) == {}
+    assert shortlist(pool, Settings(top_k=1))[0] is fits[0]
+    assert shortlist(pool, Settings(top_k=1), charge)[0] is law
 
 
 def test_constants_that_move_together_keep_the_digits_the_law_needs():

@@ -1,0 +1,157 @@
+"""Two search settings, paired on the same beams: does a change to nsode/search.py recover more
+laws? The beam (the model's seconds) is computed once per trajectory and cached; each setting
+then runs only the search, trajectory by trajectory on the same candidates, so the comparison
+is paired and a setting costs minutes, not the beam's hour. Generated ODEs only (the simple ODEs
+of nsode_quality.py at three units of y, and the first ODE of held-out skeletons of data
+folders); recovered = R^2 > 0.99 against the truth on [0, 4] from 128 points on [0, 2].
+
+    python benchmarks/search_ab.py beams --data DATA/cpu-s2032 DATA/science-s2041 --skeletons 0 40 \\
+        --simple-seed 27 --noise-seed 17 --out dev.json
+    python benchmarks/search_ab.py run dev.json --out dev-v11.csv
+    python benchmarks/search_ab.py run dev.json --set multiplicity=1 --out dev-m1.csv
+    python benchmarks/search_ab.py compare dev-v11.csv dev-m1.csv
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import time
+import warnings
+from multiprocessing import Pool
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nsode.search import Settings
+from nsode_quality import SIMPLE_GRID, SIMPLE_T, simple_cases
+from selection_study import generated_cases, observe
+
+SIGMAS = (0.01, 0.02)
+SCALES = (1.0, 100.0, 0.01)
+
+
+def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24):
+    """(name, truth on [0, 4], observations on [0, 2]) of every trajectory of a draw."""
+    out = []
+    for sigma in SIGMAS:
+        for scale in SCALES:
+            for i, (truth, y, _) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale)):
+                out.append((f"simple x{scale:g} s{sigma} #{i}", truth, y))
+    for folder in folders:
+        laws = generated_cases(folder, skeletons[1])[skeletons[0]:]
+        for sigma in SIGMAS:
+            rng = np.random.default_rng([noise_seed, int(sigma * 1e4)])
+            for name, f, y0 in laws:
+                if (seen := observe(f, y0, sigma, rng)) is not None:
+                    out.append((f"{Path(folder).name} s{sigma} {name}", *seen))
+    return out
+
+
+_PREDICTOR = None
+
+
+def _beam(y: np.ndarray) -> list[str]:
+    """The shipped search's candidate expressions (routed as nsode-eps+refine routes), as infix."""
+    global _PREDICTOR
+    import torch
+
+    from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
+    from nsode.data.tokens import to_infix
+    from nsode.predict import Predictor
+    from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES
+
+    if _PREDICTOR is None:
+        torch.set_num_threads(1)
+        _PREDICTOR = Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=SEARCH_BEAM, branches=SEARCH_BRANCHES,
+                               scaled=default_checkpoint(SCALED_CHECKPOINT))
+    return [to_infix(e) for e, _ in _PREDICTOR.candidates(SIMPLE_T, y)]
+
+
+def _search(job) -> tuple[str, str, float, float]:
+    """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search) of one trajectory."""
+    (name, truth, y), exprs, overrides = job
+    from core.expressions import parse, to_string
+    from nsode.data.tokens import parse_infix
+    from nsode.search import search
+    from nsode.select import exact_r2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.process_time()
+        found, _ = search([parse_infix(e) for e in exprs], SIMPLE_T, y, Settings(**overrides))
+        took = time.process_time() - start
+        pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
+        quality = exact_r2(parse(pick), SIMPLE_GRID, truth) if pick else -math.inf
+    return name, pick, quality, took
+
+
+def setting(text: str) -> tuple[str, object]:
+    """NAME=VALUE of nsode.search.Settings, the value typed as the field's default."""
+    name, _, value = text.partition("=")
+    fields = {f.name: f.default for f in dataclasses.fields(Settings)}
+    if name not in fields:
+        raise argparse.ArgumentTypeError(f"no search setting {name!r}; one of {', '.join(fields)}")
+    kind = type(fields[name])
+    return name, (value.lower() in ("1", "true", "yes") if kind is bool else kind(value))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("beams", help="cache the beam of every trajectory of a draw")
+    b.add_argument("--data", nargs="*", default=[], help="data folders whose held-out skeletons to draw")
+    b.add_argument("--skeletons", type=int, nargs=2, default=(0, 40), metavar=("FIRST", "END"),
+                   help="held-out skeletons FIRST..END-1 of each folder")
+    b.add_argument("--simple", type=int, default=24, help="simple ODEs per noise level and unit of y")
+    b.add_argument("--simple-seed", type=int, default=27)
+    b.add_argument("--noise-seed", type=int, default=17, help="seed of the held-out ODEs' noise draws")
+    b.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("run", help="the search with some settings on a cached draw")
+    r.add_argument("beams", type=Path)
+    r.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
+                   help="nsode.search.Settings fields (default: the shipped search)")
+    r.add_argument("--out", type=Path, required=True)
+    c = sub.add_parser("compare", help="recovered per set, paired, for two runs")
+    c.add_argument("first", type=Path)
+    c.add_argument("second", type=Path)
+    for q in (b, r):
+        q.add_argument("-j", "--jobs", type=int, default=2)
+    args = p.parse_args()
+
+    if args.command == "beams":
+        draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple)
+        with Pool(args.jobs) as pool:
+            beams = pool.map(_beam, [y for _, _, y in draw], chunksize=4)
+        args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
+                                                 "simple": args.simple, "simple_seed": args.simple_seed,
+                                                 "noise_seed": args.noise_seed},
+                                        "beams": beams}))
+        print(f"{len(beams)} trajectories -> {args.out}")
+    elif args.command == "run":
+        cached = json.loads(args.beams.read_text())
+        d = cached["draw"]
+        draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"])
+        with Pool(args.jobs) as pool:
+            rows = pool.map(_search, [(c, e, dict(args.set)) for c, e in zip(draw, cached["beams"])], chunksize=2)
+        table = pd.DataFrame(rows, columns=["case", "pick", "r2", "cpu_s"])
+        table.to_csv(args.out, index=False)
+        print(f"recovered {int((table.r2 > 0.99).sum())} of {len(table)}, R^2 > 0.9 {int((table.r2 > 0.9).sum())}, "
+              f"median search CPU {table.cpu_s.median():.2f} s -> {args.out}")
+    else:
+        a, z = (pd.read_csv(path) for path in (args.first, args.second))
+        both = a.merge(z, on="case", suffixes=("_a", "_b"))
+        both["set"] = both.case.str.split(" ").str[:2].str.join(" ")
+        both["a"], both["b"] = both.r2_a > 0.99, both.r2_b > 0.99
+        table = both.groupby("set").agg(trajectories=("a", "size"), first=("a", "sum"), second=("b", "sum"),
+                                        cpu_first=("cpu_s_a", "median"), cpu_second=("cpu_s_b", "median"))
+        print(table.round(2).to_string())
+        print(f"\nall: {int(both.a.sum())} against {int(both.b.sum())} of {len(both)}; "
+              f"picks changed {int((both.pick_a != both.pick_b).sum())}, recovered only by the first "
+              f"{int((both.a & ~both.b).sum())}, only by the second {int((both.b & ~both.a).sum())}")
+
+
+if __name__ == "__main__":
+    main()
