@@ -242,16 +242,24 @@ def generated_recovery(run: dict, rows, searcher: Predictor, folders, count: int
     """The same on the first ODE of each of `count` held-out skeletons of each data folder (the
     generator's own distributions, which no checkpoint trained on), from its stored y0; the noise
     draws of `selection_study.py collect --seed SEED`."""
-    from selection_study import generated_cases, observe
+    from selection_study import generated_cases
 
     print(f"\nheld-out generated ODEs (first ODE of each of {count} validation skeletons, n = 128 on [0, 2])\n")
     print(RECOVERY_HEADER)
     for folder in folders:
         laws = generated_cases(folder, count)
         for sigma in noises:
-            rng = np.random.default_rng([seed, int(sigma * 1e4)])
-            cases = [(seen[0], seen[1], f) for _, f, y0 in laws if (seen := observe(f, y0, sigma, rng)) is not None]
+            cases = [(truth, y, f) for _, truth, y, f in generated_observations(laws, sigma, seed)]
             recovery_rows(run, rows, searcher, cases, f"{sigma:g} | {Path(folder).name} ({len(cases)})")
+
+
+def generated_observations(laws, sigma: float, seed: int) -> list[tuple[str, np.ndarray, np.ndarray, sympy.Expr]]:
+    """(name, truth on [0, 4], observations on [0, 2], f) of each (name, f, y0) of `laws` whose
+    solution exists on [0, 4], with the noise draws of `selection_study.py collect --seed SEED`."""
+    from selection_study import observe
+
+    rng = np.random.default_rng([seed, int(sigma * 1e4)])
+    return [(name, *seen, f) for name, f, y0 in laws if (seen := observe(f, y0, sigma, rng)) is not None]
 
 
 RECOVERY_HEADER = ("| sigma | set | method | recovered (R^2 on [0, 4] > 0.99) | > 0.999 | median R^2 on [0, 4] | "

@@ -22,12 +22,11 @@ import warnings
 from multiprocessing import Pool
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from nsode.search import Settings
-from nsode_quality import SIMPLE_GRID, SIMPLE_T, simple_cases
-from selection_study import generated_cases, observe
+from nsode_quality import SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
+from selection_study import generated_cases
 
 SIGMAS = (0.01, 0.02)
 SCALES = (1.0, 100.0, 0.01)
@@ -43,10 +42,8 @@ def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int
     for folder in folders:
         laws = generated_cases(folder, skeletons[1])[skeletons[0]:]
         for sigma in SIGMAS:
-            rng = np.random.default_rng([noise_seed, int(sigma * 1e4)])
-            for name, f, y0 in laws:
-                if (seen := observe(f, y0, sigma, rng)) is not None:
-                    out.append((f"{Path(folder).name} s{sigma} {name}", *seen))
+            out += [(f"{Path(folder).name} s{sigma} {name}", truth, y)
+                    for name, truth, y, _ in generated_observations(laws, sigma, noise_seed)]
     return out
 
 

@@ -140,8 +140,12 @@ class _Skeleton:
 
     @property
     def constants(self) -> int:
-        """Free constants: a coefficient per term and the numbers inside the terms."""
-        return len(self.terms) + sum(term.inner for term in self.terms)
+        return free_constants(self.terms)
+
+
+def free_constants(terms: list[_Term]) -> int:
+    """Free constants of a sum of terms: a coefficient per term and the numbers inside them."""
+    return len(terms) + sum(term.inner for term in terms)
 
 
 def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *, numbered: bool = True) -> sympy.Expr:
@@ -286,7 +290,7 @@ def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[t
     the integral form, batched by size (normal equations on unit-norm columns, a tiny ridge for
     collinear terms); a sum with more than MAX_CONSTANTS constants scores inf."""
     out: list = [(np.zeros(len(s) + 1), math.inf) for s in sums]
-    constants = [len(subset) + sum(term.inner for term in subset) for subset in sums]
+    constants = [free_constants(subset) for subset in sums]
     by_size: dict[int, list[int]] = {}
     for i, subset in enumerate(sums):
         if constants[i] <= MAX_CONSTANTS:
@@ -407,11 +411,12 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
         template, start = template_of(skeleton)
         fit = fit_integral(template, t, y, start)
         if fit.ok:
-            ic = information_criterion(fit.rss, len(y), len(start) + 1, sigma) + charge.get(len(start), 0.0)
-            fitted.append((ic, template, fit, skeleton.source))
+            prior = charge.get(len(start), 0.0)
+            fitted.append((information_criterion(fit.rss, len(y), len(start) + 1, sigma) + prior, prior, template,
+                           fit, skeleton.source))
     fitted.sort(key=lambda item: item[0])
     out = []
-    for rank, (_, template, fit, source) in enumerate(fitted):
+    for rank, (_, prior, template, fit, source) in enumerate(fitted):
         values, y0, stage, nfev, net = fit.values, fit.y0, "integral", 0, False
         if rank < settings.refit:
             exact = fit_trajectory(template, t, y, fit.values, fit.y0, max_nfev=settings.max_nfev)
@@ -420,7 +425,7 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
                 values, y0, stage = exact.values, exact.y0, "trajectory"
         quality, ic = _score(template, values, y0, t, y, sigma)
         out.append(Found(template.substitute(values), y0, quality, ic, len(values), source, stage, nfev=nfev,
-                         safety_net=net, template=template, values=tuple(values), prior=charge.get(len(values), 0.0)))
+                         safety_net=net, template=template, values=tuple(values), prior=prior))
     return out
 
 
