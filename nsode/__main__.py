@@ -13,6 +13,9 @@ and an information criterion prefers the simpler of two fits that the noise cann
 The chosen ODE's constants and initial value are printed (and plotted) to the digits the data
 support: rounded at their standard errors, estimated from the trajectory's sensitivity at the
 noise level read from the data; candidates and `--paper` picks to 4 significant digits.
+It then says how far the fits that the data cannot tell from the pick (criterion within 5) part
+from it over twice the observed span; the plot draws them in grey. Where they part, the data do
+not determine the extrapolation, whichever law is chosen.
 """
 from __future__ import annotations
 
@@ -48,8 +51,10 @@ def shown(expression: str, digits: int = 4) -> str:
     return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
 
 
-def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None) -> None:
-    """Data against y' = `expression` from y0 over twice the observed span; the legend reads `label`."""
+def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None,
+         rivals: tuple[np.ndarray, list[np.ndarray]] | None = None) -> None:
+    """Data against y' = `expression` from y0 over twice the observed span; the legend reads
+    `label`. `rivals` (a grid and trajectories on it) are drawn thin and grey beneath."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,6 +65,8 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(t, y, ".", ms=3, color="k", label="data")
+    for i, path_ in enumerate(rivals[1] if rivals else []):
+        ax.plot(rivals[0], path_, color="0.6", lw=0.8, label="fits as good on the data" if i == 0 else None)
     if expression:
         grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
         f = compile_scalar(parse_infix(expression))
@@ -75,6 +82,29 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Print how far the fits the data cannot tell from the pick (`nsode.search.rivals`) part from
+    it over twice the observed span; returns their trajectories for the plot."""
+    from core.metrics import r2
+    from nsode.search import RIVAL_WINDOW, extrapolations
+
+    grid, (pick, *paths) = extrapolations([result.chosen, *result.rivals], t)
+    end = f"to t = {grid[-1]:.4g}"
+    if not np.all(np.isfinite(pick)):
+        print(f"beyond the data ({end}): this fit's solution does not reach it")
+        return grid, []
+    if not result.rivals:
+        print(f"beyond the data ({end}): no other fit is statistically as good (criterion within {RIVAL_WINDOW:g})")
+        return grid, paths
+    agreement = [r2(path, pick) if np.all(np.isfinite(path)) else -np.inf for path in paths]
+    far = int(np.argmin(agreement))
+    reach = f"ends at y = {paths[far][-1]:.4g}" if np.isfinite(agreement[far]) else "fails to reach it"
+    print(f"beyond the data ({end}): {len(paths)} other fits are statistically as good (criterion within "
+          f"{RIVAL_WINDOW:g}); the farthest from this one has R^2 {agreement[far]:.4f} against it and {reach} "
+          f"(this one: {pick[-1]:.4g})")
+    return grid, paths
 
 
 def main(argv=None) -> int:
@@ -127,7 +157,9 @@ def main(argv=None) -> int:
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
     pr.add_argument("--top", type=int, default=5, help="candidates to list")
-    pr.add_argument("--plot", type=Path, default=None, help="write a PNG of data vs prediction")
+    pr.add_argument("--plot", type=Path, default=None,
+                    help="write a PNG of the data, the prediction over twice the observed span and, in grey, "
+                         "the fits as good on the data")
     args = p.parse_args(argv)
 
     from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
@@ -170,8 +202,11 @@ def main(argv=None) -> int:
         print(f"  {r2:10.6f}  {shown(expr)}")
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
+    others = None
+    if result.chosen is not None:
+        others = beyond_the_data(result, t)
     if args.plot:
-        plot(args.plot, t, y, result.expression, result.y0, label)
+        plot(args.plot, t, y, result.expression, result.y0, label, others)
         print(f"plot written to {args.plot}")
     return 0
 

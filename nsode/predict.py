@@ -24,7 +24,7 @@ from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_exp
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
 from nsode.scaling import Scale, in_raw_range
-from nsode.search import Found, Settings, search
+from nsode.search import Found, Settings, rivals, search
 from nsode.select import EXACT_TOP, select
 
 
@@ -37,6 +37,7 @@ class Prediction:
     info: dict = field(default_factory=dict)  # the search's counts, noise level and safety-net flag
     y0: float | None = None  # the fitted initial value (search only; else the first observation)
     chosen: Found | None = None  # the search's pick with its template (nsode.search.supported rounds it for display)
+    rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
 
 
 class Predictor:
@@ -132,4 +133,5 @@ class Predictor:
         ranked = [(to_infix(f.expr), f.r2) for f in found]
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
-        return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0])
+        return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0],
+                          rivals=rivals(found, t, y, info["noise_sigma"]))

@@ -56,6 +56,7 @@ SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; model card)
 MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
+RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a rival (the data barely prefer either)
 SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 is also read as that exponent
 ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
 _STRUCTURAL = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)
@@ -527,6 +528,38 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
     except SOLVE_FAILURES:
         return math.inf
     return float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
+
+
+def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW) -> list[Found]:
+    """The safe fits other than the pick (`found[0]`) whose criterion is at most `window` above
+    the pick's: laws the observations cannot tell from it. Where they part beyond the data, the
+    data do not determine the extrapolation, whichever law is chosen (on simple ODEs at 1% noise
+    most misses are of this kind: model card, "Simple ODEs: the search against the ceiling")."""
+    if not found or not math.isfinite(found[0].r2):
+        return []
+    out = []
+    for f in found[1:]:
+        if not math.isfinite(f.r2) or f.score > found[0].score + window:
+            continue
+        if f.rejected is None:
+            f.rejected = _unsafe(f, t, y, sigma)
+        if f.rejected is None:
+            out.append(f)
+    return out
+
+
+def extrapolations(fits: list[Found], t, span: float = 2.0, points: int = 256) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The time grid over `span` times the observed interval and each fit's trajectory on it from
+    its fitted y0 (NaN where the solver fails)."""
+    t = np.asarray(t, float)
+    grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
+    paths = []
+    for f in fits:
+        try:
+            paths.append(trajectory(f.template, f.values, f.y0, grid))
+        except SOLVE_FAILURES:
+            paths.append(np.full(points, np.nan))
+    return grid, paths
 
 
 @dataclass

@@ -11,8 +11,9 @@ from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import (SEARCH_BRANCHES, Settings, _Skeleton, _Term, multiplicity_charge, search, shortlist,
-                          skeleton_key, supported)
+from core.metrics import r2
+from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Settings, _Skeleton, _Term, extrapolations,
+                          multiplicity_charge, rivals, search, shortlist, skeleton_key, supported)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -50,6 +51,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     assert main(["predict", str(path), "--plot", str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("y' = -0.5*y\n") and "y(0) = 3 (fitted)" in out and (tmp_path / "p.png").is_file()
+    assert "beyond the data (to t = 4)" in out
 
 
 def test_noisy_data_print_only_the_digits_they_support(predictor):
@@ -216,3 +218,22 @@ def test_per_capita_reading_proposes_the_law_the_beam_writes_divided_by_y():
     law_found = [f for f in found if skeleton_key(f.expr) == target and f.source == "per-capita"]
     assert law_found and float(law_found[0].expr.coeff(Y * sympy.log(Y))) == pytest.approx(-0.8, rel=0.05)
     assert law_found[0].ic <= found[0].ic + Settings.forecast  # a statistical tie at worst
+
+
+def test_rivals_are_the_safe_fits_the_data_cannot_tell_from_the_pick():
+    # logistic growth seen only while it accelerates: laws that part after t = 2 fit [0, 2] as well
+    law = 0.9 * Y - 0.18 * Y**2
+    y = solve(compile_scalar(law), 1.0, T) * (1 + 0.01 * np.random.default_rng(1).normal(size=T.size))
+    proposals = [law, sympy.cos(1 / Y), 0.3 * Y + 0.4 * sympy.sin(Y), sympy.sqrt(Y), Y * sympy.exp(-0.2 * Y)]
+    found, info = search(proposals, T, y)
+    near = rivals(found, T, y, info["noise_sigma"])
+    assert near and found[0] not in near
+    assert all(f.rejected is None and f.score <= found[0].score + RIVAL_WINDOW for f in near)
+    assert not [f for f in found[1:] if f not in near and f.rejected is None and f.score <= found[0].score]
+    grid, (pick, *paths) = extrapolations([found[0], *near], T)
+    assert grid[-1] == pytest.approx(2 * T[-1]) and all(np.all(np.isfinite(p)) for p in paths)
+    assert min(r2(p, pick) for p in paths) < 0.99  # they part beyond the data
+    # a clean decay pins its course: whatever fits as well agrees with the pick on twice the span
+    found, info = search([-0.4 * Y, sympy.sin(Y), Y**2], T, DECAY)
+    grid, (pick, *paths) = extrapolations([found[0], *rivals(found, T, DECAY, info["noise_sigma"])], T)
+    assert all(r2(p, pick) > 0.9999 for p in paths)
