@@ -85,6 +85,7 @@ class Settings:
     nesting_cost: float = 0.0  # and per function nested in another's argument (measured, not kept)
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
+    consensus: bool = False  # the medoid course of the pick and its rivals wins (measured, not kept: model card)
 
 
 @dataclass
@@ -451,6 +452,8 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     compared = 1
     if chosen is not None and settings.forecast > 0:
         chosen, compared = _best_forecast(found, chosen, t, y, sigma, settings)
+    if chosen is not None and settings.consensus:
+        chosen = _consensus(found, chosen, t, y, sigma)
     if chosen is not None:
         found.remove(chosen)
         found.insert(0, chosen)
@@ -458,6 +461,23 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
             "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
             "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
     return found, info
+
+
+def _consensus(found: list[Found], chosen: Found, t, y, sigma: float) -> Found:
+    """Among `chosen` and its rivals, the fit whose course over twice the span lies nearest the
+    others' (squared distance, each other fit weighted by exp(-criterion difference / 2), its
+    likelihood relative to the best): where the data leave the course open, the middle of what
+    fits them is the smaller expected miss."""
+    near = [chosen, *rivals([chosen, *(f for f in found if f is not chosen)], t, y, sigma)]
+    _, paths = extrapolations(near, t)
+    usable = [(f, p) for f, p in zip(near, paths) if np.all(np.isfinite(p))]
+    if len(usable) < 2 or usable[0][0] is not chosen:
+        return chosen
+    scores = np.array([f.score for f, _ in usable])
+    weights = np.exp(-(scores - scores.min()) / 2)
+    courses = np.array([p for _, p in usable])
+    distance = ((courses[:, None, :] - courses[None, :, :]) ** 2).sum(axis=-1)
+    return usable[int(np.argmin(distance @ weights))][0]
 
 
 def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings,

@@ -237,3 +237,18 @@ def test_rivals_are_the_safe_fits_the_data_cannot_tell_from_the_pick():
     found, info = search([-0.4 * Y, sympy.sin(Y), Y**2], T, DECAY)
     grid, (pick, *paths) = extrapolations([found[0], *rivals(found, T, DECAY, info["noise_sigma"])], T)
     assert all(r2(p, pick) > 0.9999 for p in paths)
+
+
+def test_consensus_chooses_the_medoid_course_of_the_pick_and_its_rivals():
+    law = 0.9 * Y - 0.18 * Y**2  # logistic growth seen while it accelerates, as above
+    y = solve(compile_scalar(law), 1.0, T) * (1 + 0.01 * np.random.default_rng(1).normal(size=T.size))
+    proposals = [law, sympy.cos(1 / Y), 0.3 * Y + 0.4 * sympy.sin(Y), sympy.sqrt(Y), Y * sympy.exp(-0.2 * Y)]
+    plain, info = search(proposals, T, y)
+    near = [plain[0], *rivals(plain, T, y, info["noise_sigma"])]
+    _, courses = extrapolations(near, T)
+    weights = np.exp(-(np.array([f.score for f in near]) - min(f.score for f in near)) / 2)
+    spread = [sum(w * np.sum((c - other) ** 2) for w, other in zip(weights, courses)) for c in courses]
+    medoid = near[int(np.argmin(spread))]
+    found, _ = search(proposals, T, y, Settings(consensus=True))
+    assert skeleton_key(found[0].expr) == skeleton_key(medoid.expr) != skeleton_key(plain[0].expr)
+    assert skeleton_key(found[0].expr) == skeleton_key(law)  # here the middle course is the law's
