@@ -202,9 +202,7 @@ def main(argv=None) -> int:
         print(f"  {r2:10.6f}  {shown(expr)}")
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
-    others = None
-    if result.chosen is not None:
-        others = beyond_the_data(result, t)
+    others = beyond_the_data(result, t) if result.chosen is not None else None
     if args.plot:
         plot(args.plot, t, y, result.expression, result.y0, label, others)
         print(f"plot written to {args.plot}")

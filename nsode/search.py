@@ -468,7 +468,7 @@ def _consensus(found: list[Found], chosen: Found, t, y, sigma: float) -> Found:
     others' (squared distance, each other fit weighted by exp(-criterion difference / 2), its
     likelihood relative to the best): where the data leave the course open, the middle of what
     fits them is the smaller expected miss."""
-    near = [chosen, *rivals([chosen, *(f for f in found if f is not chosen)], t, y, sigma)]
+    near = [chosen, *rivals(found, t, y, sigma, pick=chosen)]
     _, paths = extrapolations(near, t)
     usable = [(f, p) for f, p in zip(near, paths) if np.all(np.isfinite(p))]
     if len(usable) < 2 or usable[0][0] is not chosen:
@@ -516,14 +516,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     variances) plus `settings.node_cost` per node of its expression (the paper's complexity):
     a curve fit of the observed interval rarely forecasts as well as the law, and among
     statistical ties the shorter law is the likelier one. Returns it and how many were compared."""
-    near = [chosen]
-    for f in found:
-        if f is chosen or not math.isfinite(f.r2) or f.score > chosen.score + settings.forecast:
-            continue
-        if settings.robust and f.rejected is None:
-            f.rejected = _unsafe(f, t, y, sigma)
-        if f.rejected is None:
-            near.append(f)
+    near = [chosen, *rivals(found, t, y, sigma, settings.forecast, pick=chosen, robust=settings.robust)]
     if len(near) == 1:
         return chosen, 1
     for f in near:
@@ -550,18 +543,21 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
     return float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
 
 
-def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW) -> list[Found]:
-    """The safe fits other than the pick (`found[0]`) whose criterion is at most `window` above
-    the pick's: laws the observations cannot tell from it. Where they part beyond the data, the
-    data do not determine the extrapolation, whichever law is chosen (on simple ODEs at 1% noise
-    most misses are of this kind: model card, "Simple ODEs: the search against the ceiling")."""
-    if not found or not math.isfinite(found[0].r2):
+def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW, *, pick: Found | None = None,
+           robust: bool = True) -> list[Found]:
+    """The fits other than `pick` (default `found[0]`) whose criterion is at most `window` above
+    the pick's and that are safe to extrapolate (checked unless `robust` is False), in the order
+    of `found`: laws the observations cannot tell from the pick. Where they part beyond the data,
+    the data do not determine the extrapolation, whichever law is chosen (on simple ODEs at 1%
+    noise most misses are of this kind: model card, "Simple ODEs: the search against the ceiling")."""
+    pick = pick if pick is not None else (found[0] if found else None)
+    if pick is None or not math.isfinite(pick.r2):
         return []
     out = []
-    for f in found[1:]:
-        if not math.isfinite(f.r2) or f.score > found[0].score + window:
+    for f in found:
+        if f is pick or not math.isfinite(f.r2) or f.score > pick.score + window:
             continue
-        if f.rejected is None:
+        if robust and f.rejected is None:
             f.rejected = _unsafe(f, t, y, sigma)
         if f.rejected is None:
             out.append(f)

@@ -7,11 +7,11 @@ import sympy
 
 from core.expressions import Y, compile_scalar, complexity, nested_functions
 from core.fitting import round_to_error, trajectory_rss
+from core.metrics import r2
 from core.solving import solve
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from core.metrics import r2
 from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Settings, _Skeleton, _Term, extrapolations,
                           multiplicity_charge, rivals, search, shortlist, skeleton_key, supported)
 
