@@ -298,9 +298,11 @@ def start(args, out: Path, device) -> tuple:
         if shipped.is_file():
             old = json.loads(shipped.read_text())
             state.update(step=old.get("step", 0), samples=old.get("samples", 0),
-                         elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
+                         elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0),
+                         preset=old.get("preset", args.preset))
     else:
         model = nsode_model.build(args.preset).to(device)
+    args.preset = state["preset"]  # loaded weights keep their size, whatever --preset says
     scaling = getattr(model.config, "input_scaling", "none")
     if args.input_scaling is None:
         args.input_scaling = scaling

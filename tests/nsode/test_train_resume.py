@@ -93,9 +93,11 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path):
             "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
     assert main(args + ["--out", str(tmp_path / "a"), "--steps", "2"]) == 0
     export(tmp_path / "a" / "best", tmp_path / "shipped")
-    assert main(args + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 0
+    more = [a if a != "tiny" else "small" for a in args]  # --preset left at another value
+    assert main(more + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 0
     state = json.loads((tmp_path / "b" / "last" / "training_state.json").read_text())
     assert state["step"] == 4 and state["samples"] == 16 and state["warmup_start"] == 2
+    assert state["preset"] == "tiny"  # the loaded weights' size, not the command line's
 
 
 def test_skeletons_of_the_large_test_set_are_never_streamed(training_data, monkeypatch):
