@@ -226,7 +226,7 @@ def refitted_truth(truth: sympy.Expr, t: np.ndarray, y: np.ndarray) -> str:
 
 
 def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11,
-                    scales=(1.0,)) -> None:
+                    scales=(1.0,), log=None) -> None:
     """Whether the chosen ODE is the true one for simple ODEs with random constants, judged by its
     R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise sigma): a
     curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. `scales` repeats the set with y in
@@ -237,7 +237,7 @@ def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, se
     by_sigma = {}
     for sigma in noises:
         solved = [recovery_rows(run, rows, searcher, simple_cases(count, sigma, seed, scale=scale),
-                                f"{sigma:g} | x{scale:g}") for scale in scales]
+                                f"{sigma:g} | x{scale:g}", log) for scale in scales]
         by_sigma[sigma] = {row: np.concatenate([s[row] for s in solved]) for row in solved[0]}
     forms = np.tile(np.arange(count) % len(SIMPLE_FORMS), len(scales))
     print(f"\nrecovered by law (R^2 on [0, 4] > 0.99; scales {', '.join(f'x{s:g}' for s in scales)} together)\n")
@@ -249,7 +249,8 @@ def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, se
             print(f"| {sigma:g} | {law} | " + " | ".join(cells) + " |")
 
 
-def generated_recovery(run: dict, rows, searcher: Predictor, folders, count: int, noises, seed: int = 0) -> None:
+def generated_recovery(run: dict, rows, searcher: Predictor, folders, count: int, noises, seed: int = 0,
+                       log=None) -> None:
     """The same on the first ODE of each of `count` held-out skeletons of each data folder (the
     generator's own distributions, which no checkpoint trained on), from its stored y0; the noise
     draws of `selection_study.py collect --seed SEED`."""
@@ -261,7 +262,7 @@ def generated_recovery(run: dict, rows, searcher: Predictor, folders, count: int
         laws = generated_cases(folder, count)
         for sigma in noises:
             cases = [(truth, y, f) for _, truth, y, f in generated_observations(laws, sigma, seed)]
-            recovery_rows(run, rows, searcher, cases, f"{sigma:g} | {Path(folder).name} ({len(cases)})")
+            recovery_rows(run, rows, searcher, cases, f"{sigma:g} | {Path(folder).name} ({len(cases)})", log)
 
 
 def generated_observations(laws, sigma: float, seed: int) -> list[tuple[str, np.ndarray, np.ndarray, sympy.Expr]]:
@@ -279,13 +280,13 @@ RECOVERY_HEADER = ("| sigma | set | method | recovered (R^2 on [0, 4] > 0.99) | 
                    "|---:|---|---|---:|---:|---:|---:|---|---:|---:|")
 
 
-def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str) -> dict[str, np.ndarray]:
+def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str, log=None) -> dict[str, np.ndarray]:
     """One table row per method on `cases` (truth on [0, 4], observations, f), after the ceiling:
     the true law itself refitted to the observations, what a method that always picks the true
     skeleton gets. Each row after the first is paired with the first, trajectory by trajectory.
     A row's misses among the ceiling's recoveries are the method's; the others are the data's
     (128 noisy points on [0, 2] that do not pin the law's course on [2, 4]). Returns which cases
-    each row recovered, the ceiling first."""
+    each row recovered, the ceiling first; `log` (see `case_logger`) receives each case's R^2."""
     from scipy.stats import binomtest
 
     hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
@@ -295,8 +296,17 @@ def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str) -> di
           f"({np.mean(reachable):.0%}) | | {np.mean(ceiling > 0.999):.0%} | {np.median(ceiling):.3f} | | | |",
           flush=True)
     first, out = None, {"ceiling": reachable}
+    sigma, name = label.split(" | ")
+
+    def record(row: str, r2s: np.ndarray) -> None:
+        if log:
+            log([{"sigma": float(sigma), "set": name, "case": i, "truth": str(f), "row": row, "r2_0_4": r2,
+                  "recovered": r2 > 0.99} for i, ((_, _, f), r2) in enumerate(zip(cases, r2s))])
+
+    record("ceiling", ceiling)
     for row in rows:
         solved = out[row] = (r2s := recovery_r2(run[row], cases)) > 0.99
+        record(row, r2s)
         if first is None:
             first, paired = solved, ""
         else:
@@ -307,6 +317,19 @@ def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str) -> di
               f"{int(np.sum(solved & reachable))} of {int(reachable.sum())} | {np.mean(r2s > 0.999):.0%} | "
               f"{np.median(r2s):.3f} | {paired} | {hits[0]:.0%} | {hits[1]:.0%} |", flush=True)
     return out
+
+
+def case_logger(path: str | None, variant: str):
+    """Appends one CSV line per (trajectory, row) of the recovery sets to `path`, so that two runs
+    (two checkpoints, two settings) on the same draw can be paired case by case; None without one."""
+    if not path:
+        return None
+
+    def log(records: list[dict]) -> None:
+        frame = pd.DataFrame(records).assign(variant=variant)
+        frame.to_csv(path, mode="a", header=not Path(path).is_file(), index=False)
+
+    return log
 
 
 def main() -> None:
@@ -361,9 +384,14 @@ def main() -> None:
                         "checkpoint (e.g. nsode-eps-scaled) reads trajectories outside the variant's training range")
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--tasks-csv", default=None, help="also write one line per (task, row) to this CSV")
+    p.add_argument("--tasks-csv", default=None, help="also write one line per (dataset task, row) to this CSV")
+    p.add_argument("--cases-csv", default=None,
+                   help="also write one line per (trajectory, row) of the simple and generated sets to this CSV "
+                        "(R^2 on [0, 4], recovered): pair two runs on the same draw case by case")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    if args.cases_csv:
+        Path(args.cases_csv).unlink(missing_ok=True)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
                         combine=args.combine, forecast=args.forecast, node_cost=args.node_cost,
                         nesting_cost=args.nesting_cost, forecast_score=args.forecast_score, snap=not args.no_snap,
@@ -382,16 +410,17 @@ def main() -> None:
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled,
                              branches=args.branches)
         run = runners(paper, searcher, settings, args.grammar_count)
+        log = case_logger(args.cases_csv, variant)
         if args.datasets != ["none"]:
             dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit, args.tasks_csv)
         if args.heldout:
             skeleton_accuracy(paper, searcher, args.heldout, variant, args.heldout_limit)
         if args.generated:
             generated_recovery(run, args.rows, searcher, args.generated, args.generated_limit, args.generated_noise,
-                               args.generated_seed)
+                               args.generated_seed, log)
         if args.simple:
             simple_recovery(run, args.rows, searcher, args.simple, args.simple_noise, args.simple_seed,
-                            args.simple_scales)
+                            args.simple_scales, log)
 
 
 if __name__ == "__main__":
