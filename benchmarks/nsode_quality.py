@@ -237,7 +237,7 @@ def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, se
     by_sigma = {}
     for sigma in noises:
         solved = [recovery_rows(run, rows, searcher, simple_cases(count, sigma, seed, scale=scale),
-                                f"{sigma:g} | x{scale:g}", log) for scale in scales]
+                                sigma, f"x{scale:g}", log) for scale in scales]
         by_sigma[sigma] = {row: np.concatenate([s[row] for s in solved]) for row in solved[0]}
     forms = np.tile(np.arange(count) % len(SIMPLE_FORMS), len(scales))
     print(f"\nrecovered by law (R^2 on [0, 4] > 0.99; scales {', '.join(f'x{s:g}' for s in scales)} together)\n")
@@ -262,7 +262,7 @@ def generated_recovery(run: dict, rows, searcher: Predictor, folders, count: int
         laws = generated_cases(folder, count)
         for sigma in noises:
             cases = [(truth, y, f) for _, truth, y, f in generated_observations(laws, sigma, seed)]
-            recovery_rows(run, rows, searcher, cases, f"{sigma:g} | {Path(folder).name} ({len(cases)})", log)
+            recovery_rows(run, rows, searcher, cases, sigma, f"{Path(folder).name} ({len(cases)})", log)
 
 
 def generated_observations(laws, sigma: float, seed: int) -> list[tuple[str, np.ndarray, np.ndarray, sympy.Expr]]:
@@ -280,7 +280,8 @@ RECOVERY_HEADER = ("| sigma | set | method | recovered (R^2 on [0, 4] > 0.99) | 
                    "|---:|---|---|---:|---:|---:|---:|---|---:|---:|")
 
 
-def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str, log=None) -> dict[str, np.ndarray]:
+def recovery_rows(run: dict, rows, searcher: Predictor, cases, sigma: float, name: str,
+                  log=None) -> dict[str, np.ndarray]:
     """One table row per method on `cases` (truth on [0, 4], observations, f), after the ceiling:
     the true law itself refitted to the observations, what a method that always picks the true
     skeleton gets. Each row after the first is paired with the first, trajectory by trajectory.
@@ -292,15 +293,15 @@ def recovery_rows(run: dict, rows, searcher: Predictor, cases, label: str, log=N
     hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
     ceiling = recovery_r2(None, cases, truth_refit=True)
     reachable = ceiling > 0.99
+    label = f"{sigma:g} | {name}"
     print(f"| {label} | true law, refitted (ceiling) | {int(reachable.sum())} of {len(cases)} "
           f"({np.mean(reachable):.0%}) | | {np.mean(ceiling > 0.999):.0%} | {np.median(ceiling):.3f} | | | |",
           flush=True)
     first, out = None, {"ceiling": reachable}
-    sigma, name = label.split(" | ")
 
     def record(row: str, r2s: np.ndarray) -> None:
         if log:
-            log([{"sigma": float(sigma), "set": name, "case": i, "truth": str(f), "row": row, "r2_0_4": r2,
+            log([{"sigma": sigma, "set": name, "case": i, "truth": str(f), "row": row, "r2_0_4": r2,
                   "recovered": r2 > 0.99} for i, ((_, _, f), r2) in enumerate(zip(cases, r2s))])
 
     record("ceiling", ceiling)
