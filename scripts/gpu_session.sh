@@ -1,53 +1,82 @@
 #!/usr/bin/env bash
-# Train NSODE on a lent GPU machine for a fixed wall-clock budget, across several device calls.
+# Train NSODE on a lent GPU machine for a fixed wall-clock budget, in one or more device calls.
 #
-#   scripts/gpu_session.sh start MINUTES [PRESET]  # fresh data on the CPU cores, one detached run
-#   scripts/gpu_session.sh watch SECONDS           # progress for SECONDS, then weights to $OUT
+#   scripts/gpu_session.sh start MINUTES [INIT|PRESET]  # data on the CPU cores, one detached run
+#   scripts/gpu_session.sh watch SECONDS                # progress for SECONDS, then results to $OUT
 #
-# PRESET tiny (default) continues the shipped nsode-eps-scaled; any other preset starts from
-# scratch. `start` detaches (setsid) so that the run outlives the call while the machine stays
-# lent (30 s between calls); `watch` keeps it busy and brings back the run's best and latest
-# weights, so a lost machine costs at most one call. State lives under $RUNS, outside the repo.
+# INIT is a checkpoint folder to continue (default nsode/checkpoints/nsode-eps-scaled; its own input
+# path, raw or scaled, is kept); a preset name (tiny, mini, ...) starts from scratch, scale-invariant.
+# `start` detaches (setsid) so that the run outlives the call while the machine stays lent (30 s
+# between calls); `watch` keeps it busy and brings back, as tar files in $OUT, the run's best and
+# last weights with its snapshots and log, and the skeleton lists searched on the machine (the
+# costly half of generation: a CPU machine can solve them later). State lives under $RUNS.
 #
-# Measured in session 21 (model card, "A GPU session"): a GPU run reads a generated corpus of
-# 160k solutions ten times in about five minutes and then overfits its skeletons, so data, not
-# compute, is the limit. Hence the generators run for the whole session, growing the same two
-# folders in rounds (a larger --n-skeletons extends a folder; training re-lists its shards on
-# every pass), the first round small so that training starts within a minute or two.
+# Measured in session 21 (model card, "A GPU session"): a GPU run reads a generated corpus of 160k
+# solutions ten times in about five minutes and then overfits its skeletons, so data, not compute,
+# is the limit. Hence two sources of data, both grown for the whole lease on the machine's cores:
+#  - skeleton lists carried in $SEEDED (folders holding a data folder's config.json and
+#    skeletons.parquet, searched earlier on a CPU machine): the machine only solves them, in
+#    rounds, so training starts within a minute or two;
+#  - a fresh paper-family seed ($FRESH_SEED), searched and solved in rounds; its list comes back.
+# Training re-lists its folders' shards on every pass, so each round joins the run as it lands.
 set -uo pipefail
 RUNS=${RUNS:-/root/nsode-runs}
 PY=${PY:-python3}
-PAPER_ROUNDS=${PAPER_ROUNDS:-1000 4000 10000 20000 40000 80000 160000}  # skeletons asked, cumulative
-SCIENCE_ROUNDS=${SCIENCE_ROUNDS:-300 1000 2000}
+SEEDED=${SEEDED:-}                                     # folder of carried data folders (optional)
+SEEDED_ROUNDS=${SEEDED_ROUNDS:-400 2000 6000 100000}   # skeletons solved, cumulative, per carried folder
+FRESH_SEED=${FRESH_SEED:-2080}
+FRESH_ROUNDS=${FRESH_ROUNDS:-1000 4000 10000 20000 40000 80000 160000}
+SCIENCE_ROUNDS=${SCIENCE_ROUNDS:-300 1000 2000}        # fresh science family, when nothing is carried
+LR=${LR:-1e-4}
+WORKERS=${WORKERS:-6}
 cmd=${1:?start or watch}
 
 if [ "$cmd" = start ]; then
   minutes=${2:?MINUTES}
-  preset=${3:-tiny}
-  if [ "$preset" = tiny ]; then from="--init nsode/checkpoints/nsode-eps-scaled --lr 1e-4 --warmup 300"
-  else from="--lr 6e-4 --warmup 1000"; fi
+  from=${3:-nsode/checkpoints/nsode-eps-scaled}
+  if [ -d "$from" ]; then init="--init $(realpath "$from") --lr $LR --warmup 300"
+  else init="--preset $from --input-scaling pow2 --lr 6e-4 --warmup 1000"; fi
   mkdir -p "$RUNS"/{data,runs}
   rm -rf "$RUNS/src" && mkdir -p "$RUNS/src" && cp -r core nsode "$RUNS/src/"
+  seeded=()
+  if [ -n "$SEEDED" ]; then
+    for d in "$SEEDED"/*/; do d=${d%/}; cp -r "$d" "$RUNS/data/"; seeded+=("$RUNS/data/$(basename "$d")"); done
+  fi
   cd "$RUNS/src" || exit 1
   export PYTHONPATH="$RUNS/src" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
-  paper=$RUNS/data/cpu-s2080 science=$RUNS/data/science-s2081
+  fresh=$RUNS/data/fresh-s$FRESH_SEED science=$RUNS/data/science-s$((FRESH_SEED + 1))
+  gen="$PY -m nsode.data generate -q"
+  solve_seeded=""  # one chain per carried folder, its own seed and config (config.json must match)
+  for d in "${seeded[@]}"; do  # its own seed and config (generate checks config.json); no searching past its list
+    read -r seed count < <($PY -c "import json,sys,yaml,pyarrow.parquet as pq
+c = json.load(open(sys.argv[1] + '/config.json')); keep = ('generator_version', 'seed', 'excluded_skeletons', 'excluded_skeletons_sha256')
+yaml.safe_dump({k: v for k, v in c.items() if k not in keep}, open(sys.argv[1] + '.yaml', 'w'))
+print(c['seed'], pq.read_metadata(sys.argv[1] + '/skeletons.parquet').num_rows)" "$d")
+    rounds=$(for n in $SEEDED_ROUNDS; do echo $((n < count ? n : count)); done | uniq | tr '\n' ' ')
+    solve_seeded+="(for n in $rounds; do $gen --out $d --n-skeletons \$n --seed $seed -j ${SEEDED_JOBS:-1} --config $d.yaml; done >> $RUNS/gen-$(basename "$d").log 2>&1) & "
+  done
+  data=("$fresh" "${seeded[@]}")
+  science_chain=""
+  if [ ${#seeded[@]} -eq 0 ]; then
+    data+=("$science")
+    science_chain="for n in $SCIENCE_ROUNDS; do $gen --out $science --n-skeletons \$n --seed $((FRESH_SEED + 1)) -j 2 \
+        --config nsode/checkpoints/data_science.yaml >> $RUNS/gen-sci.log 2>&1; done &"
+  fi
+  weights=${WEIGHTS:-$(printf '1 %.0s' "${data[@]}")}
   setsid bash -c "
-    for n in $PAPER_ROUNDS; do
-      $PY -m nsode.data generate --out $paper --n-skeletons \$n --seed 2080 -j 8 -q \
-          --config nsode/checkpoints/data_cpu.yaml >> $RUNS/gen-cpu.log 2>&1
+    for n in $FRESH_ROUNDS; do
+      $gen --out $fresh --n-skeletons \$n --seed $FRESH_SEED -j ${FRESH_JOBS:-8} \
+          --config nsode/checkpoints/data_cpu.yaml >> $RUNS/gen-fresh.log 2>&1
     done &
-    for n in $SCIENCE_ROUNDS; do
-      $PY -m nsode.data generate --out $science --n-skeletons \$n --seed 2081 -j 2 -q \
-          --config nsode/checkpoints/data_science.yaml >> $RUNS/gen-sci.log 2>&1
-    done &
-    until ls $paper/shards/*.parquet >/dev/null 2>&1 && ls $science/shards/*.parquet >/dev/null 2>&1; do
-      sleep 5; done
-    $PY -m nsode.train --data $paper $science --weights 1 2 --input-scaling pow2 --preset $preset $from \
-        --batch-size 256 --workers 6 --threads 2 --schedule cosine-time --max-minutes $minutes \
-        --steps 100000000 --eval-every 1000 --val-batches 8 --val-decode 0 --seed 23 \
-        --out $RUNS/runs/gpu-$preset > $RUNS/train.log 2>&1
-    pkill -f 'nsode.data generate --out $RUNS'" > "$RUNS/daemon.log" 2>&1 < /dev/null &
-  echo "started: $(date)"
+    $science_chain
+    $solve_seeded
+    until ls $(printf '%s/shards/*.parquet ' "${data[@]}") >/dev/null 2>&1; do sleep 5; done
+    $PY -m nsode.train --data ${data[*]} --weights $weights $init \
+        --batch-size 256 --workers $WORKERS --threads 2 --schedule cosine-time --max-minutes $minutes \
+        --steps 100000000 --eval-every 1000 --snapshot-every ${SNAPSHOT_EVERY:-4000} --val-batches 8 \
+        --val-decode 0 --seed 23 --out $RUNS/runs/gpu > $RUNS/train.log 2>&1
+    pkill -f 'nsode.data generate -q --out $RUNS'" > "$RUNS/daemon.log" 2>&1 < /dev/null &
+  echo "started: $(date); data: ${data[*]}; weights: $weights"
   exit 0
 fi
 
@@ -55,18 +84,18 @@ if [ "$cmd" = watch ]; then
   seconds=${2:?SECONDS}
   end=$((SECONDS + seconds))
   while [ $SECONDS -lt $end ]; do
-    sleep 60
+    sleep 30
     echo "== $(date +%T) load $(cut -d' ' -f1 /proc/loadavg); GPU $(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"
-    for f in "$RUNS"/gen-*.log "$RUNS"/train.log; do [ -f "$f" ] && echo "$(basename "$f"): $(tail -n 1 "$f" | tail -c 300)"; done
-    pgrep -f nsode.train >/dev/null || { echo "no training process"; break; }
+    for f in "$RUNS"/gen-*.log "$RUNS"/train.log; do [ -f "$f" ] && echo "$(basename "$f"): $(tail -n 1 "$f" | tail -c 200)"; done
+    [ -f "$RUNS/train.log" ] && ! pgrep -f nsode.train >/dev/null && { echo "training has ended"; break; }
   done
-  for run in "$RUNS"/runs/gpu-*; do
-    for kind in best last; do
-      [ -d "$run/$kind" ] || continue
-      mkdir -p "$OUT/$kind"
-      cp "$run/$kind/model.safetensors" "$run/$kind/config.json" "$run/$kind/training_state.json" "$OUT/$kind/"
-    done
-    cp "$run/log.csv" "$OUT/"
+  run=$RUNS/runs/gpu
+  [ -d "$run" ] && tar -C "$RUNS" -cf "$OUT/run.tar" --exclude optimizer.safetensors runs/gpu/best runs/gpu/last runs/gpu/log.csv $(cd "$RUNS" && ls gen-*.log)
+  for snap in $(ls -d "$run"/snapshots/step-* 2>/dev/null | sort | head -n 5); do  # 16 MiB a file, 8 files
+    cp "$snap/model.safetensors" "$OUT/$(basename "$snap").safetensors"
   done
+  (cd "$RUNS/data" && tar -cf "$OUT/skeletons.tar" */config.json */skeletons.parquet 2>/dev/null)
+  cp "$RUNS/train.log" "$OUT/" 2>/dev/null
+  for d in "$RUNS"/data/*/; do echo "$(basename "$d"): $(ls "$d/shards" 2>/dev/null | wc -l) shards"; done
   tail -n 5 "$RUNS/train.log" "$RUNS/daemon.log"
 fi
