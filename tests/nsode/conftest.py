@@ -28,9 +28,11 @@ def overfit():
     batch = collate(observations, [tokens.targets(tokens.encode(e)) for e in ODES], model.config.bos_token_id,
                     model.config.pad_token_id)
     opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
-    for _ in range(300):
+    for step in range(1000):  # 300 steps memorise the handful here; other builds of torch may need more
         loss, acc = two_hot_loss(model(batch.bits, batch.dec_ids, batch.dec_w, batch.mask),
                                  batch.tgt_ids, batch.tgt_w)
+        if step >= 300 and acc == 1.0:
+            break
         opt.zero_grad()
         loss.backward()
         opt.step()
