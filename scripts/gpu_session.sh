@@ -7,9 +7,10 @@
 # INIT is a checkpoint folder to continue (default nsode/checkpoints/nsode-eps-scaled; its own input
 # path, raw or scaled, is kept); a preset name (tiny, mini, ...) starts from scratch, scale-invariant.
 # `start` detaches (setsid) so that the run outlives the call while the machine stays lent (30 s
-# between calls); `watch` keeps it busy and brings back, as tar files in $OUT, the run's best and
-# last weights with its snapshots and log, and the skeleton lists searched on the machine (the
-# costly half of generation: a CPU machine can solve them later). State lives under $RUNS.
+# between calls); `watch` keeps it busy and brings back to $OUT the run's best and last weights
+# with its log (run.tar), its first five snapshots, and the skeleton lists of its data folders
+# (skeletons.tar: the costly half of generation; a CPU machine can solve them later). State lives
+# under $RUNS.
 #
 # Measured in session 21 (model card, "A GPU session"): a GPU run reads a generated corpus of 160k
 # solutions ten times in about five minutes and then overfits its skeletons, so data, not compute,
@@ -46,12 +47,13 @@ if [ "$cmd" = start ]; then
   export PYTHONPATH="$RUNS/src" OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
   fresh=$RUNS/data/fresh-s$FRESH_SEED science=$RUNS/data/science-s$((FRESH_SEED + 1))
   gen="$PY -m nsode.data generate -q"
-  solve_seeded=""  # one chain per carried folder, its own seed and config (config.json must match)
-  for d in "${seeded[@]}"; do  # its own seed and config (generate checks config.json); no searching past its list
-    read -r seed count < <($PY -c "import json,sys,yaml,pyarrow.parquet as pq
-c = json.load(open(sys.argv[1] + '/config.json')); keep = ('generator_version', 'seed', 'excluded_skeletons', 'excluded_skeletons_sha256')
-yaml.safe_dump({k: v for k, v in c.items() if k not in keep}, open(sys.argv[1] + '.yaml', 'w'))
-print(c['seed'], pq.read_metadata(sys.argv[1] + '/skeletons.parquet').num_rows)" "$d")
+  solve_seeded=""  # one chain per carried folder, with its own seed and config; no searching past its list
+  for d in "${seeded[@]}"; do
+    read -r seed count < <($PY -c "import sys, yaml, pyarrow.parquet as pq
+from nsode.data.shards import read_config
+config, provenance = read_config(sys.argv[1])
+yaml.safe_dump(config.to_dict(), open(sys.argv[1] + '.yaml', 'w'))
+print(provenance['seed'], pq.read_metadata(sys.argv[1] + '/skeletons.parquet').num_rows)" "$d")
     rounds=$(for n in $SEEDED_ROUNDS; do echo $((n < count ? n : count)); done | uniq | tr '\n' ' ')
     solve_seeded+="(for n in $rounds; do $gen --out $d --n-skeletons \$n --seed $seed -j ${SEEDED_JOBS:-1} --config $d.yaml; done >> $RUNS/gen-$(basename "$d").log 2>&1) & "
   done
