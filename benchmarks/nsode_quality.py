@@ -74,10 +74,9 @@ def _expression(found) -> str:
     return to_infix(found[0].expr) if found and np.isfinite(found[0].r2) else ""
 
 
-def dataset_table(run: dict, rows, names, noises, n, limit, tasks_csv: str | None = None) -> None:
-    """Median and share tables per dataset, sigma and row; with `tasks_csv` also one CSV line per
-    task (to see which trajectories a change wins or loses)."""
-    per_task = []
+def dataset_table(run: dict, rows, names, noises, n, limit, log=None) -> None:
+    """Median and share tables per dataset, sigma and row; `log` (see `case_logger`) receives one
+    record per task (to see which trajectories a change wins or loses)."""
     print("| dataset | sigma | method | tasks | median R^2 interp | median R^2 extrap | interp > 0.9 | "
           "extrap > 0.9 | median s / task |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
@@ -87,7 +86,7 @@ def dataset_table(run: dict, rows, names, noises, n, limit, tasks_csv: str | Non
             trajectories = [trajectories[i] for i in np.linspace(0, len(trajectories) - 1, limit).astype(int)]
         for sigma in noises:
             for row in rows:
-                interp, extrap, secs = [], [], []
+                interp, extrap, secs, per_task = [], [], [], []
                 for tr in trajectories:
                     t, y = observe(tr, sigma, n, seed=0)
                     start = time.perf_counter()
@@ -98,14 +97,15 @@ def dataset_table(run: dict, rows, names, noises, n, limit, tasks_csv: str | Non
                     interp.append(s.interpolation["r2"] if ok else -np.inf)
                     extrap.append(s.extrapolation["r2"] if ok and s.extrapolation else -np.inf)
                     per_task.append({"dataset": name, "equation": tr.equation_id, "y0_index": tr.y0_index,
-                                     "truth": tr.expression, "sigma": sigma, "row": row, "expression": expression, "r2_interp": interp[-1], "r2_extrap": extrap[-1],
+                                     "truth": tr.expression, "sigma": sigma, "row": row, "expression": expression,
+                                     "r2_interp": interp[-1], "r2_extrap": extrap[-1],
                                      "seconds": secs[-1]})
                 interp, extrap = np.array(interp), np.array(extrap)
                 print(f"| {name} | {sigma:g} | {row} | {len(interp)} | {np.median(interp):.3f} | "
                       f"{np.median(extrap):.3f} | {np.mean(interp > 0.9):.0%} | {np.mean(extrap > 0.9):.0%} | "
                       f"{np.median(secs):.2f} |", flush=True)
-                if tasks_csv:
-                    pd.DataFrame(per_task).to_csv(tasks_csv, index=False)
+                if log:
+                    log(per_task)
 
 
 def recall(searcher: Predictor, t, y, truth: sympy.Expr) -> tuple[bool, bool]:
@@ -385,7 +385,7 @@ def main() -> None:
                         "checkpoint (e.g. nsode-eps-scaled) reads trajectories outside the variant's training range")
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--tasks-csv", default=None, help="also write one line per (dataset task, row) to this CSV")
+    p.add_argument("--tasks-csv", default=None, help="also append one line per (dataset task, row, variant) to this CSV")
     p.add_argument("--cases-csv", default=None,
                    help="also write one line per (trajectory, row) of the simple and generated sets to this CSV "
                         "(R^2 on [0, 4], recovered): pair two runs on the same draw case by case")
@@ -413,7 +413,8 @@ def main() -> None:
         run = runners(paper, searcher, settings, args.grammar_count)
         log = case_logger(args.cases_csv, variant)
         if args.datasets != ["none"]:
-            dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit, args.tasks_csv)
+            dataset_table(run, args.rows, args.datasets, args.noise, args.n, args.limit,
+                          case_logger(args.tasks_csv, variant))
         if args.heldout:
             skeleton_accuracy(paper, searcher, args.heldout, variant, args.heldout_limit)
         if args.generated:
