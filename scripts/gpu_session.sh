@@ -7,10 +7,11 @@
 # INIT is a checkpoint folder to continue (default nsode/checkpoints/nsode-eps-scaled; its own input
 # path, raw or scaled, is kept); a preset name (tiny, mini, ...) starts from scratch, scale-invariant.
 # `start` detaches (setsid) so that the run outlives the call while the machine stays lent (30 s
-# between calls); `watch` keeps it busy and brings back to $OUT the run's best and last weights
-# with its log (run.tar), its first five snapshots, and the skeleton lists of its data folders
-# (skeletons.tar: the costly half of generation; a CPU machine can solve them later). State lives
-# under $RUNS.
+# between calls); `watch` keeps it busy and brings back to $OUT the run's configs, training states
+# and logs (run.tar), its weights as best.safetensors, last.safetensors and step-N.safetensors (the
+# snapshots that fit; each is model.safetensors of that folder, a snapshot with last's config),
+# and the skeleton lists of its data folders (skeletons.tar: the costly half of generation; a CPU
+# machine can solve them later). State lives under $RUNS.
 #
 # Measured in session 21 (model card, "A GPU session"): a GPU run reads a generated corpus of 160k
 # solutions ten times in about five minutes and then overfits its skeletons, so data, not compute,
@@ -92,9 +93,14 @@ if [ "$cmd" = watch ]; then
     [ -f "$RUNS/train.log" ] && ! pgrep -f nsode.train >/dev/null && { echo "training has ended"; break; }
   done
   run=$RUNS/runs/gpu
-  [ -d "$run" ] && tar -C "$RUNS" -cf "$OUT/run.tar" --exclude optimizer.safetensors runs/gpu/best runs/gpu/last runs/gpu/log.csv $(cd "$RUNS" && ls gen-*.log)
-  for snap in $(ls -d "$run"/snapshots/step-* 2>/dev/null | sort | head -n 5); do  # 16 MiB a file, 8 files
-    cp "$snap/model.safetensors" "$OUT/$(basename "$snap").safetensors"
+  [ -d "$run" ] && tar -C "$RUNS" -cf "$OUT/run.tar" --exclude '*.safetensors' runs/gpu/best runs/gpu/last runs/gpu/log.csv $(cd "$RUNS" && ls gen-*.log)
+  # Weights one file each (a file comes back up to 16 MiB; fp32 `tiny` is 4.4 MB, `mini` 11 MB): best,
+  # last, then the snapshots in order while 56 of the 64 MiB in all are left (the rest: lists, logs).
+  budget=$((56 * 1048576))
+  for w in "$run"/best "$run"/last $(ls -d "$run"/snapshots/step-* 2>/dev/null | sort); do
+    [ -f "$w/model.safetensors" ] || continue
+    size=$(stat -c %s "$w/model.safetensors"); [ "$size" -le "$budget" ] || break
+    cp "$w/model.safetensors" "$OUT/$(basename "$w").safetensors" && budget=$((budget - size))
   done
   (cd "$RUNS/data" && tar -cf "$OUT/skeletons.tar" */config.json */skeletons.parquet 2>/dev/null)
   cp "$RUNS/train.log" "$OUT/" 2>/dev/null
