@@ -385,14 +385,15 @@ def main() -> None:
                         "checkpoint (e.g. nsode-eps-scaled) reads trajectories outside the variant's training range")
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--tasks-csv", default=None, help="also append one line per (dataset task, row, variant) to this CSV")
+    p.add_argument("--tasks-csv", default=None, help="also write one line per (dataset task, row, variant) to this CSV")
     p.add_argument("--cases-csv", default=None,
                    help="also write one line per (trajectory, row) of the simple and generated sets to this CSV "
                         "(R^2 on [0, 4], recovered): pair two runs on the same draw case by case")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    if args.cases_csv:
-        Path(args.cases_csv).unlink(missing_ok=True)
+    for path in (args.tasks_csv, args.cases_csv):  # written anew by each run, one part per variant
+        if path:
+            Path(path).unlink(missing_ok=True)
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
                         combine=args.combine, forecast=args.forecast, node_cost=args.node_cost,
                         nesting_cost=args.nesting_cost, forecast_score=args.forecast_score, snap=not args.no_snap,
