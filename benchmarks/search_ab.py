@@ -22,6 +22,7 @@ import warnings
 from multiprocessing import Pool
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from nsode.search import Settings
@@ -32,16 +33,17 @@ SIGMAS = (0.01, 0.02)
 SCALES = (1.0, 100.0, 0.01)
 
 
-def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24):
+def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24,
+          sigmas=SIGMAS):
     """(name, truth on [0, 4], observations on [0, 2]) of every trajectory of a draw."""
     out = []
-    for sigma in SIGMAS:
+    for sigma in sigmas:
         for scale in SCALES:
             for i, (truth, y, _) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale)):
                 out.append((f"simple x{scale:g} s{sigma} #{i}", truth, y))
     for folder in folders:
         laws = generated_cases(folder, skeletons[1])[skeletons[0]:]
-        for sigma in SIGMAS:
+        for sigma in sigmas:
             out += [(f"{Path(folder).name} s{sigma} {name}", truth, y)
                     for name, truth, y, _ in generated_observations(laws, sigma, noise_seed)]
     return out
@@ -67,18 +69,29 @@ def _beam(y: np.ndarray) -> list[str]:
     return [to_infix(e) for e, _ in _PREDICTOR.candidates(SIMPLE_T, y)]
 
 
+def _read(text: str):
+    """A cached beam expression: in the model's vocabulary as printed (parse_infix keeps its
+    tree), else by the harness's parser (the readers' back-transforms may write e.g. Abs)."""
+    from core.expressions import parse
+    from nsode.data.tokens import EncodingError, parse_infix
+
+    try:
+        return parse_infix(text)
+    except EncodingError:
+        return parse(text, flat_products=True)
+
+
 def _search(job) -> tuple[str, str, float, float]:
     """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search) of one trajectory."""
     (name, truth, y), exprs, overrides = job
     from core.expressions import parse, to_string
-    from nsode.data.tokens import parse_infix
     from nsode.search import search
     from nsode.select import exact_r2
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.process_time()
-        found, _ = search([parse_infix(e) for e in exprs], SIMPLE_T, y, Settings(**overrides))
+        found, _ = search([_read(e) for e in exprs], SIMPLE_T, y, Settings(**overrides))
         took = time.process_time() - start
         pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
         quality = exact_r2(parse(pick), SIMPLE_GRID, truth) if pick else -math.inf
@@ -105,6 +118,7 @@ def main() -> None:
     b.add_argument("--simple", type=int, default=24, help="simple ODEs per noise level and unit of y")
     b.add_argument("--simple-seed", type=int, default=27)
     b.add_argument("--noise-seed", type=int, default=17, help="seed of the held-out ODEs' noise draws")
+    b.add_argument("--sigmas", type=float, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
     b.add_argument("--out", type=Path, required=True)
     r = sub.add_parser("run", help="the search with some settings on a cached draw")
     r.add_argument("beams", type=Path)
@@ -119,18 +133,19 @@ def main() -> None:
     args = p.parse_args()
 
     if args.command == "beams":
-        draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple)
+        draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas)
         with Pool(args.jobs) as pool:
             beams = pool.map(_beam, [y for _, _, y in draw], chunksize=4)
         args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
-                                                 "noise_seed": args.noise_seed},
+                                                 "noise_seed": args.noise_seed, "sigmas": args.sigmas},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command == "run":
         cached = json.loads(args.beams.read_text())
         d = cached["draw"]
-        draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"])
+        draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
+                     d.get("sigmas", SIGMAS))
         with Pool(args.jobs) as pool:
             rows = pool.map(_search, [(c, e, dict(args.set)) for c, e in zip(draw, cached["beams"])], chunksize=2)
         table = pd.DataFrame(rows, columns=["case", "pick", "r2", "cpu_s"])
@@ -145,7 +160,10 @@ def main() -> None:
         table = both.groupby("set").agg(trajectories=("a", "size"), first=("a", "sum"), second=("b", "sum"),
                                         cpu_first=("cpu_s_a", "median"), cpu_second=("cpu_s_b", "median"))
         print(table.round(2).to_string())
-        print(f"\nall: {int(both.a.sum())} against {int(both.b.sum())} of {len(both)}; "
+        fails = [int(np.isneginf(both[c]).sum()) for c in ("r2_a", "r2_b")]
+        close = [int((both[c] > 0.9).sum()) for c in ("r2_a", "r2_b")]
+        print(f"\nR^2 > 0.9: {close[0]} against {close[1]}; no solution from the true y0: {fails[0]} against {fails[1]}")
+        print(f"all: {int(both.a.sum())} against {int(both.b.sum())} of {len(both)}; "
               f"picks changed {int((both.pick_a != both.pick_b).sum())}, recovered only by the first "
               f"{int((both.a & ~both.b).sum())}, only by the second {int((both.b & ~both.a).sum())}")
 

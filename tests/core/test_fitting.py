@@ -69,6 +69,16 @@ def test_a_pole_just_beside_the_data_is_unstable():
     assert np.all(np.isfinite(y))
 
 
+def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unstable():
+    # y' = 2 y (y - c), c = 1: below c the solution decays to 0, above it blows up before t = 2.
+    # A fit started at 0.99 is fine on its own, but the data start at 1.01, across the equilibrium.
+    t = np.linspace(0, 2, 128)
+    template = Template(2 * Y * (Y - A), (A,))
+    assert unstable_reason(template, [1.0], 0.99, t, 0.001) is None
+    assert "from y0" in unstable_reason(template, [1.0], 0.99, t, 0.001, observed_y0=1.01)
+    assert unstable_reason(template, [1.0], 0.99, t, 0.001, observed_y0=0.985) is None
+
+
 def test_criterion_charges_log_n_per_constant():
     assert information_criterion(1.0, 100, 2, 1.0) == pytest.approx(1 + 2 * math.log(100))
     assert information_criterion(math.inf, 100, 1, 1.0) == math.inf
