@@ -97,8 +97,7 @@ def candidates(searcher, t, y, top_k: int, max_nfev: int, basis: int = 0) -> lis
                 rss = float(np.sum((path - y) ** 2)) / sigma**2
             except SOLVE_FAILURES:
                 continue
-            unsafe = unstable_reason(template, fit.values, fit.y0, t, sigma, magnitude=float(np.max(np.abs(y))),
-                                     observed_y0=float(y[0]))
+            unsafe = unstable_reason(template, fit.values, fit.y0, t, sigma, y=y)
             expr = template.substitute(fit.values)
             out.append({"rank": rank, "front": rank >= top_k, "stage": stage, "k": len(fit.values) + 1, "rss": rss, "r2_obs": r2(path, y),
                         "unsafe": unsafe is not None, "forecast": forecast, "source": skeleton.source,

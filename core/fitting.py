@@ -218,20 +218,20 @@ def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
 
 
 def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
-                    magnitude: float | None = None, observed_y0: float | None = None, span: float = 2.0,
-                    points: int = 128, bound: float = 1e4) -> str | None:
+                    y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
+                    bound: float = 1e4) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
-    within `bound` times the data's `magnitude` (default |y0|). delta is the largest of 2 sigma,
-    1e-3 of the data's size, twice the fit's miss of the first observation `observed_y0`, and
-    how far the fitted law moves y in one median sampling interval: where the data start is
-    known no better than that, and a curve fit that starts just beside an unstable equilibrium
-    or a pole (steep, so that it can follow the data's slope right up to it) fails from where
-    the data start."""
+    within `bound` times the size of the observations `y` (default |y0|). delta is the largest
+    of 2 sigma, 1e-3 of that size, twice the fit's miss of the first observation, and how far
+    the fitted law moves y in one median sampling interval: where the data start is known no
+    better than that, and a curve fit that starts just beside an unstable equilibrium or a pole
+    (steep, so that it can follow the data's slope right up to it) fails from where the data
+    start."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
-    size = max(abs(y0) if magnitude is None else magnitude, 1e-12)
-    miss = 0.0 if observed_y0 is None else abs(float(observed_y0) - y0)
+    size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
+    miss = 0.0 if y is None else abs(float(y[0]) - y0)
     try:
         slope = abs(float(template.scalar(y0, *(float(v) for v in values))))
     except (ArithmeticError, ValueError, TypeError):

@@ -506,8 +506,7 @@ def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings,
 
 def _unsafe(f: Found, t, y, sigma: float) -> str | None:
     """Why the fitted candidate is unsafe to extrapolate (core.fitting.unstable_reason), or None."""
-    return unstable_reason(f.template, f.values, f.y0, t, sigma, magnitude=float(np.max(np.abs(y))),
-                           observed_y0=float(y[0]))
+    return unstable_reason(f.template, f.values, f.y0, t, sigma, y=y)
 
 
 def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings) -> tuple[Found, int]:

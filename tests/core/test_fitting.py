@@ -75,8 +75,8 @@ def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unsta
     t = np.linspace(0, 2, 128)
     template = Template(2 * Y * (Y - A), (A,))
     assert unstable_reason(template, [1.0], 0.99, t, 0.001) is None
-    assert "from y0" in unstable_reason(template, [1.0], 0.99, t, 0.001, observed_y0=1.01)
-    assert unstable_reason(template, [1.0], 0.99, t, 0.001, observed_y0=0.985) is None
+    assert "from y0" in unstable_reason(template, [1.0], 0.99, t, 0.001, y=np.full(t.size, 1.01))
+    assert unstable_reason(template, [1.0], 0.99, t, 0.001, y=np.full(t.size, 0.985)) is None
 
 
 def test_criterion_charges_log_n_per_constant():
