@@ -62,6 +62,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--bf16", action="store_true",
                    help="bfloat16 autocast on CPU: faster only where the CPU runs bf16 natively (AVX-512 BF16 "
                         "or AMX; a warning says when not); CUDA always uses mixed precision")
+    p.add_argument("--dropout", type=float, default=None, metavar="P",
+                   help="dropout of a model built from scratch (default 0, as shipped); a loaded model keeps its own")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--accum", type=int, default=1, help="gradient accumulation steps per update")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default depends on preset)")
@@ -301,7 +303,9 @@ def start(args, out: Path, device) -> tuple:
                          elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0),
                          preset=old.get("preset", args.preset))
     else:
-        model = nsode_model.build(args.preset).to(device)
+        model = nsode_model.build(args.preset, dropout=args.dropout or 0.0).to(device)
+    if args.dropout is not None and args.dropout != model.config.dropout:
+        raise UsageError(f"--dropout {args.dropout} differs from the loaded model's {model.config.dropout}")
     args.preset = state["preset"]  # loaded weights keep their size, whatever --preset says
     scaling = getattr(model.config, "input_scaling", "none")
     if args.input_scaling is None:

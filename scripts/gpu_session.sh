@@ -30,6 +30,7 @@ FRESH_SEED=${FRESH_SEED:-2080}
 FRESH_ROUNDS=${FRESH_ROUNDS:-1000 4000 10000 20000 40000 80000 160000}
 SCIENCE_ROUNDS=${SCIENCE_ROUNDS:-300 1000 2000}        # fresh science family, when nothing is carried
 LR=${LR:-1e-4}
+DROPOUT=${DROPOUT:-0}                                  # dropout of a run from scratch (a preset)
 WORKERS=${WORKERS:-6}
 cmd=${1:?start or watch}
 
@@ -37,7 +38,7 @@ if [ "$cmd" = start ]; then
   minutes=${2:?MINUTES}
   from=${3:-nsode/checkpoints/nsode-eps-scaled}
   if [ -d "$from" ]; then init="--init $(realpath "$from") --lr $LR --warmup 300"
-  else init="--preset $from --input-scaling pow2 --lr 6e-4 --warmup 1000"; fi
+  else init="--preset $from --input-scaling pow2 --lr 6e-4 --warmup 1000 --dropout $DROPOUT"; fi
   mkdir -p "$RUNS"/{data,runs}
   rm -rf "$RUNS/src" && mkdir -p "$RUNS/src" && cp -r core nsode "$RUNS/src/"
   seeded=()

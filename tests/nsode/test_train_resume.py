@@ -180,3 +180,17 @@ def test_validation_draws_from_every_data_folder(training_data, tmp_path, monkey
     validation = train.Validation([training_data, other], args, bos=1, pad=0, max_rows=63)
     assert validation.size == 4
     assert read == {str(training_data): 8, str(other): 8}  # 4 x 4 wanted, half from each folder
+
+
+def test_dropout_of_a_fresh_model_is_saved_and_a_loaded_model_keeps_its_own(training_data, tmp_path):
+    from nsode.model import load
+
+    args = ["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--eval-every", "2",
+            "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT), "--steps", "2"]
+    assert main(args + ["--out", str(tmp_path / "a"), "--dropout", "0.1"]) == 0
+    model = load(tmp_path / "a" / "last")
+    assert model.config.dropout == pytest.approx(0.1) and not model.training  # loaded for inference
+    more = args[:-1] + ["4"]  # counts continue from the loaded step
+    assert main(more + ["--out", str(tmp_path / "b"), "--init", str(tmp_path / "a" / "last")]) == 0
+    assert load(tmp_path / "b" / "last").config.dropout == pytest.approx(0.1)
+    assert main(more + ["--out", str(tmp_path / "c"), "--init", str(tmp_path / "a" / "last"), "--dropout", "0"]) == 2
