@@ -17,7 +17,8 @@
 # solutions ten times in about five minutes and then overfits its skeletons, so data, not compute,
 # is the limit. Hence two sources of data, both grown for the whole lease on the machine's cores:
 #  - skeleton lists carried in $SEEDED (folders holding a data folder's config.json and
-#    skeletons.parquet, searched earlier on a CPU machine): the machine only solves them, in
+#    skeletons.parquet, searched earlier on a CPU machine with `python -m nsode.data generate
+#    --skeletons-only`): the machine only solves them, in
 #    rounds, so training starts within a minute or two;
 #  - a fresh paper-family seed ($FRESH_SEED), searched and solved in rounds; its list comes back.
 # Training re-lists its folders' shards on every pass, so each round joins the run as it lands.

@@ -19,7 +19,10 @@ def _generate(args) -> int:
 
     config = cfg.load(args.config)
     result = generate.generate(args.out, args.n_skeletons, args.seed, config, jobs=args.jobs,
-                               scheduler=args.scheduler, progress=not args.quiet)
+                               scheduler=args.scheduler, progress=not args.quiet, solve=not args.skeletons_only)
+    if args.skeletons_only:
+        print(f"{args.out}: {args.n_skeletons} skeletons listed in skeletons.parquet (not solved)")
+        return 0
     drops = ", ".join(f"{k} {v}" for k, v in sorted(result["drops"].items())) or "none"
     print(f"{args.out}: {result['shards']} shards, {result['skeletons']} skeletons, {result['odes']} ODEs, "
           f"{result['solutions']} solutions (dropped solutions: {drops})")
@@ -61,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
                    "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="run the work units on this Dask scheduler "
                    "(e.g. tcp://10.0.0.1:8786) instead of local processes; workers must see DIR")
+    g.add_argument("--skeletons-only", action="store_true", help="search and keep the skeleton list, solve "
+                   "nothing: the costly half, done on a small machine and solved elsewhere by the same command")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     g.set_defaults(func=_generate)
 

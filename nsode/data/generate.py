@@ -361,8 +361,12 @@ def shard_is_done(path: Path, expected: str) -> bool:
 
 
 def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs: int = 1,
-             scheduler: str | None = None, progress: bool = True) -> dict:
-    """Generate (or resume) a training set in `out`; returns the totals over all its shards."""
+             scheduler: str | None = None, progress: bool = True, solve: bool = True) -> dict:
+    """Generate (or resume) a training set in `out`; returns the totals over all its shards.
+
+    solve=False stops after the skeleton list (skeletons.parquet), the costly half: a list searched
+    on a small machine can be carried to a large one and solved there with the same command.
+    """
     from tqdm.auto import tqdm
 
     if n_skeletons < 1:
@@ -371,6 +375,8 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
     prepare_folder(folder, config, seed)
     with Executor(jobs, scheduler) as run:
         rows = find_skeletons(folder, n_skeletons, seed, config, run, progress, workers=16 if scheduler else jobs)
+        if not solve:
+            return totals(folder)
         size = config.skeletons_per_shard
         parts = [rows[k:k + size] for k in range(0, len(rows), size)]
         todo = [s for s, part in enumerate(parts)

@@ -117,6 +117,14 @@ def test_a_larger_n_extends_the_same_skeleton_list(tmp_path, tiny_folder, tiny_c
     _assert_same(tiny_folder, tmp_path / "e")
 
 
+def test_a_list_searched_alone_is_solved_later_into_the_same_folder(tmp_path, tiny_folder, tiny_config):
+    generate.generate(tmp_path / "s", 7, 3, tiny_config, progress=False, solve=False)
+    assert not list((tmp_path / "s").glob("shards/*.parquet"))
+    assert pq.read_table(tmp_path / "s" / store.SKELETON_FILE).equals(pq.read_table(tiny_folder / store.SKELETON_FILE))
+    generate.generate(tmp_path / "s", 7, 3, tiny_config, progress=False)
+    _assert_same(tiny_folder, tmp_path / "s")
+
+
 def test_large_skeletons_are_never_used_for_training(tmp_path, tiny_folder, tiny_config, monkeypatch):
     first = pq.read_table(tiny_folder / store.SKELETON_FILE).column("skeleton").to_pylist()[:2]
     excluded = tmp_path / "excluded.yaml"
