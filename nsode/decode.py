@@ -200,3 +200,62 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
                    for p, c, t, v in zip(parent.tolist(), is_const.tolist(), tok.tolist(), vals)]
     finished.sort(key=lambda f: f.score, reverse=True)
     return finished
+
+
+@torch.no_grad()
+def sample_search(model: NSODEModel, memory: torch.Tensor, *, samples: int, temperature: float = 1.0,
+                  max_tokens: int | None = None, seed: int = 0) -> list[Beam]:
+    """`samples` hypotheses drawn from the model one token at a time (ancestral sampling, the
+    logits divided by `temperature`), under the beam's grammar and two-hot constant rule; best
+    score (log-probability) first, duplicates kept. A beam's hypotheses share most of their
+    prefixes; samples spread over the distribution, so they reach skeletons a beam of the same
+    width never keeps (a skeleton the search never sees, it cannot choose). Seeded: the same
+    trajectory gives the same samples.
+
+    `memory` (1, n, d_model) is the encoder's output (`NSODEModel.encode`)."""
+    cfg = model.config
+    device = next(model.parameters()).device
+    g = _Grammar.of(cfg, device)
+    max_tokens = max_tokens or cfg.max_tokens
+    n_vocab, n_int = cfg.vocab_size, len(g.const_ids) - 1
+    generator = torch.Generator(device=device).manual_seed(seed)
+    memory = memory.expand(samples, -1, -1)
+    scores = torch.zeros(samples, device=device)
+    slots = torch.ones(samples, dtype=torch.long, device=device)
+    live = torch.ones(samples, dtype=torch.bool, device=device)
+    ids = torch.full((samples, 1, 2), cfg.bos_token_id, device=device)
+    weights = torch.tensor([1.0, 0.0], device=device).expand(samples, 1, 2).clone()
+    history: list[list] = [[] for _ in range(samples)]
+    finished: list[Beam] = []
+    past = None
+    rows = torch.arange(samples, device=device)
+    for step in range(max_tokens + 1):
+        logits, past = model.decode(DecoderInput(ids, weights), memory, past=past, use_cache=True)
+        steps, ends, alpha, value = _continuations(g, logits[:, -1].float().log_softmax(-1),
+                                                   torch.zeros_like(scores), slots, max_tokens - step)
+        options = torch.cat([steps, ends[:, None]], 1)  # log-probabilities; the last column ends the tree
+        live &= torch.isfinite(options).any(1)
+        if not bool(live.any()):
+            break
+        tempered = torch.where(live[:, None], options / temperature, torch.zeros_like(options))
+        choice = torch.multinomial(tempered.softmax(1), 1, generator=generator).squeeze(1)
+        scores = scores + torch.where(live, options[rows, choice], torch.zeros_like(scores))
+        ended = live & (choice == options.shape[1] - 1)
+        for b in torch.nonzero(ended).flatten().tolist():
+            finished.append(Beam(tuple(history[b]), float(scores[b])))
+        live &= ~ended
+        choice = torch.where(live, choice, torch.zeros_like(choice))  # finished rows decode a dummy token
+        is_const = choice >= n_vocab
+        k = (choice - n_vocab).clamp(min=0, max=n_int - 1)
+        a = alpha[rows, k]
+        tok = torch.where(is_const, g.const_ids[k], choice)
+        tok2 = torch.where(is_const, g.const_ids[(k + 1).clamp(max=n_int)], choice)
+        ids = torch.stack([tok, tok2], -1)[:, None, :]
+        weights = torch.stack([torch.where(is_const, a, torch.ones_like(a)),
+                               torch.where(is_const, 1 - a, torch.zeros_like(a))], -1)[:, None, :]
+        slots = slots + torch.where(is_const, torch.zeros_like(choice), g.arity[tok]) - 1
+        vals = value[rows, k].tolist()
+        for b in torch.nonzero(live).flatten().tolist():
+            history[b].append(decoded_constant(vals[b]) if is_const[b] else g.names[int(tok[b])])
+    finished.sort(key=lambda f: f.score, reverse=True)
+    return finished

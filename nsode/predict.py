@@ -20,7 +20,7 @@ import torch
 from core.expressions import Y
 from nsode import default_checkpoint
 from nsode.data.tokens import to_infix
-from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, to_expression
+from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
 from nsode.scaling import Scale, in_raw_range
@@ -50,7 +50,8 @@ class Predictor:
 
     def __init__(self, model: NSODEModel | str | Path | None = None, *, beam: int | None = None,
                  exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto",
-                 scaled: NSODEModel | str | Path | None = None, branches: int | None = None):
+                 scaled: NSODEModel | str | Path | None = None, branches: int | None = None,
+                 samples: int = 0, temperature: float = 1.0):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if model is None:
@@ -62,6 +63,7 @@ class Predictor:
         self.exact = exact
         self.search = Settings() if search is True else (search or None)
         self.branches = branches
+        self.samples, self.temperature = samples, temperature
 
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
@@ -92,6 +94,8 @@ class Predictor:
         if timings is not None:
             timings["encode_s"] = time.perf_counter() - start
         beams = beam_search(model, None, memory=memory, beam=self.beam, branches=self.branches)
+        if self.samples:  # after the beam's: the search reads the first expressions first
+            beams += sample_search(model, memory, samples=self.samples, temperature=self.temperature)
         model.train(was_training)
         start = time.perf_counter()
         variable = scale.model_variable() if scale else Y
