@@ -46,7 +46,8 @@ class Predictor:
     near 2, max |y| within 2^3 of 4), and `scaled` reads all others: each model where it reads
     best (model card, "Which checkpoint proposes for the search"). `branches` limits the beam's
     constant branching (nsode.decode.beam_search; the search's default is search.SEARCH_BRANCHES,
-    None is the paper's beam)."""
+    None is the paper's beam); `samples` adds that many ancestral samples at `temperature` after the
+    beam's hypotheses (nsode.decode.sample_search; measured, not used by the search: model card)."""
 
     def __init__(self, model: NSODEModel | str | Path | None = None, *, beam: int | None = None,
                  exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto",
