@@ -142,6 +142,22 @@ def _continuations(g: _Grammar, logp, scores, slots, remaining: int, branches: i
     return scores[:, None] + torch.cat([tok_scores, int_scores], 1), scores + end_scores, alpha, value
 
 
+def _next_inputs(g: _Grammar, choice: torch.Tensor, rows: torch.Tensor, alpha: torch.Tensor, n_vocab: int):
+    """Decoder inputs of the chosen continuations (`choice` per hypothesis, continuing row `rows`
+    of `alpha`): a token, or a constant as its interval's two grid tokens with their two-hot
+    weights. Returns (is_const, interval k, token, ids, weights)."""
+    n_int = len(g.const_ids) - 1
+    is_const = choice >= n_vocab
+    k = (choice - n_vocab).clamp(min=0, max=n_int - 1)
+    a = alpha[rows, k]
+    tok = torch.where(is_const, g.const_ids[k], choice)
+    tok2 = torch.where(is_const, g.const_ids[(k + 1).clamp(max=n_int)], choice)
+    ids = torch.stack([tok, tok2], -1)[:, None, :]
+    weights = torch.stack([torch.where(is_const, a, torch.ones_like(a)),
+                           torch.where(is_const, 1 - a, torch.zeros_like(a))], -1)[:, None, :]
+    return is_const, k, tok, ids, weights
+
+
 @torch.no_grad()
 def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU_DEFAULT_BEAM,
                 max_tokens: int | None = None, memory: torch.Tensor | None = None,
@@ -159,7 +175,7 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
     device = next(model.parameters()).device
     g = _Grammar.of(cfg, device)
     max_tokens = max_tokens or cfg.max_tokens
-    n_vocab, n_int = cfg.vocab_size, len(g.const_ids) - 1
+    n_vocab = cfg.vocab_size
     if memory is None:
         memory = model.encode(bits.unsqueeze(0).to(device))
     memory = memory.expand(beam, -1, -1)
@@ -184,14 +200,7 @@ def beam_search(model: NSODEModel, bits: torch.Tensor | None, *, beam: int = CPU
         if len(finished) >= beam and float(top.values[0]) < sorted((f.score for f in finished), reverse=True)[beam - 1]:
             break  # log-probabilities only fall: nothing live can enter the kept hypotheses
         parent, choice = top.indices // total.shape[1], top.indices % total.shape[1]
-        is_const = choice >= n_vocab
-        k = (choice - n_vocab).clamp(min=0, max=n_int - 1)
-        a = alpha[parent, k]
-        tok = torch.where(is_const, g.const_ids[k], choice)
-        tok2 = torch.where(is_const, g.const_ids[(k + 1).clamp(max=n_int)], choice)
-        ids = torch.stack([tok, tok2], -1)[:, None, :]
-        weights = torch.stack([torch.where(is_const, a, torch.ones_like(a)),
-                               torch.where(is_const, 1 - a, torch.zeros_like(a))], -1)[:, None, :]
+        is_const, k, tok, ids, weights = _next_inputs(g, choice, parent, alpha, n_vocab)
         slots = slots[parent] + torch.where(is_const, torch.zeros_like(choice), g.arity[tok]) - 1
         scores = torch.where(torch.isfinite(top.values), top.values, -torch.inf)
         past.self_attention_cache.reorder_cache(parent)  # cross-attention keys are the same for all
@@ -217,7 +226,7 @@ def sample_search(model: NSODEModel, memory: torch.Tensor, *, samples: int, temp
     device = next(model.parameters()).device
     g = _Grammar.of(cfg, device)
     max_tokens = max_tokens or cfg.max_tokens
-    n_vocab, n_int = cfg.vocab_size, len(g.const_ids) - 1
+    n_vocab = cfg.vocab_size
     generator = torch.Generator(device=device).manual_seed(seed)
     memory = memory.expand(samples, -1, -1)
     scores = torch.zeros(samples, device=device)
@@ -245,14 +254,7 @@ def sample_search(model: NSODEModel, memory: torch.Tensor, *, samples: int, temp
             finished.append(Beam(tuple(history[b]), float(scores[b])))
         live &= ~ended
         choice = torch.where(live, choice, torch.zeros_like(choice))  # finished rows decode a dummy token
-        is_const = choice >= n_vocab
-        k = (choice - n_vocab).clamp(min=0, max=n_int - 1)
-        a = alpha[rows, k]
-        tok = torch.where(is_const, g.const_ids[k], choice)
-        tok2 = torch.where(is_const, g.const_ids[(k + 1).clamp(max=n_int)], choice)
-        ids = torch.stack([tok, tok2], -1)[:, None, :]
-        weights = torch.stack([torch.where(is_const, a, torch.ones_like(a)),
-                               torch.where(is_const, 1 - a, torch.zeros_like(a))], -1)[:, None, :]
+        is_const, k, tok, ids, weights = _next_inputs(g, choice, rows, alpha, n_vocab)
         slots = slots + torch.where(is_const, torch.zeros_like(choice), g.arity[tok]) - 1
         vals = value[rows, k].tolist()
         for b in torch.nonzero(live).flatten().tolist():
