@@ -256,8 +256,8 @@ def sample_search(model: NSODEModel, memory: torch.Tensor, *, samples: int, temp
         choice = torch.where(live, choice, torch.zeros_like(choice))  # finished rows decode a dummy token
         is_const, k, tok, ids, weights = _next_inputs(g, choice, rows, alpha, n_vocab)
         slots = slots + torch.where(is_const, torch.zeros_like(choice), g.arity[tok]) - 1
-        vals = value[rows, k].tolist()
+        vals, consts, toks = value[rows, k].tolist(), is_const.tolist(), tok.tolist()
         for b in torch.nonzero(live).flatten().tolist():
-            history[b].append(decoded_constant(vals[b]) if is_const[b] else g.names[int(tok[b])])
+            history[b].append(decoded_constant(vals[b]) if consts[b] else g.names[toks[b]])
     finished.sort(key=lambda f: f.score, reverse=True)
     return finished
