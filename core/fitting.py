@@ -150,15 +150,16 @@ def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, mxstep: in
 
 
 def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: float | None = None, *,
-                   fit_y0: bool = True, max_nfev: int = 40, deadline: float = math.inf) -> Fit:
+                   fit_y0: bool = True, max_nfev: int = 40, deadline: float = math.inf, skip: int = 0) -> Fit:
     """Least squares on the integrated trajectory, from the constants `start` and `y0` (default:
-    the first observation). With `fit_y0` False the trajectory starts at `y0` exactly.
+    the first observation). With `fit_y0` False the trajectory starts at `y0` exactly. The first
+    `skip` observations are passed through (the trajectory starts at t[0]) but not fitted.
     `max_nfev` counts trajectory evaluations (the budget); `deadline` (perf_counter seconds) is
     a safety net: past it every residual is the penalty and the fit reports `safety_net`."""
     y0 = float(y[0]) if y0 is None else float(y0)
     scale = float(np.std(y)) or 1.0
     budget = _Budget(deadline)
-    penalty = np.full(len(y), PENALTY)
+    penalty = np.full(len(y) - skip, PENALTY)
 
     def residuals(x):
         c, start_value = (x[1:], x[0]) if fit_y0 else (x, y0)
@@ -166,7 +167,7 @@ def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: 
             budget.fired = True
             return penalty
         try:
-            return (trajectory(template, c, start_value, t, budget=budget) - y) / scale
+            return (trajectory(template, c, start_value, t, budget=budget) - y)[skip:] / scale
         except SOLVE_FAILURES:
             return penalty
 
@@ -179,7 +180,7 @@ def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: 
     except (ValueError, np.linalg.LinAlgError):  # the iterate ran off to inf/nan
         return Fit(tuple(float(v) for v in start), y0, math.inf, max_nfev, budget.fired)
     values, y0_fit = (x[1:], x[0]) if fit_y0 else (x, y0)
-    usable = np.all(np.isfinite(x)) and math.isfinite(cost) and cost < 0.999 * len(y) * PENALTY**2
+    usable = np.all(np.isfinite(x)) and math.isfinite(cost) and cost < 0.999 * len(penalty) * PENALTY**2
     rss = scale**2 * cost if usable else math.inf
     return Fit(tuple(float(v) for v in values), float(y0_fit), rss, nfev, budget.fired)
 
@@ -227,7 +228,9 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     the fitted law moves y in one median sampling interval: where the data start is known no
     better than that, and a curve fit that starts just beside an unstable equilibrium or a pole
     (steep, so that it can follow the data's slope right up to it) fails from where the data
-    start."""
+    start. When 0 lies within delta of y0 the solution must also exist from exactly 0: many
+    experiments start there (at rest, empty, uncharged), and a law with a removable singularity
+    at 0 (sin(y)/y) fits the data beside it but cannot be integrated from it."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -238,7 +241,8 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
         return f"not real-valued at y0 = {y0:.4g}"
     step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
     delta = max(2 * sigma, 1e-3 * size, 2 * miss, slope * step if math.isfinite(slope) else 0.0)
-    for start in (y0, y0 - delta, y0 + delta):
+    starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= delta else ())
+    for start in starts:
         try:
             path = trajectory(template, values, start, grid)
         except SOLVE_FAILURES as err:

@@ -84,6 +84,7 @@ class Settings:
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 0.0  # and per function nested in another's argument (measured, not kept)
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
+    backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
     consensus: bool = False  # the medoid course of the pick and its rivals wins (measured, not kept: model card)
 
@@ -529,7 +530,9 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
 def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
     """`f` refitted on the first FORECAST_SHARE of the observations, its error on the rest in
     noise variances: squared, or with `settings.forecast_score` "predictive" as a log predictive
-    density that allows for what the first part leaves uncertain (core.fitting.predictive_error)."""
+    density that allows for what the first part leaves uncertain (core.fitting.predictive_error).
+    With `settings.backcast` the last FORECAST_SHARE is fitted as well and its error on the first
+    points added (measured in session 30 and not kept: model card)."""
     cut = int(FORECAST_SHARE * len(y))
     part = fit_trajectory(f.template, t[:cut], y[:cut], f.values, f.y0, max_nfev=settings.max_nfev)
     if not part.ok:
@@ -540,7 +543,16 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
         path = trajectory(f.template, part.values, part.y0, t)
     except SOLVE_FAILURES:
         return math.inf
-    return float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
+    error = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
+    if settings.backcast:
+        skip = len(y) - cut
+        late = fit_trajectory(f.template, t, y, f.values, f.y0, max_nfev=settings.max_nfev, skip=skip)
+        try:
+            path = trajectory(f.template, late.values, late.y0, t[:skip]) if late.ok else None
+        except SOLVE_FAILURES:
+            path = None
+        error += math.inf if path is None else float(np.sum((path - y[:skip]) ** 2)) / sigma**2
+    return error
 
 
 def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW, *, pick: Found | None = None,

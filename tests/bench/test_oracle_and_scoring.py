@@ -6,10 +6,10 @@ from bench.scoring import score
 from core.metrics import compare, r2
 
 
-@pytest.mark.parametrize("name", ["textbook", "classic"])
+@pytest.mark.parametrize("name", ["textbook", "classic", "science"])
 def test_oracle_scores_r2_of_one_on_every_task(name):
     trajectories = datasets.load(name)
-    assert len(trajectories) == {"textbook": 12, "classic": 130}[name]
+    assert len(trajectories) == {"textbook": 12, "classic": 130, "science": 40}[name]
     for tr in trajectories:
         result = score(tr.expression, tr)
         assert result.status == "ok", (tr.key, result.reason)

@@ -35,6 +35,16 @@ def test_trajectory_fit_recovers_the_constants_and_initial_value_of_a_logistic(l
     assert fit.rss < 1e-10 and not fit.safety_net
 
 
+def test_skipped_observations_are_passed_through_but_not_fitted(logistic):
+    # the first 40 observations are corrupted; skipping them, the fit still starts at t[0]
+    t, y = logistic
+    bad = y.copy()
+    bad[:40] += 0.3
+    assert fit_trajectory(LOGISTIC, t, bad, [0.6, -0.1], y0=0.45).values[0] != pytest.approx(0.8, rel=1e-3)
+    fit = fit_trajectory(LOGISTIC, t, bad, [0.6, -0.1], y0=0.45, skip=40)
+    assert fit.values == pytest.approx((0.8, -0.2), rel=1e-3) and fit.y0 == pytest.approx(0.5, rel=1e-3)
+
+
 def test_nonlinear_constants_are_fitted_on_the_integral_form():
     t = np.linspace(0, 2, 64)
     y = solve(compile_scalar(2 - sympy.exp(0.7 * Y)), 0.2, t)
@@ -77,6 +87,16 @@ def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unsta
     assert unstable_reason(template, [1.0], 0.99, t, 0.001) is None
     assert "from y0" in unstable_reason(template, [1.0], 0.99, t, 0.001, y=np.full(t.size, 1.01))
     assert unstable_reason(template, [1.0], 0.99, t, 0.001, y=np.full(t.size, 0.985)) is None
+
+
+def test_a_law_that_cannot_start_from_zero_is_unstable_when_the_data_start_beside_zero():
+    # y' = a + b sin(y)/y fits a charging curve that starts at rest, but sin(0)/0 is not a number:
+    # from 0 (within the noise of the fitted start) it cannot be integrated; y' = a - b y can.
+    t = np.linspace(0, 2, 128)
+    sinc = Template(A + B * sympy.sin(Y) / Y, (A, B))
+    assert unstable_reason(sinc, [-1.0, 20.0], 0.004, t, 0.03) is not None
+    assert unstable_reason(sinc, [-1.0, 20.0], 0.5, t, 0.03) is None  # 0 is not a plausible start
+    assert unstable_reason(Template(A - B * Y, (A, B)), [24.0, 8.0], 0.004, t, 0.03) is None
 
 
 def test_criterion_charges_log_n_per_constant():
