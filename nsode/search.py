@@ -544,15 +544,17 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
     except SOLVE_FAILURES:
         return math.inf
     error = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
-    if settings.backcast:
-        skip = len(y) - cut
-        late = fit_trajectory(f.template, t, y, f.values, f.y0, max_nfev=settings.max_nfev, skip=skip)
-        try:
-            path = trajectory(f.template, late.values, late.y0, t[:skip]) if late.ok else None
-        except SOLVE_FAILURES:
-            path = None
-        error += math.inf if path is None else float(np.sum((path - y[:skip]) ** 2)) / sigma**2
-    return error
+    if not settings.backcast:
+        return error
+    skip = len(y) - cut
+    late = fit_trajectory(f.template, t, y, f.values, f.y0, max_nfev=settings.max_nfev, skip=skip)
+    if not late.ok:
+        return math.inf
+    try:
+        path = trajectory(f.template, late.values, late.y0, t[:skip])
+    except SOLVE_FAILURES:
+        return math.inf
+    return error + float(np.sum((path - y[:skip]) ** 2)) / sigma**2
 
 
 def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW, *, pick: Found | None = None,
