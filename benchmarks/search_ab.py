@@ -10,6 +10,9 @@ folders); recovered = R^2 > 0.99 against the truth on [0, 4] from 128 points on 
     python benchmarks/search_ab.py run dev.json --out dev-v11.csv
     python benchmarks/search_ab.py run dev.json --set multiplicity=1 --out dev-m1.csv
     python benchmarks/search_ab.py compare dev-v11.csv dev-m1.csv
+
+A candidate scale-invariant checkpoint is judged the same way: `beams --scaled FOLDER` caches the
+beams with it in the shipped one's place, and the two caches' `run`s are compared.
 """
 from __future__ import annotations
 
@@ -50,6 +53,12 @@ def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int
 
 
 _PREDICTOR = None
+_SCALED = None  # the scale-invariant reader's folder, when not the shipped one (a candidate being judged)
+
+
+def _use_scaled(folder: str | None) -> None:
+    global _SCALED
+    _SCALED = folder
 
 
 def _beam(y: np.ndarray) -> list[str]:
@@ -65,7 +74,7 @@ def _beam(y: np.ndarray) -> list[str]:
     if _PREDICTOR is None:
         torch.set_num_threads(1)
         _PREDICTOR = Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=SEARCH_BEAM, branches=SEARCH_BRANCHES,
-                               scaled=default_checkpoint(SCALED_CHECKPOINT))
+                               scaled=Path(_SCALED) if _SCALED else default_checkpoint(SCALED_CHECKPOINT))
     return [to_infix(e) for e, _ in _PREDICTOR.candidates(SIMPLE_T, y)]
 
 
@@ -119,6 +128,8 @@ def main() -> None:
     b.add_argument("--simple-seed", type=int, default=27)
     b.add_argument("--noise-seed", type=int, default=17, help="seed of the held-out ODEs' noise draws")
     b.add_argument("--sigmas", type=float, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
+    b.add_argument("--scaled", metavar="FOLDER",
+                   help="scale-invariant checkpoint that reads the routed trajectories (default: the shipped one)")
     b.add_argument("--out", type=Path, required=True)
     r = sub.add_parser("run", help="the search with some settings on a cached draw")
     r.add_argument("beams", type=Path)
@@ -134,11 +145,11 @@ def main() -> None:
 
     if args.command == "beams":
         draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas)
-        with Pool(args.jobs) as pool:
+        with Pool(args.jobs, initializer=_use_scaled, initargs=(args.scaled,)) as pool:
             beams = pool.map(_beam, [y for _, _, y in draw], chunksize=4)
         args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
-                                                 "noise_seed": args.noise_seed, "sigmas": args.sigmas},
+                                                 "noise_seed": args.noise_seed, "sigmas": args.sigmas, "scaled": args.scaled},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command == "run":
