@@ -213,16 +213,13 @@ def recovery_r2(fit, cases, *, truth_refit: bool = False) -> np.ndarray:
 def refitted_truth(truth: sympy.Expr, t: np.ndarray, y: np.ndarray) -> str:
     """The true law with every number free, fitted by least squares on the trajectory (the
     search's fitter) from the true values: what a method that always picks the true skeleton
-    gets. Its recovery rate is the ceiling of any method's at that noise level."""
+    gets. Its recovery rate is the ceiling of any method's at that noise level (the harness's
+    `truth-refit` method)."""
     from core.expressions import to_string
-    from core.fitting import Template, fit_trajectory
-    from nsode.search import abstract
+    from core.fitting import refit_numbers
 
-    params: list[sympy.Symbol] = []
-    start: list[float] = []
-    template = Template(abstract(sympy.expand(truth), params, start), tuple(params))
-    fit = fit_trajectory(template, t, y, start, float(y[0]), max_nfev=200)
-    return to_string(template.substitute(fit.values)) if fit.ok else ""
+    fit = refit_numbers(truth, t, y)
+    return to_string(fit[0]) if fit else ""
 
 
 def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11,

@@ -38,6 +38,7 @@ SOLVE_SAFETY_S = 5.0  # wall-clock safety net per solve; never reached on an ord
 PENALTY = 1e3  # scaled residual of a parameter set whose trajectory fails
 CONDITION_LIMIT = 1e-7  # relative sensitivities less independent than this are taken as degenerate
 NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
+STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
 
@@ -86,6 +87,37 @@ class Fit:
     @property
     def ok(self) -> bool:
         return math.isfinite(self.rss)
+
+
+def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *, numbered: bool = True) -> sympy.Expr:
+    """`expr` with every number (but integer and structural exponents) replaced by a new symbol
+    appended to `params`, its value to `start`; each occurrence gets its own symbol c0, c1, ...
+    (with `numbered` False all are called c: the skeleton as a key)."""
+    def again(e):
+        return abstract(e, params, start, numbered=numbered)
+
+    if expr.is_Number:
+        params.append(sympy.Symbol(f"c{len(params)}" if numbered else "c", real=True))
+        start.append(float(expr))
+        return params[-1]
+    if expr.is_Pow:
+        base, exponent = expr.args
+        keep = exponent.is_Integer or exponent in STRUCTURAL_EXPONENTS
+        return sympy.Pow(again(base), exponent if keep else again(exponent))
+    if not expr.args:
+        return expr
+    return expr.func(*(again(a) for a in expr.args))
+
+
+def refit_numbers(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, max_nfev: int = 200) -> tuple[sympy.Expr, float] | None:
+    """`expr` with every number (`abstract`) and the initial value fitted by least squares on the
+    trajectory, starting from the numbers as written; None when the fit fails. Given the true law,
+    what a method that always finds the right skeleton gets: the ceiling of skeleton search."""
+    params: list[sympy.Symbol] = []
+    start: list[float] = []
+    template = Template(abstract(sympy.expand(expr), params, start), tuple(params))
+    fit = fit_trajectory(template, t, y, start, float(y[0]), max_nfev=max_nfev)
+    return (template.substitute(fit.values), fit.y0) if fit.ok else None
 
 
 def fit_integral(template: Template, t: np.ndarray, y: np.ndarray, start, *, max_nfev: int = 30) -> Fit:

@@ -1,6 +1,13 @@
-"""The oracle: returns the true expression. It pins down the harness itself: every task must
-score R^2 = 1 up to solver tolerance, or the data, the integration or the scoring is wrong.
-It gets the truth through the one documented door, `bench.method.Oracle.receive_truth`."""
+"""The oracles: they get the truth through the one documented door,
+`bench.method.Oracle.receive_truth`.
+
+`truth` returns the true expression. It pins down the harness itself: every task must score
+R^2 = 1 up to solver tolerance, or the data, the integration or the scoring is wrong.
+`truth-refit` knows the true skeleton but not its numbers: it refits them (and the initial value)
+to the noisy observations with the project's fitter (core.fitting.refit_numbers). Its scores are
+the ceiling of skeleton search at that noise level: a method that always finds the right law
+scores this, and where it misses, the data, not the search, leave the law's course open.
+"""
 from bench import Budget, Observations, Prediction
 from bench.method import Oracle
 
@@ -15,3 +22,20 @@ class Truth(Oracle):
         if self.truth_ is None:
             raise ValueError("this task has no known true expression")
         return Prediction(self.truth_)
+
+
+class TruthRefit(Truth):
+    name = "truth-refit"
+    version = "1"
+    time_limit = 60.0
+    description = "oracle skeleton: the true law with its numbers refitted to the noisy data (the search's ceiling)"
+
+    def run(self, observations: Observations, budget: Budget) -> Prediction:
+        from core.expressions import parse, to_string
+        from core.fitting import refit_numbers
+
+        truth = super().run(observations, budget).expression
+        fit = refit_numbers(parse(truth), observations.t, observations.y)
+        if fit is None:
+            raise ValueError("the true law's numbers could not be fitted to these observations")
+        return Prediction(to_string(fit[0]), metadata={"y0_fit": fit[1]})

@@ -46,7 +46,7 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate, nested_functions
-from core.fitting import (SOLVE_FAILURES, Template, fit_integral, fit_trajectory, information_criterion,
+from core.fitting import (SOLVE_FAILURES, Template, abstract, fit_integral, fit_trajectory, information_criterion,
                           noise_level, predictive_error, round_to_error, standard_errors, trajectory,
                           unstable_reason)
 from core.metrics import r2
@@ -59,7 +59,6 @@ FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observation
 RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a rival (the data barely prefer either)
 SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 is also read as that exponent
 ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
-_STRUCTURAL = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)
 
 
 @dataclass
@@ -149,26 +148,6 @@ class _Skeleton:
 def free_constants(terms: list[_Term]) -> int:
     """Free constants of a sum of terms: a coefficient per term and the numbers inside them."""
     return len(terms) + sum(term.inner for term in terms)
-
-
-def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *, numbered: bool = True) -> sympy.Expr:
-    """`expr` with every number (but integer and structural exponents) replaced by a new symbol
-    appended to `params`, its value to `start`; each occurrence gets its own symbol c0, c1, ...
-    (with `numbered` False all are called c: the skeleton as a key)."""
-    def again(e):
-        return abstract(e, params, start, numbered=numbered)
-
-    if expr.is_Number:
-        params.append(sympy.Symbol(f"c{len(params)}" if numbered else "c", real=True))
-        start.append(float(expr))
-        return params[-1]
-    if expr.is_Pow:
-        base, exponent = expr.args
-        keep = exponent.is_Integer or exponent in _STRUCTURAL
-        return sympy.Pow(again(base), exponent if keep else again(exponent))
-    if not expr.args:
-        return expr
-    return expr.func(*(again(a) for a in expr.args))
 
 
 def split(expr: sympy.Expr) -> list[tuple[float, sympy.Expr]]:

@@ -101,3 +101,15 @@ def test_warnings_inside_a_method_on_dask_are_recorded_not_printed(tmp_path):
     from bench.store import ResultStore
     (warned,) = [json.loads(w) for w in ResultStore(out).read()["warnings"]]
     assert any("RuntimeWarning: overflow encountered in exp" in line for line in warned)
+
+
+def test_the_refit_oracle_recovers_clean_laws_and_misses_some_under_noise(tmp_path):
+    # truth-refit knows the skeleton, not the numbers: on clean data its refit is the law; at
+    # sigma 0.02 the refitted numbers drift, so its scores are a ceiling, not a copy of the truth
+    rows = run_sweep(tmp_path, "truth-refit", noise=(0.0, 0.02), jobs=1)
+    assert (rows.status == "ok").all(), rows.reason.tolist()
+    clean, noisy = rows[rows.noise == 0.0], rows[rows.noise == 0.02]
+    assert len(clean) == len(noisy) == 12
+    assert (clean.r2_interp > 0.9999).all() and (clean.r2_extrap > 0.999).all()
+    assert noisy.r2_interp.median() > 0.99
+    assert (noisy.r2_extrap.fillna(-float("inf")) < 0.9).sum() >= 2
