@@ -56,7 +56,7 @@ class Roles:
     nsode: str = "nsode-eps"
     proged: str = "proged"
     fd_methods: tuple[str, ...] = ()
-    oracle: str = "truth"
+    oracles: tuple[str, ...] = ("truth",)  # methods that see the truth (bench.method.Oracle): never rivals
     main_dataset: str = "classic"
     large: str = "large"
     extrap_n: int = 128
@@ -152,7 +152,7 @@ def large_extrapolation(rows: pd.DataFrame, roles: Roles) -> Verdict:
     by = data.groupby(["method", "noise"])["r2_extrap"].median()
     levels = sorted(data["noise"].unique())
     ok = [s for s in levels if by.get((roles.nsode, s), -np.inf) >= REASONABLE_R2]
-    others = [m for m in sorted(data["method"].unique()) if m != roles.oracle and not m.startswith(roles.nsode)]
+    others = [m for m in sorted(data["method"].unique()) if m not in roles.oracles and not m.startswith(roles.nsode)]
     rivals = [m for m in others if ok and all(by.get((m, s), -np.inf) >= REASONABLE_R2 for s in ok)]
     verdict = "does not hold" if not ok else "holds" if len(ok) == len(levels) and not rivals else "partly"
     best = {s: max(others, key=lambda m: by.get((m, s), -np.inf)) if others else None for s in levels}

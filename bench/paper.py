@@ -136,7 +136,7 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     folder = Path(sweep.out) / "figures"
     index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT)
     figures = config.get("figures") or {}
-    roles = claims.Roles(fd_methods=reproduction.fd_methods(sweep.methods),
+    roles = claims.Roles(fd_methods=reproduction.fd_methods(sweep.methods), oracles=reproduction.oracles(sweep.methods),
                          main_dataset=figures.get("main", {}).get("dataset", protocol.MAIN_FIGURE["dataset"]),
                          extrap_n=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N))
     command = command or f"python -m bench paper --config {config_path}" + (" --quick" if quick else "")

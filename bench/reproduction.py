@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench import claims, compare, provenance, report
+from bench.method import Oracle
 
 REPORT = "REPRODUCTION.md"
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
@@ -67,10 +68,10 @@ def _grid(rows: pd.DataFrame) -> list[str]:
             f"- stored rows: {len(rows)}"]
 
 
-def _leaders_section(rows: pd.DataFrame, board: pd.DataFrame, oracle: str) -> list[str]:
-    """The two leading methods (oracle aside) paired task by task: is the leader's margin more
+def _leaders_section(rows: pd.DataFrame, board: pd.DataFrame, oracles: tuple[str, ...]) -> list[str]:
+    """The two leading methods (oracles aside) paired task by task: is the leader's margin more
     than a draw of the noise? Empty when fewer than two methods compete."""
-    leaders = [m for m in board["method"] if m != oracle][:2]
+    leaders = [m for m in board["method"] if m not in oracles][:2]
     if len(leaders) < 2:
         return []
     return ["## The two leading methods, task by task", "",
@@ -118,7 +119,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}; failures count as R^2 = -inf. Per "
               "dataset and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
               report.format_leaderboard(board), "",
-              *_leaders_section(rows, board, roles.oracle),
+              *_leaders_section(rows, board, roles.oracles),
               "## Time per method", "", times.to_markdown(index=False, floatfmt=".3g"), "",
               "## Figures and tables", "",
               "![median R^2, complexity and fit time against noise](main.png)", "",
@@ -142,6 +143,12 @@ def publish(folder: Path, docs: Path) -> list[Path]:
             shutil.copyfile(folder / name, docs / name)
             copied.append(docs / name)
     return copied
+
+
+def oracles(specs) -> tuple[str, ...]:
+    """Labels of the methods that are handed the truth (`bench.method.Oracle`): checks and
+    ceilings, not competitors."""
+    return tuple(spec.label for spec in specs if issubclass(spec.load(), Oracle))
 
 
 def fd_methods(specs) -> tuple[str, ...]:

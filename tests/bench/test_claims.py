@@ -74,6 +74,21 @@ def test_claim_3_flips_with_a_rival_or_a_failing_nsode_on_large():
     assert verdicts(table(failed_at_001))["3"] == "partly"
 
 
+def test_an_oracle_is_never_a_rival():
+    # truth-refit sees the true law: extrapolating as well as NSODE-eps makes it a ceiling, not a rival
+    frame = table(when("truth-refit", r2_extrap=0.95), methods=(*METHODS, "truth-refit"))
+    assert verdicts(frame)["3"] == "partly"
+    roles = claims.Roles(fd_methods=ROLES.fd_methods, oracles=("truth", "truth-refit"))
+    assert {v.key: v.verdict for v in claims.check(frame, roles)}["3"] == "holds"
+
+
+def test_the_oracles_are_the_methods_handed_the_truth():
+    from bench import registry, reproduction
+
+    specs = registry.discover()
+    assert reproduction.oracles(registry.select(["truth", "truth-refit", "sindy"], specs)) == ("truth", "truth-refit")
+
+
 def test_claim_4_needs_fd_methods_to_fall_and_nsode_and_proged_to_stay():
     steady_fd = lambda r: 1.0 - r["noise"] * 20  # noqa: E731
     assert verdicts(table(lambda r: when("sindy", r2_interp=steady_fd)(r) or
