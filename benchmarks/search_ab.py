@@ -3,7 +3,8 @@ laws? The beam (the model's seconds) is computed once per trajectory and cached;
 then runs only the search, trajectory by trajectory on the same candidates, so the comparison
 is paired and a setting costs minutes, not the beam's hour. Generated ODEs only (the simple ODEs
 of nsode_quality.py at three units of y, and the first ODE of held-out skeletons of data
-folders); recovered = R^2 > 0.99 against the truth on [0, 4] from 128 points on [0, 2].
+folders); recovered = R^2 > 0.99 against the truth on [0, 4] from 128 points on [0, 2]
+(`beams --points N`: N of them, evenly spaced).
 
     python benchmarks/search_ab.py beams --data DATA/cpu-s2032 DATA/science-s2041 --skeletons 0 40 \\
         --simple-seed 27 --noise-seed 17 --out dev.json
@@ -36,6 +37,14 @@ SIGMAS = (0.01, 0.02)
 SCALES = (1.0, 100.0, 0.01)
 
 
+def observed(points: int | None) -> np.ndarray:
+    """Indices of the observations kept: all 128 of SIMPLE_T, or `points` evenly spaced among
+    them, the first and last included (a draw with few observations)."""
+    if not points or points >= len(SIMPLE_T):
+        return np.arange(len(SIMPLE_T))
+    return np.unique(np.linspace(0, len(SIMPLE_T) - 1, points).round().astype(int))
+
+
 def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24,
           sigmas=SIGMAS):
     """(name, truth on [0, 4], observations on [0, 2]) of every trajectory of a draw."""
@@ -61,7 +70,7 @@ def _use_scaled(folder: str | None) -> None:
     _SCALED = folder
 
 
-def _beam(y: np.ndarray) -> list[str]:
+def _beam(job) -> list[str]:
     """The shipped search's candidate expressions (routed as nsode-eps+refine routes), as infix."""
     global _PREDICTOR
     import torch
@@ -75,7 +84,8 @@ def _beam(y: np.ndarray) -> list[str]:
         torch.set_num_threads(1)
         _PREDICTOR = Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=SEARCH_BEAM, branches=SEARCH_BRANCHES,
                                scaled=Path(_SCALED) if _SCALED else default_checkpoint(SCALED_CHECKPOINT))
-    return [to_infix(e) for e, _ in _PREDICTOR.candidates(SIMPLE_T, y)]
+    t, y = job
+    return [to_infix(e) for e, _ in _PREDICTOR.candidates(t, y)]
 
 
 def _read(text: str):
@@ -92,7 +102,7 @@ def _read(text: str):
 
 def _search(job) -> tuple[str, str, float, float]:
     """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search) of one trajectory."""
-    (name, truth, y), exprs, overrides = job
+    (name, truth, y), exprs, overrides, index = job
     from core.expressions import parse, to_string
     from nsode.search import search
     from nsode.select import exact_r2
@@ -100,7 +110,7 @@ def _search(job) -> tuple[str, str, float, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.process_time()
-        found, _ = search([_read(e) for e in exprs], SIMPLE_T, y, Settings(**overrides))
+        found, _ = search([_read(e) for e in exprs], SIMPLE_T[index], y[index], Settings(**overrides))
         took = time.process_time() - start
         pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
         quality = exact_r2(parse(pick), SIMPLE_GRID, truth) if pick else -math.inf
@@ -128,6 +138,8 @@ def main() -> None:
     b.add_argument("--simple-seed", type=int, default=27)
     b.add_argument("--noise-seed", type=int, default=17, help="seed of the held-out ODEs' noise draws")
     b.add_argument("--sigmas", type=float, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
+    b.add_argument("--points", type=int, default=None,
+                   help="observations kept of the 128 on [0, 2], evenly spaced (default: all)")
     b.add_argument("--scaled", metavar="FOLDER",
                    help="scale-invariant checkpoint that reads the routed trajectories (default: the shipped one)")
     b.add_argument("--out", type=Path, required=True)
@@ -146,10 +158,12 @@ def main() -> None:
     if args.command == "beams":
         draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas)
         with Pool(args.jobs, initializer=_use_scaled, initargs=(args.scaled,)) as pool:
-            beams = pool.map(_beam, [y for _, _, y in draw], chunksize=4)
+            index = observed(args.points)
+            beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y in draw], chunksize=4)
         args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
-                                                 "noise_seed": args.noise_seed, "sigmas": args.sigmas, "scaled": args.scaled},
+                                                 "noise_seed": args.noise_seed, "sigmas": args.sigmas, "scaled": args.scaled,
+                                                 "points": args.points},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command == "run":
@@ -158,7 +172,9 @@ def main() -> None:
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
                      d.get("sigmas", SIGMAS))
         with Pool(args.jobs) as pool:
-            rows = pool.map(_search, [(c, e, dict(args.set)) for c, e in zip(draw, cached["beams"])], chunksize=2)
+            index = observed(d.get("points"))
+            rows = pool.map(_search, [(c, e, dict(args.set), index) for c, e in zip(draw, cached["beams"])],
+                            chunksize=2)
         table = pd.DataFrame(rows, columns=["case", "pick", "r2", "cpu_s"])
         table.to_csv(args.out, index=False)
         print(f"recovered {int((table.r2 > 0.99).sum())} of {len(table)}, R^2 > 0.9 {int((table.r2 > 0.9).sum())}, "
