@@ -5,8 +5,9 @@
 R^2 = 1 up to solver tolerance, or the data, the integration or the scoring is wrong.
 `truth-refit` knows the true skeleton but not its numbers: it refits them (and the initial value)
 to the noisy observations with the project's fitter (core.fitting.refit_numbers). Its scores are
-the ceiling of skeleton search at that noise level: a method that always finds the right law
-scores this, and where it misses, the data, not the search, leave the law's course open.
+what a method that always finds the right skeleton gets at that noise level: where it misses, the
+data leave the law's course open. It is a reference, not a bound task by task: a law with fewer
+free numbers than the truth (an exponent kept fixed) can extrapolate better from noisy data.
 """
 from bench import Budget, Observations, Prediction
 from bench.method import Oracle
