@@ -213,8 +213,8 @@ def recovery_r2(fit, cases, *, truth_refit: bool = False) -> np.ndarray:
 def refitted_truth(truth: sympy.Expr, t: np.ndarray, y: np.ndarray) -> str:
     """The true law with every number free, fitted by least squares on the trajectory (the
     search's fitter) from the true values: what a method that always picks the true skeleton
-    gets. Its recovery rate is the ceiling of any method's at that noise level (the harness's
-    `truth-refit` method)."""
+    gets. Its recovery rate is the ceiling row of the tables (the harness's `truth-refit` method;
+    a reference, not a bound trajectory by trajectory)."""
     from core.expressions import to_string
     from core.fitting import refit_numbers
 

@@ -157,13 +157,13 @@ def main() -> None:
 
     if args.command == "beams":
         draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas)
+        index = observed(args.points)
         with Pool(args.jobs, initializer=_use_scaled, initargs=(args.scaled,)) as pool:
-            index = observed(args.points)
             beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y in draw], chunksize=4)
         args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
-                                                 "noise_seed": args.noise_seed, "sigmas": args.sigmas, "scaled": args.scaled,
-                                                 "points": args.points},
+                                                 "noise_seed": args.noise_seed, "sigmas": args.sigmas,
+                                                 "scaled": args.scaled, "points": args.points},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command == "run":
@@ -171,8 +171,8 @@ def main() -> None:
         d = cached["draw"]
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
                      d.get("sigmas", SIGMAS))
+        index = observed(d.get("points"))
         with Pool(args.jobs) as pool:
-            index = observed(d.get("points"))
             rows = pool.map(_search, [(c, e, dict(args.set), index) for c, e in zip(draw, cached["beams"])],
                             chunksize=2)
         table = pd.DataFrame(rows, columns=["case", "pick", "r2", "cpu_s"])

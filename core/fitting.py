@@ -109,10 +109,11 @@ def abstract(expr: sympy.Expr, params: list[sympy.Symbol], start: list[float], *
     return expr.func(*(again(a) for a in expr.args))
 
 
-def refit_numbers(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, max_nfev: int = 200) -> tuple[sympy.Expr, float] | None:
+def refit_numbers(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *,
+                  max_nfev: int = 200) -> tuple[sympy.Expr, float] | None:
     """`expr` with every number (`abstract`) and the initial value fitted by least squares on the
     trajectory, starting from the numbers as written; None when the fit fails. Given the true law,
-    what a method that always finds the right skeleton gets: the ceiling of skeleton search."""
+    what a method that always finds the right skeleton gets: skeleton search's reference."""
     params: list[sympy.Symbol] = []
     start: list[float] = []
     template = Template(abstract(sympy.expand(expr), params, start), tuple(params))

@@ -29,7 +29,7 @@ class TruthRefit(Truth):
     name = "truth-refit"
     version = "1"
     time_limit = 60.0
-    description = "oracle skeleton: the true law with its numbers refitted to the noisy data (the search's ceiling)"
+    description = "oracle skeleton: the true law with its numbers refitted to the noisy data (skeleton search's reference)"
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
         from core.expressions import parse, to_string

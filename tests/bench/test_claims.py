@@ -75,7 +75,7 @@ def test_claim_3_flips_with_a_rival_or_a_failing_nsode_on_large():
 
 
 def test_an_oracle_is_never_a_rival():
-    # truth-refit sees the true law: extrapolating as well as NSODE-eps makes it a ceiling, not a rival
+    # truth-refit sees the true law: extrapolating as well as NSODE-eps makes it a reference, not a rival
     frame = table(when("truth-refit", r2_extrap=0.95), methods=(*METHODS, "truth-refit"))
     assert verdicts(frame)["3"] == "partly"
     roles = claims.Roles(fd_methods=ROLES.fd_methods, oracles=("truth", "truth-refit"))

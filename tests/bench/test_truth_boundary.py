@@ -105,7 +105,7 @@ def test_warnings_inside_a_method_on_dask_are_recorded_not_printed(tmp_path):
 
 def test_the_refit_oracle_recovers_clean_laws_and_misses_some_under_noise(tmp_path):
     # truth-refit knows the skeleton, not the numbers: on clean data its refit is the law; at
-    # sigma 0.02 the refitted numbers drift, so its scores are a ceiling, not a copy of the truth
+    # sigma 0.02 the refitted numbers drift, so its scores are a reference, not a copy of the truth
     rows = run_sweep(tmp_path, "truth-refit", noise=(0.0, 0.02), jobs=1)
     assert (rows.status == "ok").all(), rows.reason.tolist()
     clean, noisy = rows[rows.noise == 0.0], rows[rows.noise == 0.02]
