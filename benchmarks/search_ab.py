@@ -63,11 +63,12 @@ def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int
 
 _PREDICTOR = None
 _SCALED = None  # the scale-invariant reader's folder, when not the shipped one (a candidate being judged)
+_READS = None  # observations the encoder is shown (Predictor's `reads`), when not the shipped choice
 
 
-def _use_scaled(folder: str | None) -> None:
-    global _SCALED
-    _SCALED = folder
+def _use_reader(folder: str | None, reads: int | None) -> None:
+    global _SCALED, _READS
+    _SCALED, _READS = folder, reads
 
 
 def _beam(job) -> list[str]:
@@ -83,7 +84,8 @@ def _beam(job) -> list[str]:
     if _PREDICTOR is None:
         torch.set_num_threads(1)
         _PREDICTOR = Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=SEARCH_BEAM, branches=SEARCH_BRANCHES,
-                               scaled=Path(_SCALED) if _SCALED else default_checkpoint(SCALED_CHECKPOINT))
+                               scaled=Path(_SCALED) if _SCALED else default_checkpoint(SCALED_CHECKPOINT),
+                               reads=_READS)
     t, y = job
     return [to_infix(e) for e, _ in _PREDICTOR.candidates(t, y)]
 
@@ -142,6 +144,8 @@ def main() -> None:
                    help="observations kept of the 128 on [0, 2], evenly spaced (default: all)")
     b.add_argument("--scaled", metavar="FOLDER",
                    help="scale-invariant checkpoint that reads the routed trajectories (default: the shipped one)")
+    b.add_argument("--reads", type=int, default=None, metavar="N",
+                   help="show the encoder a view of exactly N observations (default: as given)")
     b.add_argument("--out", type=Path, required=True)
     r = sub.add_parser("run", help="the search with some settings on a cached draw")
     r.add_argument("beams", type=Path)
@@ -158,12 +162,13 @@ def main() -> None:
     if args.command == "beams":
         draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas)
         index = observed(args.points)
-        with Pool(args.jobs, initializer=_use_scaled, initargs=(args.scaled,)) as pool:
+        with Pool(args.jobs, initializer=_use_reader, initargs=(args.scaled, args.reads)) as pool:
             beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y in draw], chunksize=4)
         args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
                                                  "noise_seed": args.noise_seed, "sigmas": args.sigmas,
-                                                 "scaled": args.scaled, "points": args.points},
+                                                 "scaled": args.scaled, "points": args.points,
+                                                 "reads": args.reads},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command == "run":

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import sympy
 import torch
+from scipy.interpolate import CubicSpline
 
 from core.expressions import Y
 from nsode import default_checkpoint
@@ -40,6 +41,19 @@ class Prediction:
     rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
 
 
+def model_view(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exactly n observations of the trajectory for the encoder: more are thinned to n evenly
+    spaced ones; fewer are read off a cubic spline through them at n evenly spaced times on the
+    observed span (the model was trained on a fixed count; the fitter still uses the data as given)."""
+    if len(t) > n:
+        keep = np.unique(np.linspace(0, len(t) - 1, n).round().astype(int))
+        return t[keep], y[keep]
+    if len(t) < n:
+        grid = np.linspace(t[0], t[-1], n)
+        return grid, CubicSpline(t, y)(grid)
+    return t, y
+
+
 class Predictor:
     """`model` reads every trajectory, or, given a `scaled` model (scale-invariant input), only
     those like its raw-input training data (`nsode.scaling.in_raw_range`: t from 0 over a span
@@ -47,12 +61,14 @@ class Predictor:
     best (model card, "Which checkpoint proposes for the search"). `branches` limits the beam's
     constant branching (nsode.decode.beam_search; the search's default is search.SEARCH_BRANCHES,
     None is the paper's beam); `samples` adds that many ancestral samples at `temperature` after the
-    beam's hypotheses (nsode.decode.sample_search; measured, not used by the search: model card)."""
+    beam's hypotheses (nsode.decode.sample_search; measured, not used by the search: model card).
+    `reads` = N shows the encoder a view of exactly N observations (`model_view`), such as the
+    count it was trained on; None shows it the observations as given."""
 
     def __init__(self, model: NSODEModel | str | Path | None = None, *, beam: int | None = None,
                  exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto",
                  scaled: NSODEModel | str | Path | None = None, branches: int | None = None,
-                 samples: int = 0, temperature: float = 1.0):
+                 samples: int = 0, temperature: float = 1.0, reads: int | None = None):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if model is None:
@@ -65,6 +81,7 @@ class Predictor:
         self.search = Settings() if search is True else (search or None)
         self.branches = branches
         self.samples, self.temperature = samples, temperature
+        self.reads = reads
 
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
@@ -82,9 +99,10 @@ class Predictor:
             model = self.scaled
         if timings is not None:
             timings["reader"] = "model" if model is self.model else "scaled"
+        if self.reads:
+            t, y = model_view(t, y, self.reads)
         if len(t) > model.config.max_points:  # the encoder's positions end there: it reads an even subsample
-            keep = np.unique(np.linspace(0, len(t) - 1, model.config.max_points).round().astype(int))
-            t, y = t[keep], y[keep]
+            t, y = model_view(t, y, model.config.max_points)
         scale = Scale.of(t, y) if getattr(model.config, "input_scaling", "none") == "pow2" else None
         bits = torch.from_numpy(encode_observations(*(scale.apply(t, y) if scale else (t, y))))
         was_training = model.training

@@ -58,3 +58,16 @@ def test_a_negative_branch_count_is_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["predict", str(path), "--branches", "-1"])
     assert stop.value.code == 2 and "--branches must be 0" in capsys.readouterr().err
+
+
+def test_the_model_view_has_exactly_the_count_asked_for():
+    from nsode.predict import model_view
+
+    t = np.sort(np.random.default_rng(0).uniform(0, 2, 16))
+    y = 3 * np.exp(-0.5 * t)
+    fine_t, fine_y = model_view(t, y, 128)  # few points: read off a spline through them
+    assert len(fine_t) == 128 and fine_t[0] == t[0] and fine_t[-1] == t[-1]
+    assert np.allclose(fine_y, 3 * np.exp(-0.5 * fine_t), rtol=1e-3)
+    thin_t, thin_y = model_view(fine_t, fine_y, 32)  # many points: an even subsample of them
+    assert len(thin_t) == 32 and set(thin_t) <= set(fine_t)
+    assert model_view(t, y, 16)[0] is t
