@@ -60,15 +60,17 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: textbook)" % ", ".join(datasets.builtin_names()))
     run.add_argument("--noise", nargs="+", type=_nonnegative_float, default=[0.0], metavar="SIGMA",
                      help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
-    run.add_argument("--n", nargs="+", type=_positive_int, default=[128], metavar="N",
-                     help=f"observed points per trajectory (paper: {' '.join(map(str, protocol.N_SAMPLES))}; default 128)")
+    run.add_argument("--n", nargs="+", type=_point_count, default=[128], metavar="N",
+                     help=f"observed points per trajectory, {protocol.MIN_POINTS} or more, capped at the points a "
+                          f"trajectory has ({protocol.GRID} on the built-in grids; paper: "
+                          f"{' '.join(map(str, protocol.N_SAMPLES))}; default 128)")
     run.add_argument("--methods", "--method", nargs="+", metavar="NAME", help="methods to run (default: every available one)")
     run.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
     run.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S", help="data and method seeds (default 0)")
     run.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
-    run.add_argument("--time-limit", type=float, metavar="SECONDS",
+    run.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
                      help="hard deadline per (method, task), overriding each method's default")
-    run.add_argument("--memory-limit", type=float, metavar="GB",
+    run.add_argument("--memory-limit", type=_positive_float, metavar="GB",
                      help="address-space limit per worker process; a method that exceeds it fails alone")
     run.add_argument("--out", default="results/sweep", metavar="DIR", help="result folder (default results/sweep)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -319,6 +321,20 @@ def _nonnegative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _nonnegative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number > 0")
+    return value
+
+
+def _point_count(text: str) -> int:
+    value = _positive_int(text)
+    if value < protocol.MIN_POINTS:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least {protocol.MIN_POINTS} observed points are needed")
     return value
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from core.trajectories import TrajectoryFileError, read_trajectory
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
 CACHE_DIR = DATASETS_DIR / "cache"
 FORMAT = "bench-dataset/1"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a dataset name is also a cache file name
 
 
 class DatasetError(ValueError):
@@ -66,14 +68,22 @@ def read_spec(path: Path) -> dict:
     for key in ("name", "version", "equations"):
         if key not in spec:
             raise DatasetError(f"{path}: missing field {key!r}")
+    if not isinstance(spec["name"], str) or not NAME.fullmatch(spec["name"]):
+        raise DatasetError(f"{path}: 'name' must be a short word of letters, digits, '-', '_' or '.'")
+    if not isinstance(spec["equations"], list) or not spec["equations"]:
+        raise DatasetError(f"{path}: 'equations' must be a non-empty list of equations")
     seen = set()
     for i, eq in enumerate(spec["equations"]):
-        where = f"{path}: equation {eq.get('id', i)!r}"
         if not isinstance(eq, dict) or "id" not in eq or "expression" not in eq:
             raise DatasetError(f"{path}: equation {i} needs an 'id' and an 'expression'")
+        if not isinstance(eq["id"], (str, int)) or isinstance(eq["id"], bool):
+            raise DatasetError(f"{path}: equation {i}: 'id' must be a string or an integer")
+        where = f"{path}: equation {eq['id']!r}"
         if eq["id"] in seen:
             raise DatasetError(f"{where} appears twice")
         seen.add(eq["id"])
+        if not isinstance(eq["expression"], str):
+            raise DatasetError(f"{where}: 'expression' must be a string such as \"-0.5*y\"")
         try:
             parse(eq["expression"])
         except ExpressionError as err:

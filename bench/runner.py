@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,14 +59,17 @@ def evenly_spread(items: list, count: int | None) -> list:
 
 
 def build_tasks(sweep: Sweep) -> list[Task]:
-    tasks = []
+    """Every (trajectory, noise, n, seed) of the sweep once; n is capped at the points a
+    trajectory has (a 64-point CSV file is one task at n = 64, whatever n the sweep asks for)."""
+    tasks = {}
     for name in sweep.datasets:
         for trajectory in evenly_spread(datasets.load(name), sweep.subset.get(name)):
             for noise in sweep.noise:
                 for n in sweep.n:
                     for seed in sweep.seeds:
-                        tasks.append(Task(trajectory, float(noise), int(n), int(seed)))
-    return tasks
+                        task = Task(trajectory, float(noise), min(int(n), len(trajectory.t)), int(seed))
+                        tasks.setdefault(task.key, task)
+    return list(tasks.values())
 
 
 class WorkerPool:
@@ -138,14 +142,16 @@ class Pending:
 
 
 def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
-    """The jobs of `sweep` that `store` does not hold yet."""
+    """The jobs of `sweep` that `store` does not hold yet (a timeout stored under a shorter time
+    limit than the sweep's now is run again)."""
     versions = {spec.label: spec.version for spec in sweep.methods}
-    done = store.finished(versions)
+    limits = {spec.label: method_time_limit(sweep, spec) for spec in sweep.methods}
+    done = store.finished(versions, limits)
     tasks = build_tasks(sweep)
     pending = []
     for spec in sweep.methods:
         oracle = issubclass(spec.load(), Oracle)
-        limit = method_time_limit(sweep, spec)
+        limit = limits[spec.label]
         for task in tasks:
             if task.key + (spec.label,) not in done:
                 truth = task.trajectory.expression if oracle else None  # the one door
@@ -171,8 +177,12 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
+    stored = len(store.read())
     pending = pending_jobs(sweep, store)
     _write_config(sweep, store.folder, ran=bool(pending))
+    if progress and stored:
+        print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
+              "(a new time limit reruns only timeouts; a new method version reruns its rows)", file=sys.stderr)
     if not pending:
         return store
     executor = make_executor(sweep)

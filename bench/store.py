@@ -36,13 +36,17 @@ class ResultStore:
         frame = frame.sort_values("finished_at", kind="stable")
         return frame.drop_duplicates(KEY, keep="last").reset_index(drop=True)
 
-    def finished(self, versions: dict[str, str]) -> set[tuple]:
-        """Keys of rows already stored for the current version of each method."""
+    def finished(self, versions: dict[str, str], limits: dict[str, float] | None = None) -> set[tuple]:
+        """Keys of rows already stored for the current version of each method; given each
+        method's current time limit, a timeout under a shorter limit does not count (it is redone)."""
         frame = self.read()
         if frame.empty:
             return set()
-        current = frame["method_version"] == frame["method"].map(versions)
-        return set(frame.loc[current, KEY].itertuples(index=False, name=None))
+        keep = frame["method_version"] == frame["method"].map(versions)
+        if limits and "time_limit" in frame:
+            shorter = frame["time_limit"] < frame["method"].map(limits).fillna(-float("inf"))
+            keep &= ~((frame["status"] == "timeout") & shorter)
+        return set(frame.loc[keep, KEY].itertuples(index=False, name=None))
 
     def append(self, row: dict) -> None:
         self._buffer.append({**row, "finished_at": time.time()})

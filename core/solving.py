@@ -63,7 +63,9 @@ def solve(
     except (ArithmeticError, ValueError, TypeError) as err:
         raise SolveError(f"right-hand side not real-valued on the path ({err})") from None
     if info["message"] != "Integration successful.":
-        raise SolveError(f"LSODA failed: {info['message'].strip()}")
+        reached = float(np.max(info["tcur"])) if len(info.get("tcur", ())) else float(t[0])
+        raise SolveError(f"LSODA stopped near t = {reached:.4g} (the solution blows up or leaves the "
+                         f"right-hand side's domain there): {info['message'].strip()}")
     out = out[:, 0]
     if not np.all(np.isfinite(out)):
         raise SolveError("solution is not finite")

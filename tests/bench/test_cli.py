@@ -44,6 +44,8 @@ def test_unknown_method_and_dataset_are_named(tmp_path):
 def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
     assert_one_line_error(bench("run", "--noise", "-1", "--out", tmp_path), "--noise")
     assert_one_line_error(bench("run", "--n", "zero", "--out", tmp_path), "--n")
+    assert_one_line_error(bench("run", "--n", "5", "--out", tmp_path), "at least 10")
+    assert_one_line_error(bench("run", "--time-limit", "-1", "--out", tmp_path), "--time-limit")
 
 
 @pytest.mark.parametrize("content, problem", [
@@ -53,6 +55,16 @@ def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
     (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
                  "equations": [{"id": "a", "expression": "y", "y0": []}]}), "y0"),
     (json.dumps({"name": "x"}), "format"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1", "equations": []}), "non-empty list"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1", "equations": ["-y"]}), "needs an 'id'"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
+                 "equations": [{"id": ["a"], "expression": "-y", "y0": [1]}]}), "'id' must be"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
+                 "equations": [{"id": "a", "expression": 5, "y0": [1]}]}), "must be a string"),
+    (json.dumps({"format": "bench-dataset/1", "name": "../x", "version": "1",
+                 "equations": [{"id": "a", "expression": "-y", "y0": [1]}]}), "'name'"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
+                 "equations": [{"id": "a", "expression": "y**2", "y0": [1]}]}), "blows up"),
 ])
 def test_malformed_dataset_file_is_refused(tmp_path, content, problem):
     spec = tmp_path / "bad.json"
@@ -80,10 +92,11 @@ def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
     folder = tmp_path / "mine"
     folder.mkdir()
     write_csv(folder / "growth.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
-    result = bench("run", "--dataset", folder, "--methods", "truth", "--n", 32, "--out", tmp_path / "o")
+    result = bench("run", "--dataset", folder, "--methods", "truth", "--n", 32, 64, 128, "--out", tmp_path / "o")
     assert result.returncode == 0, result.stderr
     rows = pd.read_csv(tmp_path / "o" / "medians.csv")
     assert rows["r2_interp"].iloc[0] > 0.9999
+    assert sorted(rows["n"]) == [32, 64]  # n is capped at the 64 points the file has: one task, not two
     assert "scored against the observations" in (tmp_path / "o" / "medians.md").read_text()
 
 

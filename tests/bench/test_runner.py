@@ -75,3 +75,13 @@ def test_method_exhausting_memory_fails_alone(tmp_path):
     by = rows.groupby("method")["status"].agg(set)
     assert by["eats-memory"] == {"error"} and by["truth"] == {"ok"}
     assert "MemoryError" in rows.loc[rows.method == "eats-memory", "reason"].iloc[0]
+
+
+def test_a_timeout_is_rerun_when_the_time_limit_grows_and_kept_otherwise(tmp_path):
+    short = sweep(tmp_path, "slow", subset={"textbook": 2}, time_limit=0.1)
+    rows = runner.run(short, progress=False).read()
+    assert set(rows["status"]) == {"timeout"} and len(rows) == 2
+    assert runner.pending_jobs(short, ResultStore(short.out)) == []  # the same limit: nothing to redo
+    longer = sweep(tmp_path, "slow", subset={"textbook": 2}, time_limit=30)
+    rows = runner.run(longer, progress=False).read()
+    assert set(rows["status"]) == {"ok"} and len(rows) == 2 and set(rows["time_limit"]) == {30}
