@@ -262,10 +262,12 @@ def _list(args) -> int:
     if "large" not in datasets.builtin_names():
         print("  large      (not generated yet: python -m nsode.data large)")
     print("\nmethods:")
-    for name, spec in sorted(registry.discover(tuple(args.method_file)).items()):
+    specs = sorted(registry.discover(tuple(args.method_file)).items())
+    width = max((len(spec.version) for _, spec in specs), default=1) + 1
+    for name, spec in specs:
         reason = registry.unavailable_reason(spec)
         state = "available" if reason is None else f"unavailable: {reason}"
-        print(f"  {name:<18} v{spec.version:<4} {state}")
+        print(f"  {name:<18} {'v' + spec.version:<{width}} {state}")
         if spec.description:
             print(f"  {'':<18}       {spec.description}")
     for file, reason in registry.BROKEN.items():
@@ -287,7 +289,7 @@ def _report(args) -> int:
     rows = _read_results([Path(p) for p in args.results])
     paths = report.write(rows, _output_folder(args, ""))
     print(report.format_markdown(report.medians(rows)))
-    print("\n" + "  ".join(f"{k}: {v}" for k, v in paths.items()))
+    print("\ntables: " + ", ".join(str(v) for v in paths.values()))
     return 0
 
 

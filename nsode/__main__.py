@@ -107,33 +107,46 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     return grid, paths
 
 
+def _at_least(low: int):
+    """An argparse type: a whole number >= low, refused in one line otherwise."""
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+        return value
+    return whole
+
+
 def main(argv=None) -> int:
     from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
 
     d = Settings()  # the search's defaults, shown in --help and used when no flag is given
     p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="predict")
     pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
     pr.add_argument("file", type=Path, help="CSV with columns t and y")
     pr.add_argument("--checkpoint", type=Path, default=None,
                     help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
                          "nsode-eps's training range; with --paper nsode-eps alone)")
-    pr.add_argument("--beam", type=int, default=None,
+    pr.add_argument("--beam", type=_at_least(1), default=None,
                     help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU)")
     pr.add_argument("--branches", type=int, default=None,
                     help=f"constant intervals each beam hypothesis may branch into (default: {SEARCH_BRANCHES} with "
                          "the search, so that the beam holds more distinct skeletons; with --paper all, as the paper; "
                          "0: all)")
-    pr.add_argument("--top-k", type=int, default=d.top_k,
+    pr.add_argument("--top-k", type=_at_least(1), default=d.top_k,
                     help="skeletons whose constants and initial value are all fitted (default %(default)s)")
-    pr.add_argument("--refit", type=int, default=d.refit,
+    pr.add_argument("--refit", type=_at_least(0), default=d.refit,
                     help="of those, fitted by least squares on the integrated trajectory (default %(default)s)")
-    pr.add_argument("--combine", type=int, default=d.combine,
+    pr.add_argument("--combine", type=_at_least(0), default=d.combine,
                     help="distinct beam terms recombined into new sums (default %(default)s; 0: only the beam's "
                          "own sums)")
-    pr.add_argument("--basis", type=int, default=d.basis,
+    pr.add_argument("--basis", type=_at_least(0), default=d.basis,
                     help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s: none)")
     pr.add_argument("--drift", action="store_true",
                     help="also consider y' = c (zero-order kinetics, a constant drift); off by default because "
@@ -156,12 +169,14 @@ def main(argv=None) -> int:
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
-    pr.add_argument("--top", type=int, default=5, help="candidates to list")
+    pr.add_argument("--top", type=_at_least(0), default=5, help="candidates to list (default %(default)s)")
     pr.add_argument("--plot", type=Path, default=None,
                     help="write a PNG of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data")
     args = p.parse_args(argv)
 
+    from core.expressions import to_string
+    from core.fitting import round_to_error
     from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
@@ -177,6 +192,8 @@ def main(argv=None) -> int:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")
     branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else args.branches
     try:
+        if args.plot and not args.plot.parent.is_dir():
+            raise InputError(f"--plot {args.plot}: the folder {args.plot.parent} does not exist")
         t, y = read_trajectory(args.file)
         checkpoint = args.checkpoint or default_checkpoint("nsode-eps" if args.paper else SEARCH_CHECKPOINT)
         scaled = None if args.checkpoint or args.paper else default_checkpoint(SCALED_CHECKPOINT)
@@ -186,18 +203,23 @@ def main(argv=None) -> int:
         return 2
     result = predictor.predict(t, y)
     if not result.expression:
-        print("no candidate could be integrated over the observed interval", file=sys.stderr)
+        print("error: no candidate could be integrated over the observed interval", file=sys.stderr)
         return 1
     fit = result.chosen and supported(result.chosen, t, y, result.info["noise_sigma"])
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
     if fit:
-        print(f"y({t[0]:g}) = {fit.y0:g} (fitted)")
-        errors = ", ".join(f"{v:.6g} +- {e:.2g}" for v, e in fit.constants) or "none"
-        print(f"constants +- standard error (noise level read from the data: {result.info['noise_sigma']:.3g}): "
-              f"{errors}")
+        print(f"y({t[0]:g}) = {fit.y0:g} +- {fit.y0_error:.2g} (fitted)")
+        template = result.chosen.template
+        if fit.constants:
+            named = ", ".join(f"{c} = {round_to_error(v, e, extra=1):g} +- {e:.2g}"
+                              for c, (v, e) in zip(template.params, fit.constants))
+            print(f"as fitted: y' = {to_string(template.expr)} with {named}")
+        print(f"(standard errors at the noise level read from the data: sigma = {result.info['noise_sigma']:.3g} "
+              "in units of y)")
     print(f"R^2 on the data: {result.r2:.6f}")
-    print(f"top {args.top} candidates (R^2 of the integrated trajectory):")
+    order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
+    print(f"top {min(args.top, len(result.candidates))} candidates ({order}; R^2 of the integrated trajectory):")
     for expr, r2 in result.candidates[: args.top]:
         print(f"  {r2:10.6f}  {shown(expr)}")
     if result.info.get("safety_net"):

@@ -153,7 +153,10 @@ class Predictor:
 
     def _searched(self, exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray) -> Prediction:
         found, info = search(exprs, t, y, self.search)
-        ranked = [(to_infix(f.expr), f.r2) for f in found]
+        first: dict[str, float] = {}
+        for f in found:  # each expression once, at its best rank
+            first.setdefault(to_infix(f.expr), f.r2)
+        ranked = list(first.items())
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
         return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0],

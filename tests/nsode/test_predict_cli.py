@@ -71,3 +71,14 @@ def test_the_model_view_has_exactly_the_count_asked_for():
     thin_t, thin_y = model_view(fine_t, fine_y, 32)  # many points: an even subsample of them
     assert len(thin_t) == 32 and set(thin_t) <= set(fine_t)
     assert model_view(t, y, 16)[0] is t
+
+
+def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_search(tmp_path, capsys):
+    path = tmp_path / "decay.csv"
+    path.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 20)}\n" for i in range(20)))
+    for flag, value in (("--beam", "-5"), ("--top-k", "0"), ("--top", "-1")):
+        with pytest.raises(SystemExit) as stop:
+            main(["predict", str(path), flag, value])
+        assert stop.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
+    assert main(["predict", str(path), "--plot", str(tmp_path / "nowhere" / "p.png")]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -50,7 +50,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, DECAY)))
     assert main(["predict", str(path), "--plot", str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("y' = -0.5*y\n") and "y(0) = 3 (fitted)" in out and (tmp_path / "p.png").is_file()
+    assert out.startswith("y' = -0.5*y\n") and "y(0) = 3 +- " in out and "c0 = -0.5 +- " in out and (tmp_path / "p.png").is_file()
     assert "beyond the data (to t = 4)" in out
 
 
