@@ -251,6 +251,8 @@ def _run(args) -> int:
         return 0
     paths = report.write(mine, Path(args.out))
     print(report.format_markdown(report.medians(mine)))
+    if (mine.get("truth_kind") == "observations").any():
+        print("\n" + report.OBSERVATIONS_NOTE)
     print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}")
     return 0
 

@@ -154,6 +154,10 @@ def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp"
     return shown.to_markdown(index=False, floatfmt=".4g")
 
 
+OBSERVATIONS_NOTE = ("Rows of user trajectories without a model are scored against the observations themselves "
+                     "(interpolation only; noise above 0 is added on top of them).")
+
+
 def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
     """Write medians.csv, medians.md and failures.csv, plus medians_iqr.md, medians.tex and
     failures.md (medians with interquartile ranges, failure counts) into `folder`; returns their paths."""
@@ -163,7 +167,7 @@ def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
     table.to_csv(paths["csv"], index=False)
     notes = ""
     if (rows.get("truth_kind") == "observations").any():
-        notes = "\nRows of user trajectories without a model are scored against the observations themselves.\n"
+        notes = "\n" + OBSERVATIONS_NOTE + "\n"
     paths["markdown"].write_text(format_markdown(table, columns=["tasks", "failed"] + METRICS) + "\n" + notes)
     failures(rows).to_csv(paths["failures"], index=False)
     paths.update(iqr_markdown=folder / "medians_iqr.md", latex=folder / "medians.tex",

@@ -149,10 +149,16 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
     done = store.finished(versions, limits)
     tasks = build_tasks(sweep)
     pending = []
+    lawless = [task for task in tasks if not task.trajectory.expression]
     for spec in sweep.methods:
         oracle = issubclass(spec.load(), Oracle)
         limit = limits[spec.label]
+        if oracle and lawless:
+            print(f"{spec.label} knows the law, and {len(lawless)} trajectories come without one: "
+                  "it skips them", file=sys.stderr)
         for task in tasks:
+            if oracle and not task.trajectory.expression:
+                continue
             if task.key + (spec.label,) not in done:
                 truth = task.trajectory.expression if oracle else None  # the one door
                 job = Job(spec, task.observations(), Budget(time_limit=limit, seed=task.seed), truth=truth)

@@ -98,6 +98,13 @@ def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
     assert rows["r2_interp"].iloc[0] > 0.9999
     assert sorted(rows["n"]) == [32, 64]  # n is capped at the 64 points the file has: one task, not two
     assert "scored against the observations" in (tmp_path / "o" / "medians.md").read_text()
+    assert "scored against the observations" in result.stdout
+
+
+def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory):
+    file = write_csv(tmp_path / "growth.csv", *trajectory)  # no expression column
+    result = bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o")
+    assert result.returncode == 0 and "skips them" in result.stderr and "no results" in result.stdout
 
 
 def test_failed_run_keeps_what_was_stored(tmp_path):
