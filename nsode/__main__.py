@@ -174,6 +174,15 @@ def main(argv=None) -> int:
                     help="write a PNG of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data")
     args = p.parse_args(argv)
+    if args.branches is not None and args.branches < 0:
+        pr.error("--branches must be 0 (all) or a positive number of constant intervals")
+    try:  # the user's file first: its errors should not wait for torch to load
+        if args.plot and not args.plot.parent.is_dir():
+            raise InputError(f"--plot {args.plot}: the folder {args.plot.parent} does not exist")
+        t, y = read_trajectory(args.file)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     from core.expressions import to_string
     from core.fitting import round_to_error
@@ -188,17 +197,12 @@ def main(argv=None) -> int:
                                               node_cost=args.node_cost, nesting_cost=args.nesting_cost,
                                               forecast_score=args.forecast_score, multiplicity=args.multiplicity)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
-    if args.branches is not None and args.branches < 0:
-        pr.error("--branches must be 0 (all) or a positive number of constant intervals")
     branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else args.branches
     try:
-        if args.plot and not args.plot.parent.is_dir():
-            raise InputError(f"--plot {args.plot}: the folder {args.plot.parent} does not exist")
-        t, y = read_trajectory(args.file)
         checkpoint = args.checkpoint or default_checkpoint("nsode-eps" if args.paper else SEARCH_CHECKPOINT)
         scaled = None if args.checkpoint or args.paper else default_checkpoint(SCALED_CHECKPOINT)
         predictor = Predictor(checkpoint, beam=beam, search=search, scaled=scaled, branches=branches)
-    except (InputError, CheckpointError) as err:
+    except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     result = predictor.predict(t, y)
