@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bench import datasets, registry
 from core import protocol
+from core.arguments import whole_number
 
 EXAMPLES = """examples:
   python -m bench run --dataset classic --noise 0.01
@@ -20,6 +21,9 @@ EXAMPLES = """examples:
   python -m bench paper --config configs/paper.yaml --quick        (smoke test of the paper pipeline)
   python -m bench run --dataset classic --backend dask --scheduler tcp://HOST:8786 -j 32
 """
+
+_positive_int = whole_number(1)
+_point_count = whole_number(protocol.MIN_POINTS)  # observed points per task
 
 
 class UserError(Exception):
@@ -332,21 +336,4 @@ def _positive_float(text: str) -> float:
     value = _nonnegative_float(text)
     if value == 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a number > 0")
-    return value
-
-
-def _point_count(text: str) -> int:
-    value = _positive_int(text)
-    if value < protocol.MIN_POINTS:
-        raise argparse.ArgumentTypeError(f"{text!r}: at least {protocol.MIN_POINTS} observed points are needed")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value

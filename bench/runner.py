@@ -183,10 +183,10 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
-    stored = len(store.read())
+    resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
     _write_config(sweep, store.folder, ran=bool(pending))
-    if progress and stored:
+    if progress and resuming:
         print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
               "(a new time limit reruns only timeouts; a new method version reruns its rows)", file=sys.stderr)
     if not pending:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from core.arguments import whole_number
+
 
 class InputError(ValueError):
     """A problem with the user's file, reported as one line."""
@@ -107,19 +109,6 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     return grid, paths
 
 
-def _at_least(low: int):
-    """An argparse type: a whole number >= low, refused in one line otherwise."""
-    def whole(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
-        return value
-    return whole
-
-
 def main(argv=None) -> int:
     from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
 
@@ -133,20 +122,20 @@ def main(argv=None) -> int:
                     help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
                          "nsode-eps's training range; with --paper nsode-eps alone)")
-    pr.add_argument("--beam", type=_at_least(1), default=None,
+    pr.add_argument("--beam", type=whole_number(1), default=None,
                     help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU)")
     pr.add_argument("--branches", type=int, default=None,
                     help=f"constant intervals each beam hypothesis may branch into (default: {SEARCH_BRANCHES} with "
                          "the search, so that the beam holds more distinct skeletons; with --paper all, as the paper; "
                          "0: all)")
-    pr.add_argument("--top-k", type=_at_least(1), default=d.top_k,
+    pr.add_argument("--top-k", type=whole_number(1), default=d.top_k,
                     help="skeletons whose constants and initial value are all fitted (default %(default)s)")
-    pr.add_argument("--refit", type=_at_least(0), default=d.refit,
+    pr.add_argument("--refit", type=whole_number(0), default=d.refit,
                     help="of those, fitted by least squares on the integrated trajectory (default %(default)s)")
-    pr.add_argument("--combine", type=_at_least(0), default=d.combine,
+    pr.add_argument("--combine", type=whole_number(0), default=d.combine,
                     help="distinct beam terms recombined into new sums (default %(default)s; 0: only the beam's "
                          "own sums)")
-    pr.add_argument("--basis", type=_at_least(0), default=d.basis,
+    pr.add_argument("--basis", type=whole_number(0), default=d.basis,
                     help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s: none)")
     pr.add_argument("--drift", action="store_true",
                     help="also consider y' = c (zero-order kinetics, a constant drift); off by default because "
@@ -169,7 +158,7 @@ def main(argv=None) -> int:
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
-    pr.add_argument("--top", type=_at_least(0), default=5, help="candidates to list (default %(default)s)")
+    pr.add_argument("--top", type=whole_number(0), default=5, help="candidates to list (default %(default)s)")
     pr.add_argument("--plot", type=Path, default=None,
                     help="write a PNG of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data")
