@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from bench import datasets, registry
@@ -37,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)  # `kill`, a batch scheduler: stop as Ctrl-C does
     try:
         return args.handler(args) or 0
     except (UserError, datasets.DatasetError, registry.RegistryError, ValueError) as err:
@@ -44,9 +48,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
-        return 130
+        return 143 if isinstance(err, Terminated) else 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the driver is, so its workers are stopped and its rows written."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -70,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                           f"{' '.join(map(str, protocol.N_SAMPLES))}; default 128)")
     run.add_argument("--methods", "--method", nargs="+", metavar="NAME", help="methods to run (default: every available one)")
     run.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
-    run.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S", help="data and method seeds (default 0)")
+    run.add_argument("--seeds", nargs="+", type=whole_number(0), default=[0], metavar="S", help="data and method seeds (default 0)")
     run.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     run.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
                      help="hard deadline per (method, task), overriding each method's default")
@@ -86,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                            description="Run or resume the sweep a config describes, then write all figures "
                            "and tables with an index page into <out>/figures/ (see configs/paper.yaml), and "
                            "REPRODUCTION.md: each of the paper's claims with the measured figures and a verdict "
-                           "(rules in bench/claims.py). configs/cpu.yaml is a grid for 2 cores: 4.1 worker-hours "
+                           "(rules in bench/claims.py). configs/cpu.yaml is a grid for 2 cores: 3.6 worker-hours "
                            "measured, about 2 hours with -j 2.")
     paper.add_argument("--config", default="configs/paper.yaml", metavar="YAML",
                        help="the grid (default configs/paper.yaml)")
@@ -242,6 +254,8 @@ def _run(args) -> int:
         selected = [s for s in specs.values() if registry.unavailable_reason(s) is None]
     for name in args.dataset:
         datasets.resolve(name)
+    # a path is stored absolute, so `bench score` finds the data from any folder
+    args.dataset = [str(Path(name).resolve()) if Path(name).exists() else name for name in args.dataset]
     sweep = runner.Sweep(
         datasets=tuple(args.dataset), methods=tuple(selected), noise=tuple(args.noise), n=tuple(args.n),
         seeds=tuple(args.seeds), jobs=args.jobs, time_limit=args.time_limit, out=args.out,
@@ -306,11 +320,13 @@ def _compare(args) -> int:
     unknown = sorted(set(args.by) - set(rows.columns))
     if unknown:
         raise UserError(f"--by: no column {', '.join(unknown)} in the results (e.g. dataset, noise, n, seed)")
+    stored = set(rows["method"])
+    methods = [name if name in stored else registry.canonical_label(name) for name in args.methods]
     try:
-        table = compare.paired(rows, *args.methods, by=tuple(args.by))
+        table = compare.paired(rows, *methods, by=tuple(args.by))
     except ValueError as err:
         raise UserError(str(err)) from None
-    print(compare.format_markdown(table, *args.methods))
+    print(compare.format_markdown(table, *methods))
     return 0
 
 

@@ -101,6 +101,8 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
     col = f"r2_{part}"
     data = medians[medians.n == n][["dataset", "n", "method", "noise", col]].reset_index(drop=True)
     grid = data.pivot_table(index="method", columns=["dataset", "noise"], values=col, aggfunc="first")
+    if grid.empty:  # nothing scored in this part (observed data have no extrapolation window)
+        return []
     grid = grid.loc[grid.fillna(-np.inf).clip(lower=R2_LIMITS[0]).mean(axis=1).sort_values(ascending=False).index]
     values = grid.to_numpy(dtype=float)
     labels = np.vectorize(_r2_label)(values)

@@ -49,7 +49,7 @@ class MethodSpec:
     def label(self) -> str:
         if not self.params:
             return self.name
-        return f"{self.name}:" + ",".join(f"{key}={value!r}" for key, value in self.params)
+        return label(self.name, dict(self.params))
 
     def instantiate(self) -> Method:
         return self.load()(**{**dict(self.preset), **dict(self.params)})
@@ -65,6 +65,13 @@ class MethodSpec:
             raise RegistryError(f"{self.file} defines no method named {self.cls or self.name!r}")
         module, _, attr = self.entry_point.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def missing_parameters(self) -> list[str]:
+        """Constructor arguments without a default that neither the variant nor the user sets."""
+        given = {key for key, _ in self.preset + self.params}
+        return [p.name for p in inspect.signature(self.load().__init__).parameters.values()
+                if p.name != "self" and p.default is inspect.Parameter.empty
+                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in given]
 
     def _variant(self) -> Variant | None:
         return self.load().variants.get(self.name) if self.cls else None
@@ -103,7 +110,18 @@ def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
             continue
         specs.update(_file_specs(classes, file))
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            cls = ep.load()
+        except Exception as err:  # an installed plugin that cannot import is reported, not fatal
+            BROKEN[f"{ep.name} (entry point)"] = f"{ep.value} failed to load: {type(err).__name__}: {err}"
+            continue
+        if not (inspect.isclass(cls) and issubclass(cls, Method)):
+            BROKEN[f"{ep.name} (entry point)"] = f"{ep.value} is not a Method subclass"
+            continue
         specs[ep.name] = MethodSpec(ep.name, entry_point=ep.value)
+        for name, variant in cls.variants.items():
+            specs[name] = MethodSpec(name, entry_point=ep.value, cls=cls.name,
+                                     preset=tuple(sorted(variant.params.items())))
     for file in extra_files:
         path = Path(file)
         if not path.is_file():
@@ -130,6 +148,10 @@ def unavailable_reason(spec: MethodSpec) -> str | None:
     of the CLI)."""
     import warnings
 
+    missing = spec.missing_parameters()
+    if missing:
+        example = ",".join(f"{key}=VALUE" for key in missing)
+        return f"its constructor needs {', '.join(missing)}: run it as {spec.name}:{example}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return spec.instantiate().unavailable_reason()
@@ -152,6 +174,19 @@ def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[Method
             raise RegistryError(f"method {spec.name} has no parameter(s) {', '.join(wrong)}; "
                                 f"its parameters: {', '.join(known) or 'none'}")
     return chosen
+
+
+def label(name: str, params: dict[str, Any]) -> str:
+    """How a run is named in rows and tables: `name`, plus `:key=value,...` in key order with
+    values as Python literals, however the user spelled them (`sindy:fd_degrees=(3,)`)."""
+    if not params:
+        return name
+    return f"{name}:" + ",".join(f"{key}={value!r}" for key, value in sorted(params.items()))
+
+
+def canonical_label(text: str) -> str:
+    """The stored label of a method argument as typed (`linrate:scale=.5` -> `linrate:scale=0.5`)."""
+    return label(*parse_method_argument(text))
 
 
 def parse_method_argument(text: str) -> tuple[str, dict[str, Any]]:

@@ -19,14 +19,22 @@ def rescore(folder: Path, jobs: int = 1) -> int:
         return 0
     config = json.loads((folder / "sweep.json").read_text())
     trajectories = {}
+    gone = {}
     for name in config["datasets"]:
-        for tr in datasets.load(name):
+        try:
+            loaded = datasets.load(name)
+        except datasets.DatasetError as err:  # only an error if rows need it (below)
+            gone[name] = str(err)
+            continue
+        for tr in loaded:
             trajectories[(tr.dataset, tr.equation_id, int(tr.y0_index))] = tr
     todo = rows.index[rows["status"] == "ok"]
     keys = [(rows.at[i, "dataset"], rows.at[i, "equation_id"], int(rows.at[i, "y0_index"])) for i in todo]
     missing = [k for k in keys if k not in trajectories]
     if missing:
-        raise datasets.DatasetError(f"ground truth for {'/'.join(map(str, missing[0]))} is no longer in its dataset")
+        why = f" ({'; '.join(gone.values())})" if gone else ""
+        raise datasets.DatasetError(f"ground truth for {'/'.join(map(str, missing[0]))} is no longer in its "
+                                    f"dataset{why}")
     scores = Parallel(n_jobs=jobs)(
         delayed(score)(rows.at[i, "expression"], trajectories[k]) for i, k in zip(todo, keys))
     for i, result in zip(todo, scores):

@@ -11,6 +11,7 @@ inside the processes of a Dask cluster).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import queue
 import sys
@@ -61,9 +62,15 @@ def evenly_spread(items: list, count: int | None) -> list:
 def build_tasks(sweep: Sweep) -> list[Task]:
     """Every (trajectory, noise, n, seed) of the sweep once; n is capped at the points a
     trajectory has (a 64-point CSV file is one task at n = 64, whatever n the sweep asks for)."""
-    tasks = {}
+    tasks, origin = {}, {}
     for name in sweep.datasets:
+        source = datasets.resolve(name).resolve()
         for trajectory in evenly_spread(datasets.load(name), sweep.subset.get(name)):
+            identity = (trajectory.dataset, trajectory.equation_id, trajectory.y0_index)
+            if origin.setdefault(identity, source) != source:
+                raise datasets.DatasetError(
+                    f"{origin[identity]} and {source} both give trajectory {'/'.join(map(str, identity))}: "
+                    "rename one (rows are keyed by dataset and file name)")
             for noise in sweep.noise:
                 for n in sweep.n:
                     for seed in sweep.seeds:
@@ -183,6 +190,7 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
+    _check_data_unchanged(sweep, store.folder)
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
     _write_config(sweep, store.folder, ran=bool(pending))
@@ -206,16 +214,48 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     return store
 
 
+def data_digests(names) -> dict[str, str]:
+    """{absolute path: SHA-256} of the user's data files among the dataset arguments (CSV files
+    and folders, dataset JSON files); built-in names are versioned with the project."""
+    digests = {}
+    for name in names:
+        path = datasets.resolve(name)
+        if name in datasets.builtin_names() and not Path(name).exists():
+            continue
+        files = sorted(path.glob("*.csv")) if path.is_dir() else [path]
+        for file in files:
+            digests[str(file.resolve())] = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
+    return digests
+
+
+def _previous_config(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "sweep.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _check_data_unchanged(sweep: Sweep, folder: Path) -> None:
+    """A data file whose contents changed since its rows were stored would resume on stale rows:
+    refuse, naming it."""
+    before = _previous_config(folder).get("data_digests", {})
+    for file, digest in data_digests(sweep.datasets).items():
+        if before.get(file, digest) != digest:
+            raise datasets.DatasetError(f"{file} changed since {folder} stored results for it: "
+                                        "write to a new --out folder, or delete the old one")
+
+
 def _write_config(sweep: Sweep, folder: Path, ran: bool) -> None:
     """sweep.json: the sweep's settings, and under "runs" the commit, machine and start time of
-    every start that had tasks to run (a resume adds one; a start with nothing to do does not)."""
+    every start that had tasks to run (a resume adds one; a start with nothing to do does not).
+    Datasets and data digests accumulate over the sweeps written to the folder, so `bench score`
+    finds the truth of every stored row."""
     config = asdict(sweep)
     config["methods"] = [spec.label for spec in sweep.methods]
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
-    try:
-        before = json.loads((folder / "sweep.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        before = {}
+    before = _previous_config(folder)
+    config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
+    config["data_digests"] = {**before.get("data_digests", {}), **data_digests(sweep.datasets)}
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
     config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time()}] if ran else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

@@ -123,7 +123,7 @@ class Worker:
     """One warm child process (`core.processes.Child`, spawned, in its own process group)."""
 
     def __init__(self, memory_limit: int | None = None):
-        self.child = Child(_serve, (memory_limit,), start_method="spawn")
+        self.child = Child(_serve, (memory_limit,), start_method="spawn", shield=True)
         self.memory_limit = memory_limit
 
     def execute(self, job: Job) -> dict:

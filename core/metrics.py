@@ -12,15 +12,17 @@ METRICS = ("r2", "l1", "linf", "isclose")
 
 
 def r2(pred: np.ndarray, truth: np.ndarray) -> float:
-    """Coefficient of determination; -inf when the residual overflows; for a constant truth,
-    1 on an exact match and -inf otherwise."""
+    """Coefficient of determination; -inf when the residual overflows; for a constant truth
+    (no variance to explain), 1 when every point is within the isclose tolerances and -inf
+    otherwise."""
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up trajectory scores -inf
         ss_res = float(np.sum((truth - pred) ** 2))
     ss_tot = float(np.sum((truth - np.mean(truth)) ** 2))
     if not np.isfinite(ss_res):
         return -np.inf
     if ss_tot == 0.0:
-        return 1.0 if ss_res == 0.0 else -np.inf
+        close = np.allclose(pred, truth, atol=protocol.ISCLOSE_ATOL, rtol=protocol.ISCLOSE_RTOL)
+        return 1.0 if close else -np.inf
     return 1.0 - ss_res / ss_tot
 
 

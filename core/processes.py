@@ -9,10 +9,12 @@ threads or catch signals behave normally.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
 import signal
+import threading
 import time
 import traceback
 from typing import Any, Callable
@@ -40,6 +42,22 @@ def die_with_parent() -> None:
         pass
 
 
+@contextlib.contextmanager
+def interrupts_ignored():
+    """Ctrl-C ignored while a child is started: a spawned Python keeps SIGINT ignored when it
+    starts with it ignored, so Ctrl-C reaches only the parent, which stops its children itself
+    (otherwise a child still importing prints its own KeyboardInterrupt traceback). Outside the
+    main thread (where handlers cannot change) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def kill_group(process) -> None:
     """SIGKILL the process group led by `process` (its own children die too), then reap it."""
     try:
@@ -65,13 +83,16 @@ class Child:
     `cpu=True` the child's CPU seconds (so a busy machine does not change which requests time
     out), with WALL_FACTOR x the limit in wall clock as a safety net. At the deadline the child
     is killed, with its process group when it leads one (`kill_group`); start a new one after.
+    With `shield` a spawned child ignores Ctrl-C (`interrupts_ignored`): its parent stops it.
     """
 
-    def __init__(self, target: Callable, args: tuple = (), start_method: str = "fork", daemon: bool = False):
+    def __init__(self, target: Callable, args: tuple = (), start_method: str = "fork", daemon: bool = False,
+                 shield: bool = False):
         ctx = multiprocessing.get_context(start_method)
         self.conn, child_end = ctx.Pipe()
         self.process = ctx.Process(target=target, args=(child_end, *args), daemon=daemon)
-        self.process.start()
+        with interrupts_ignored() if shield else contextlib.nullcontext():
+            self.process.start()
         child_end.close()
         self._clock = None
 

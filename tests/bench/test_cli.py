@@ -99,6 +99,8 @@ def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
     assert sorted(rows["n"]) == [32, 64]  # n is capped at the 64 points the file has: one task, not two
     assert "scored against the observations" in (tmp_path / "o" / "medians.md").read_text()
     assert "scored against the observations" in result.stdout
+    drawn = bench("plot", tmp_path / "o")  # no extrapolation window: those figures are left out
+    assert drawn.returncode == 0 and "wrote" in drawn.stdout, drawn.stderr
 
 
 def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory):
@@ -157,3 +159,80 @@ def test_every_builtin_method_runs_here_except_the_ones_that_cannot():
     listing = bench("list")
     unavailable = {line.split()[0] for line in listing.stdout.splitlines() if "unavailable:" in line}
     assert unavailable <= {"pysr", "feat"}, listing.stdout
+
+
+def _entry_point_package(tmp_path, module_source: str, entry_points: str) -> dict:
+    """An installed-looking package on PYTHONPATH that publishes `bench.methods` entry points."""
+    (tmp_path / "myplugin.py").write_text(module_source)
+    info = tmp_path / "myplugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[bench.methods]\n" + entry_points)
+    return {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+
+
+PLUGIN = (
+    "from bench import Method, Prediction\nfrom bench.method import Variant\n\n"
+    "class Rate(Method):\n"
+    "    name = 'rate'\n"
+    "    variants = {'rate-half': Variant(params={'scale': 0.5})}\n\n"
+    "    def __init__(self, scale=1.0):\n"
+    "        self.scale = scale\n\n"
+    "    def run(self, observations, budget):\n"
+    "        return Prediction(f'{-self.scale!r}*y')\n\n"
+    "class NeedsArgument(Method):\n"
+    "    name = 'needs-k'\n\n"
+    "    def __init__(self, k):\n"
+    "        self.k = k\n\n"
+    "    def run(self, observations, budget):\n"
+    "        return Prediction(f'{self.k!r}*y')\n"
+)
+
+
+def test_entry_point_plugins_bring_their_variants_and_a_broken_one_is_listed(tmp_path):
+    env = _entry_point_package(tmp_path, PLUGIN, "rate = myplugin:Rate\nbroken = notinstalled:Thing\n")
+    listing = subprocess.run([sys.executable, "-m", "bench", "list"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300, env=env)
+    assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
+    assert "rate-half" in listing.stdout
+    assert "broken: notinstalled:Thing failed to load" in listing.stdout
+    run = subprocess.run([sys.executable, "-m", "bench", "run", "--methods", "rate-half", "--quiet",
+                          "--out", tmp_path / "o"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    assert set(pd.read_parquet(tmp_path / "o" / "parts").method) == {"rate-half"}
+
+
+def test_a_constructor_argument_without_default_is_asked_for_in_one_line(tmp_path):
+    plugin = tmp_path / "needs.py"
+    plugin.write_text(PLUGIN)
+    listing = bench("list", "--method-file", plugin)
+    assert listing.returncode == 0 and "Traceback" not in listing.stderr
+    assert "needs k: run it as needs-k:k=VALUE" in listing.stdout
+    assert_one_line_error(bench("run", "--method-file", plugin, "--methods", "needs-k", "--out", tmp_path / "o"),
+                          "needs-k:k=VALUE")
+    ran = bench("run", "--method-file", plugin, "--methods", "needs-k:k=-.5", "rate:scale=.5", "--quiet",
+                "--out", tmp_path / "o")
+    assert ran.returncode == 0, ran.stderr
+    paired = bench("compare", tmp_path / "o", "--methods", "needs-k:k=-.5", "rate:scale=.5")  # spelled as typed
+    assert paired.returncode == 0 and "needs-k:k=-0.5 / rate:scale=0.5" in paired.stdout, paired.stderr
+    assert "(0 vs 0, p 1)" in paired.stdout  # the same law: solved on the same tasks
+
+
+def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, trajectory):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        write_csv(tmp_path / folder / "traj.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    out = tmp_path / "o"
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", tmp_path / "b" / "traj.csv",
+                                "--methods", "truth", "--out", out), "rename one")
+    assert bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth", "--out", out).returncode == 0
+    assert bench("run", "--methods", "truth", "--out", out).returncode == 0  # textbook into the same folder
+    rescored = bench("score", out, cwd=tmp_path / "b")  # from elsewhere: the stored paths are absolute
+    assert rescored.returncode == 0 and "re-scored 13" in rescored.stdout, rescored.stderr
+    write_csv(tmp_path / "a" / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
+                                "--out", out), "changed since")
+
+
+def test_seeds_must_be_whole_numbers_from_zero(tmp_path):
+    assert_one_line_error(bench("run", "--seeds", "-1", "--out", tmp_path), "--seeds")

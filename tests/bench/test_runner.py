@@ -69,6 +69,31 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
     assert not everything.duplicated(KEY).any(), "a finished task was run twice"
 
 
+def test_sigterm_saves_finished_rows_and_stops_the_workers(tmp_path):
+    import threading
+
+    import psutil
+
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "bench", "run", "--methods", "truth", "hangs", "--method-file", FIXTURES,
+           "--time-limit", "300", "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = []
+    reader = threading.Thread(target=lambda: seen.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
+    reader.start()
+    deadline = time.time() + 120
+    while time.time() < deadline and "11/24" not in "".join(seen):  # the progress bar: truth nearly done
+        time.sleep(0.2)
+    time.sleep(3)  # the last truth rows wait in the driver's buffer while `hangs` runs
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    proc.terminate()
+    proc.wait(timeout=60)
+    reader.join(timeout=10)
+    assert proc.returncode == 143 and "Traceback" not in "".join(seen), "".join(seen)
+    assert (ResultStore(out).read().method == "truth").sum() == 12  # none left in the driver's buffer
+    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+
+
 def test_method_exhausting_memory_fails_alone(tmp_path):
     config = sweep(tmp_path, "eats-memory", "truth", memory_limit=2 * 2**30)
     rows = runner.run(config, progress=False).read()
