@@ -44,10 +44,15 @@ class _RealPrinter(PythonCodePrinter):
 
 class ExactPrinter(StrPrinter):
     """sympy's str printer with floats at full precision (Python's shortest round-trip repr),
-    so printed expressions read back bit for bit."""
+    so printed expressions read back bit for bit; from 1e6 on in scientific notation (Python
+    writes 5e11 as 500000000000.0)."""
 
     def _print_Float(self, expr):
-        return repr(float(expr))
+        value = float(expr)
+        text = repr(value)
+        if abs(value) >= 1e6 and "e" not in text and math.isfinite(value):
+            text = np.format_float_scientific(value, unique=True, trim="-")
+        return text
 
 
 def number(value: float) -> sympy.Number:

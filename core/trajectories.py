@@ -33,6 +33,8 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     import pandas as pd
 
     path = Path(path)
+    if path.is_dir():
+        raise TrajectoryFileError(f"{path}: is a folder; give a CSV file")
     if not path.is_file():
         raise TrajectoryFileError(f"{path}: no such file")
     try:

@@ -20,6 +20,7 @@ not determine the extrapolation, whichever law is chosen.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -103,10 +104,44 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     agreement = [r2(path, pick) if np.all(np.isfinite(path)) else -np.inf for path in paths]
     far = int(np.argmin(agreement))
     reach = f"ends at y = {paths[far][-1]:.4g}" if np.isfinite(agreement[far]) else "fails to reach it"
-    print(f"beyond the data ({end}): {len(paths)} other fits are statistically as good (criterion within "
+    fits = "1 other fit is" if len(paths) == 1 else f"{len(paths)} other fits are"
+    print(f"beyond the data ({end}): {fits} statistically as good (criterion within "
           f"{RIVAL_WINDOW:g}); the farthest from this one has R^2 {agreement[far]:.4f} against it and {reach} "
           f"(this one: {pick[-1]:.4g})")
     return grid, paths
+
+
+SEARCH_OPTIONS = ("top_k", "refit", "combine", "basis", "drift", "forecast", "forecast_score", "node_cost",
+                  "nesting_cost", "multiplicity")
+FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
+
+
+def r2_text(value: float) -> str:
+    """R^2 to six decimals, or in scientific notation when a fit is far off (-1.6e+270)."""
+    return f"{value:.6f}" if abs(value) < 1e6 else f"{value:.3g}"
+
+
+def _cost(text: str) -> float:
+    """An argparse type: a finite number >= 0 (criterion units, a window)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def _figure_path(path: Path) -> Path:
+    """The file `--plot` writes: .png added to a name without a known ending; a folder, or a
+    file in a folder that does not exist, is refused."""
+    if path.is_dir():
+        raise InputError(f"--plot {path}: that is a folder; give a file name such as {path / 'fit.png'}")
+    if path.suffix.lower() not in FIGURE_ENDINGS:
+        path = path.with_name(path.name + ".png")
+    if not path.parent.is_dir():
+        raise InputError(f"--plot {path}: the folder {path.parent} does not exist")
+    return path
 
 
 def main(argv=None) -> int:
@@ -140,18 +175,18 @@ def main(argv=None) -> int:
     pr.add_argument("--drift", action="store_true",
                     help="also consider y' = c (zero-order kinetics, a constant drift); off by default because "
                          "a slow relaxation whose curvature is below the noise then reads as a straight line")
-    pr.add_argument("--forecast", type=float, default=d.forecast,
+    pr.add_argument("--forecast", type=_cost, default=d.forecast,
                     help="fits within this of the best information criterion compete on forecasting the last "
                          "30%% of the data (default %(default)g; 0: the lowest criterion wins)")
     pr.add_argument("--forecast-score", choices=("squared", "predictive"), default=d.forecast_score,
                     help="the forecast error: squared, or predictive (allowing for what the first 70%% leaves "
                          "uncertain; default %(default)s)")
-    pr.add_argument("--node-cost", type=float, default=d.node_cost,
+    pr.add_argument("--node-cost", type=_cost, default=d.node_cost,
                     help="in that comparison, criterion units charged per node of the expression "
                          "(default %(default)g)")
-    pr.add_argument("--nesting-cost", type=float, default=d.nesting_cost,
+    pr.add_argument("--nesting-cost", type=_cost, default=d.nesting_cost,
                     help="and per function nested in another's argument, as in sin(cos(y)) (default %(default)g)")
-    pr.add_argument("--multiplicity", type=float, default=d.multiplicity,
+    pr.add_argument("--multiplicity", type=_cost, default=d.multiplicity,
                     help="charge 2 x MULTIPLICITY x log(how many skeletons with as many constants were scored) "
                          "on every criterion: the best of hundreds of curve fits beats the law by chance "
                          "(default %(default)g; 0: plain BIC)")
@@ -160,14 +195,22 @@ def main(argv=None) -> int:
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
     pr.add_argument("--top", type=whole_number(0), default=5, help="candidates to list (default %(default)s)")
     pr.add_argument("--plot", type=Path, default=None,
-                    help="write a PNG of the data, the prediction over twice the observed span and, in grey, "
-                         "the fits as good on the data")
+                    help="write a figure of the data, the prediction over twice the observed span and, in grey, "
+                         "the fits as good on the data (PNG; PDF, SVG or JPEG when the name ends so; a name "
+                         "without an ending gets .png)")
     args = p.parse_args(argv)
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")
+    changed = [f"--{name.replace('_', '-')}" for name in SEARCH_OPTIONS if getattr(args, name) != pr.get_default(name)]
+    if args.paper and changed:
+        pr.error(f"{', '.join(changed)} set(s) the search, which --paper does not use")
+    if args.refit > args.top_k:
+        if "--refit" in changed:
+            pr.error(f"--refit {args.refit} cannot exceed --top-k {args.top_k} (it refits some of those)")
+        args.refit = args.top_k  # the default refits them all
     try:  # the user's file first: its errors should not wait for torch to load
-        if args.plot and not args.plot.parent.is_dir():
-            raise InputError(f"--plot {args.plot}: the folder {args.plot.parent} does not exist")
+        if args.plot:
+            args.plot = _figure_path(args.plot)
         t, y = read_trajectory(args.file)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -210,11 +253,11 @@ def main(argv=None) -> int:
             print(f"as fitted: y' = {to_string(template.expr)} with {named}")
         print(f"(standard errors at the noise level read from the data: sigma = {result.info['noise_sigma']:.3g} "
               "in units of y)")
-    print(f"R^2 on the data: {result.r2:.6f}")
+    print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     print(f"top {min(args.top, len(result.candidates))} candidates ({order}; R^2 of the integrated trajectory):")
     for expr, r2 in result.candidates[: args.top]:
-        print(f"  {r2:10.6f}  {shown(expr)}")
+        print(f"  {r2_text(r2):>10}  {shown(expr)}")
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     others = beyond_the_data(result, t) if result.chosen is not None else None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from nsode.model import WEIGHTS_NAME, count_parameters, load
+from nsode.model import WEIGHTS_NAME, CheckpointError, count_parameters, load
 
 MAX_BYTES = 16 * 2**20  # keep the repository light (issue 5)
 
@@ -34,11 +34,16 @@ def export(src: Path, dst: Path) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m nsode.export", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("src", type=Path, help="a checkpoint folder written by nsode.train (e.g. RUN/best)")
     p.add_argument("dst", type=Path, help="where to write the shipped checkpoint")
     args = p.parse_args(argv)
-    export(args.src, args.dst)
+    try:
+        export(args.src, args.dst)
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

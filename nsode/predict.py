@@ -160,4 +160,4 @@ class Predictor:
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
         return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0],
-                          rivals=rivals(found, t, y, info["noise_sigma"]))
+                          rivals=rivals(found, t, y, info["noise_sigma"], distinct=True))

@@ -537,19 +537,23 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
 
 
 def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW, *, pick: Found | None = None,
-           robust: bool = True) -> list[Found]:
+           robust: bool = True, distinct: bool = False) -> list[Found]:
     """The fits other than `pick` (default `found[0]`) whose criterion is at most `window` above
     the pick's and that are safe to extrapolate (checked unless `robust` is False), in the order
-    of `found`: laws the observations cannot tell from the pick. Where they part beyond the data,
+    of `found` (with `distinct`, each expression once, as shown to the user): laws the
+    observations cannot tell from the pick. Where they part beyond the data,
     the data do not determine the extrapolation, whichever law is chosen (on simple ODEs at 1%
     noise most misses are of this kind: model card, "Simple ODEs: the search against the ceiling")."""
     pick = pick if pick is not None else (found[0] if found else None)
     if pick is None or not math.isfinite(pick.r2):
         return []
-    out = []
+    out, seen = [], {str(pick.expr)}
     for f in found:
         if f is pick or not math.isfinite(f.r2) or f.score > pick.score + window:
             continue
+        if distinct and str(f.expr) in seen:  # the same law reached from two sources (another y0)
+            continue
+        seen.add(str(f.expr))
         if robust and f.rejected is None:
             f.rejected = _unsafe(f, t, y, sigma)
         if f.rejected is None:

@@ -51,7 +51,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="how many times each --data folder is read per pass (default 1 each): "
                         "up-weights a small supplement, e.g. of simple skeletons")
     p.add_argument("--out", required=True, help="output folder (checkpoints, log.csv, loss_curve.png)")
-    p.add_argument("--preset", default="small", choices=sorted(nsode_model.PRESETS))
+    p.add_argument("--preset", default=None, choices=sorted(nsode_model.PRESETS),
+                   help="model size of a run built from scratch (default small); loaded weights keep theirs")
     p.add_argument("--variant", default="nsode-eps", choices=sorted(VARIANTS))
     p.add_argument("--off-grid", type=float, default=None, metavar="FRACTION",
                    help="fraction of examples observed at uniform random times instead of grid points "
@@ -71,7 +72,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--schedule", default="constant", choices=["constant", "cosine", "cosine-time"],
                    help="after warm-up: constant (paper), cosine decay to 10%% of the peak at --steps, or "
                         "at the end of --max-minutes (cosine-time)")
-    p.add_argument("--steps", type=int, default=20_000, help="optimizer updates to run in total")
+    p.add_argument("--steps", type=int, default=20_000,
+                   help="the update count to stop at, counted from the first run's start: with --init or --resume "
+                        "it must exceed the loaded step (the shipped nsode-eps is at 25,000; default 20,000)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (and checkpoint) after this wall time")
     p.add_argument("--eval-every", type=int, default=200, help="updates between validation + checkpoint")
     p.add_argument("--snapshot-every", type=int, default=0, metavar="STEPS",
@@ -86,7 +89,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="data processes preparing batches, each from its own share of the shards (0: in the "
                         "training process; on a 2-core CPU that is fastest, a GPU needs several)")
     p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
-    p.add_argument("--resume", action="store_true", help="continue from OUT/last")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in OUT from OUT/last (without it, an OUT that holds a run is refused)")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
 
@@ -289,8 +293,13 @@ def start(args, out: Path, device) -> tuple:
     """(model, state): resumed from OUT/last, initialised from --init (counts continue, the
     optimizer and its warm-up start afresh) or built fresh; the run's input path settled."""
     state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
-             "preset": args.preset, "variant": args.variant, "off_grid": args.off_grid}
-    resuming = args.resume and (out / "last" / "training_state.json").is_file()
+             "preset": args.preset or "small", "variant": args.variant, "off_grid": args.off_grid}
+    resuming = args.resume
+    has_run = (out / "last" / "training_state.json").is_file()
+    if resuming and not has_run:
+        raise UsageError(f"--resume: {out / 'last'} holds no run to continue; leave out --resume to start one")
+    if has_run and not resuming:
+        raise UsageError(f"{out} already holds a run ({out / 'last'}): add --resume to continue it, or give a new --out")
     if resuming:
         model = nsode_model.load(out / "last", device)
         state.update(json.loads((out / "last" / "training_state.json").read_text()))
@@ -301,9 +310,16 @@ def start(args, out: Path, device) -> tuple:
             old = json.loads(shipped.read_text())
             state.update(step=old.get("step", 0), samples=old.get("samples", 0),
                          elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0),
-                         preset=old.get("preset", args.preset))
+                         preset=old.get("preset", state["preset"]))
     else:
-        model = nsode_model.build(args.preset, dropout=args.dropout or 0.0).to(device)
+        state["preset"] = args.preset or "small"
+        model = nsode_model.build(state["preset"], dropout=args.dropout or 0.0).to(device)
+    if args.preset and args.preset != state["preset"]:
+        raise UsageError(f"--preset {args.preset}: the loaded weights are {state['preset']}; a loaded model keeps "
+                         "its size (leave out --preset)")
+    if state["step"] >= args.steps:
+        raise UsageError(f"--steps {args.steps} is not beyond the loaded step {state['step']}: nothing to train "
+                         f"(--steps counts from the first run's start; e.g. --steps {state['step'] + 10_000})")
     if args.dropout is not None and args.dropout != model.config.dropout:
         raise UsageError(f"--dropout {args.dropout} differs from the loaded model's {model.config.dropout}")
     args.preset = state["preset"]  # loaded weights keep their size, whatever --preset says
@@ -368,6 +384,13 @@ def main(argv=None) -> int:
         args.off_grid = VARIANTS[args.variant]["off_grid"]
     torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # checkpoints are one small file each
+    if args.device not in ("auto", "cpu", "cuda") and not args.device.startswith("cuda:"):
+        print(f"error: --device {args.device}: use auto, cpu or cuda", file=sys.stderr)
+        return 2
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print(f"error: --device {args.device}: this machine has no CUDA device (--device auto uses one when present)",
+              file=sys.stderr)
+        return 2
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
                           else ("cpu" if args.device == "auto" else args.device))
     if args.bf16 and device.type == "cpu" and not cpu_has_bf16():
@@ -380,7 +403,7 @@ def main(argv=None) -> int:
             raise UsageError("--schedule cosine-time anneals over --max-minutes; give it")
         data = check_data(args)
         model, state = start(args, out, device)
-    except UsageError as err:
+    except (UsageError, nsode_model.CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     train(args, data, out, device, model, state)
@@ -409,6 +432,9 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
           f"variant {args.variant}, device {device}, lr {peak:g}, warm-up {warmup}, "
           f"batch {args.batch_size} x {args.accum}, {args.workers} data workers, input scaling {args.input_scaling}, "
           f"{validate.size} validation trajectories", flush=True)
+    if not validate.size:
+        print("warning: no skeletons held out for validation yet (too few in --data): validation loss, and "
+              "OUT/best, wait until the folders hold more", file=sys.stderr)
     run_loss, run_acc = [], []
     while state["step"] < args.steps:
         for g in opt.param_groups:

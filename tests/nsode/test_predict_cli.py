@@ -82,3 +82,36 @@ def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_sea
         assert stop.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
     assert main(["predict", str(path), "--plot", str(tmp_path / "nowhere" / "p.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_options_the_run_would_ignore_or_cannot_use_are_refused(tmp_path, capsys):
+    path = tmp_path / "decay.csv"
+    path.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 20)}\n" for i in range(20)))
+    refused = [["--paper", "--top-k", "3"], ["--paper", "--forecast", "0"], ["--forecast", "-5"],
+               ["--multiplicity", "-1"], ["--node-cost", "nan"], ["--refit", "40"]]
+    for flags in refused:
+        with pytest.raises(SystemExit) as stop:
+            main(["predict", str(path), *flags])
+        assert stop.value.code == 2, flags
+        assert "error:" in capsys.readouterr().err
+    assert main(["predict", str(path), "--plot", str(tmp_path)]) == 2  # a folder, not a file name
+    assert "that is a folder" in capsys.readouterr().err
+    assert main(["predict", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_plot_name_without_an_ending_gets_png_and_says_so(tmp_path, capsys, overfit):
+    model, observations, _ = overfit
+    model.save_pretrained(tmp_path / "ckpt")
+    t, y = observations[0]
+    path = tmp_path / "traj.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    assert main(["predict", str(path), "--checkpoint", str(tmp_path / "ckpt"), "--beam", "4", "--top-k", "2",
+                 "--plot", str(tmp_path / "fit")]) == 0
+    assert (tmp_path / "fit.png").is_file() and f"plot written to {tmp_path / 'fit.png'}" in capsys.readouterr().out
+
+
+def test_r2_far_off_reads_in_scientific_notation():
+    from nsode.__main__ import r2_text
+
+    assert r2_text(0.9876543) == "0.987654" and r2_text(-1.6e270) == "-1.6e+270"

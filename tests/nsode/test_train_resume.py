@@ -78,6 +78,7 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
         return model
 
     monkeypatch.setattr(train.nsode_model, "load", spy)
+    assert main(args + ["--steps", "6"]) == 2  # a run is there: continuing it needs --resume
     assert main(args + ["--steps", "6", "--resume"]) == 0
     assert saved and set(saved) <= set(resumed)
     assert all(torch.equal(resumed[k].to(saved[k].dtype), saved[k]) for k in saved), "resumed weights differ"
@@ -93,8 +94,10 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path):
             "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
     assert main(args + ["--out", str(tmp_path / "a"), "--steps", "2"]) == 0
     export(tmp_path / "a" / "best", tmp_path / "shipped")
-    more = [a if a != "tiny" else "small" for a in args]  # --preset left at another value
-    assert main(more + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 0
+    more = [a if a != "tiny" else "small" for a in args]  # --preset at another size than the weights
+    assert main(more + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 2
+    assert main(args + ["--out", str(tmp_path / "b"), "--steps", "2", "--init", str(tmp_path / "shipped")]) == 2
+    assert main(args[:2] + args[4:] + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 0
     state = json.loads((tmp_path / "b" / "last" / "training_state.json").read_text())
     assert state["step"] == 4 and state["samples"] == 16 and state["warmup_start"] == 2
     assert state["preset"] == "tiny"  # the loaded weights' size, not the command line's
