@@ -150,6 +150,15 @@ def fit_integral(template: Template, t: np.ndarray, y: np.ndarray, start, *, max
     return Fit(tuple(float(v) for v in x[1:]), float(x[0]), rss if math.isfinite(rss) else math.inf, nfev)
 
 
+def relative_atol(atol: float, y0: float) -> float:
+    """`atol` times |y0| when |y0| < 1: an absolute tolerance fit for y near 1 is as large as
+    the solution itself at y near 1e-7, so a trajectory in tiny units would be integrated to no
+    digits at all (y0 = 0 keeps `atol`; values above 1 keep it too, so the fits there are as
+    before)."""
+    scale = min(1.0, abs(float(y0)))
+    return atol * scale if scale > 0 and math.isfinite(scale) else atol
+
+
 class _Budget:
     """Counts solves and records whether the wall-clock safety net fired."""
 
@@ -162,7 +171,8 @@ def trajectory(template: Template, values, y0: float, t: np.ndarray, *, rtol: fl
     """The LSODA solution of y' = f(y; values) from y0 at the times t; raises SolveError."""
     fn, c = template.scalar, tuple(float(v) for v in values)
     try:
-        return solve(lambda v: fn(v, *c), y0, t, rtol=rtol, atol=atol, mxstep=mxstep, time_limit=SOLVE_SAFETY_S)
+        return solve(lambda v: fn(v, *c), y0, t, rtol=rtol, atol=relative_atol(atol, y0), mxstep=mxstep,
+                     time_limit=SOLVE_SAFETY_S)
     except SolveError as err:
         if budget is not None and "time limit" in str(err):
             budget.fired = True
@@ -174,8 +184,8 @@ def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, mxstep: in
     first observation with the fitter's LSODA settings; inf when the solve fails, blows up or
     needs more than `mxstep` steps between two observations (the wall-clock safety net aside)."""
     try:
-        path = solve(compile_scalar(expr), float(y[0]), np.asarray(t, dtype=float), rtol=RTOL, atol=ATOL,
-                     mxstep=mxstep, time_limit=SOLVE_SAFETY_S)
+        path = solve(compile_scalar(expr), float(y[0]), np.asarray(t, dtype=float), rtol=RTOL,
+                     atol=relative_atol(ATOL, float(y[0])), mxstep=mxstep, time_limit=SOLVE_SAFETY_S)
     except SOLVE_FAILURES:
         return math.inf
     rss = float(np.sum((path - np.asarray(y, dtype=float)) ** 2))

@@ -183,6 +183,15 @@ def test_the_scale_invariant_model_reads_what_lies_outside_the_raw_model_s_range
     assert scaled.timings["reader"] == "scaled" and rate(scaled.expression) == pytest.approx(-0.5, abs=0.005)
 
 
+@pytest.mark.parametrize("unit", [2.0**-20, 1e-9, 1e-20])
+def test_a_decay_in_tiny_units_is_read_as_in_units_near_one(predictor, unit):
+    # the fitter's solver tolerance follows the values (core.fitting.relative_atol): an absolute
+    # 1e-7 once integrated y near 1e-9 to no digits and the pick grew sin(3e9*y) terms
+    y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
+    assert rate(predictor.predict(T, unit * y).expression) == pytest.approx(rate(predictor.predict(T, y).expression),
+                                                                               rel=1e-3)
+
+
 def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
     from nsode.search import snapped
 
