@@ -298,6 +298,8 @@ def _list(args) -> int:
 def _score(args) -> int:
     from bench import rescoring
 
+    if not (Path(args.results) / "parts").is_dir():
+        raise UserError(f"{args.results} is not a result folder (no parts/ inside)")
     count = rescoring.rescore(Path(args.results), jobs=args.jobs)
     print(f"re-scored {count} predictions in {args.results}")
     return 0

@@ -27,6 +27,11 @@ import dask
 
 from bench.workers import Job, Worker
 
+
+class SchedulerError(ValueError):
+    """The Dask scheduler named by --scheduler cannot be reached; the message names its address."""
+
+
 NON_DAEMONIC = {"distributed.worker.daemon": False}
 
 
@@ -83,7 +88,10 @@ class DaskExecutor:
         from distributed import Client, as_completed
 
         if self.scheduler:
-            self.client = Client(self.scheduler)
+            try:
+                self.client = Client(self.scheduler, timeout="20s")
+            except (OSError, TimeoutError) as err:
+                raise SchedulerError(f"cannot reach the Dask scheduler at {self.scheduler} ({err})") from None
         else:
             self.cluster = local_cluster(min(self.jobs, len(jobs)))
             self.client = Client(self.cluster)

@@ -46,6 +46,10 @@ def main(argv=None) -> None:
     if len(offsets) != len(a.runs):
         p.error("--offset-s takes one value per run")
     logs = {run.name: read_log(run, off) for run, off in zip(a.runs, offsets)}
+    empty = [name for name, log in logs.items() if log.empty]
+    if empty:
+        p.error(f"no validation rows in the log.csv of {', '.join(empty)} (too few held-out skeletons, or "
+                "not evaluated yet)")
     rows = [[m, *(value for log in logs.values() for value in at_minute(log, m))] for m in a.minutes]
     headers = ["minutes"] + [f"{name} {what}" for name in logs for what in ("val loss", "samples")]
     print(tabulate(rows, headers=headers, floatfmt=(".1f",) + (".3f", ".0f") * len(logs)))

@@ -38,7 +38,9 @@ from nsode.train import batches, mean_loss  # noqa: E402
 def validation_loss(model, folder: str, limit: int, batch_size: int = 32) -> tuple[float, float]:
     """Mean two-hot loss and token accuracy on the first `limit` held-out solutions of a folder."""
     cfg = model.config
-    examples = stream_examples(folder, split="val", limit=limit, max_rows=cfg.max_tokens)
+    examples = list(stream_examples(folder, split="val", limit=limit, max_rows=cfg.max_tokens))
+    if not examples:
+        raise SystemExit(f"error: {folder} holds no held-out skeletons (too few skeletons; generate more)")
     return mean_loss(model, batches(examples, "nsode-eps", batch_size, cfg.bos_token_id, cfg.pad_token_id,
                                     np.random.default_rng(0), keep_last=True,
                                     scaling=getattr(cfg, "input_scaling", "none")), "cpu")

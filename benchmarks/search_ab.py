@@ -172,6 +172,8 @@ def main() -> None:
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command == "run":
+        if not args.beams.is_file():
+            raise SystemExit(f"error: {args.beams}: no such file (write one with `search_ab.py beams --out`)")
         cached = json.loads(args.beams.read_text())
         d = cached["draw"]
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],

@@ -53,7 +53,7 @@ def driver_time_per_task(noise: tuple[float, ...]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--noise-levels", type=int, default=2, help="noise levels of the small sweep (12 tasks each)")
     args = parser.parse_args()
     levels = (0.0, 0.001, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04)

@@ -48,9 +48,13 @@ def shown(expression: str, digits: int = 4) -> str:
     """The expression with its constants rounded to `digits` significant digits, for reading."""
     import sympy
 
-    from nsode.data.tokens import parse_infix, to_infix
+    from core.expressions import parse
+    from nsode.data.tokens import EncodingError, parse_infix, to_infix
 
-    expr = parse_infix(expression)
+    try:
+        expr = parse_infix(expression)  # products kept as the model wrote them
+    except EncodingError:  # outside the model's vocabulary (abs from the search's variants)
+        expr = parse(expression)
     return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
 
 
@@ -64,7 +68,7 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     import matplotlib.pyplot as plt
     from core.expressions import compile_scalar
     from core.solving import SolveError, solve
-    from nsode.data.tokens import parse_infix
+    from core.expressions import parse
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(t, y, ".", ms=3, color="k", label="data")
@@ -72,7 +76,7 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
         ax.plot(rivals[0], path_, color="0.6", lw=0.8, label="fits as good on the data" if i == 0 else None)
     if expression:
         grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
-        f = compile_scalar(parse_infix(expression))
+        f = compile_scalar(parse(expression))
         start = y[0] if y0 is None else y0
         label = f"y' = {label or shown(expression)}"
         try:

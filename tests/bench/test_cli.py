@@ -234,5 +234,7 @@ def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, traj
                                 "--out", out), "changed since")
 
 
-def test_seeds_must_be_whole_numbers_from_zero(tmp_path):
+def test_seeds_must_be_whole_numbers_from_zero_and_score_needs_a_result_folder(tmp_path):
     assert_one_line_error(bench("run", "--seeds", "-1", "--out", tmp_path), "--seeds")
+    assert_one_line_error(bench("score", tmp_path / "nothing"), "not a result folder")
+    assert not (tmp_path / "nothing").exists()

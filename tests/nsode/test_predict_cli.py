@@ -115,3 +115,9 @@ def test_r2_far_off_reads_in_scientific_notation():
     from nsode.__main__ import r2_text
 
     assert r2_text(0.9876543) == "0.987654" and r2_text(-1.6e270) == "-1.6e+270"
+
+
+def test_candidates_outside_the_model_s_vocabulary_are_shown_too():
+    from nsode.__main__ import shown
+
+    assert shown("-0.502251234*Abs(y)") == "-0.5023*Abs(y)"  # abs comes from the search, not the model
