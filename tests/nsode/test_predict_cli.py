@@ -29,13 +29,19 @@ def test_missing_checkpoint_gets_a_one_line_error(tmp_path, capsys):
     assert "not an NSODE checkpoint" in capsys.readouterr().err
 
 
-def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
+def saved_model_and_its_trajectory(overfit, folder) -> tuple[str, str]:
+    """The overfitted model saved as a checkpoint, and its first trajectory as a CSV file."""
     model, observations, _ = overfit
-    model.save_pretrained(tmp_path / "ckpt")
+    model.save_pretrained(folder / "ckpt")
     t, y = observations[0]
-    path = tmp_path / "traj.csv"
+    path = folder / "traj.csv"
     path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
-    assert main(["predict", str(path), "--checkpoint", str(tmp_path / "ckpt"), "--beam", "8",
+    return str(path), str(folder / "ckpt")
+
+
+def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
+    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
+    assert main(["predict", path, "--checkpoint", checkpoint, "--beam", "8",
                  "--plot", str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
     r2 = float(re.search(r"R\^2 on the data: (\S+)", out).group(1))  # 1.000000 for an exact fit
@@ -101,12 +107,8 @@ def test_options_the_run_would_ignore_or_cannot_use_are_refused(tmp_path, capsys
 
 
 def test_a_plot_name_without_an_ending_gets_png_and_says_so(tmp_path, capsys, overfit):
-    model, observations, _ = overfit
-    model.save_pretrained(tmp_path / "ckpt")
-    t, y = observations[0]
-    path = tmp_path / "traj.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
-    assert main(["predict", str(path), "--checkpoint", str(tmp_path / "ckpt"), "--beam", "4", "--top-k", "2",
+    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
+    assert main(["predict", path, "--checkpoint", checkpoint, "--beam", "4", "--top-k", "2",
                  "--plot", str(tmp_path / "fit")]) == 0
     assert (tmp_path / "fit.png").is_file() and f"plot written to {tmp_path / 'fit.png'}" in capsys.readouterr().out
 
