@@ -58,6 +58,18 @@ def shown(expression: str, digits: int = 4) -> str:
     return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
 
 
+def readable(expression: str, y) -> str:
+    """The expression with numbers that only rescale a term folded into its coefficient
+    (`nsode.search.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
+    from core.expressions import parse, to_string
+    from nsode.search import identifiable_expression
+
+    try:
+        return to_string(identifiable_expression(parse(expression), y))
+    except (ValueError, TypeError):
+        return expression
+
+
 def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None,
          rivals: tuple[np.ndarray, list[np.ndarray]] | None = None) -> None:
     """Data against y' = `expression` from y0 over twice the observed span; the legend reads
@@ -226,7 +238,7 @@ def main(argv=None) -> int:
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
-    from nsode.search import supported
+    from nsode.search import identifiable_form, supported
 
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               basis=args.basis, drift=args.drift, forecast=args.forecast,
@@ -245,12 +257,14 @@ def main(argv=None) -> int:
     if not result.expression:
         print("error: no candidate could be integrated over the observed interval", file=sys.stderr)
         return 1
-    fit = result.chosen and supported(result.chosen, t, y, result.info["noise_sigma"])
+    sigma = result.info.get("noise_sigma")
+    chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)  # constants one by one
+    fit = chosen and supported(chosen, t, y, sigma)
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
     if fit:
         print(f"y({t[0]:g}) = {fit.y0:g} +- {fit.y0_error:.2g} (fitted)")
-        template = result.chosen.template
+        template = chosen.template
         if fit.constants:
             named = ", ".join(f"{c} = {round_to_error(v, e, extra=1):g} +- {e:.2g}"
                               for c, (v, e) in zip(template.params, fit.constants))
@@ -261,7 +275,7 @@ def main(argv=None) -> int:
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     print(f"top {min(args.top, len(result.candidates))} candidates ({order}; R^2 of the integrated trajectory):")
     for expr, r2 in result.candidates[: args.top]:
-        print(f"  {r2_text(r2):>10}  {shown(expr)}")
+        print(f"  {r2_text(r2):>10}  {shown(readable(expr, y))}")
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     others = beyond_the_data(result, t) if result.chosen is not None else None

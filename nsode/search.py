@@ -603,6 +603,61 @@ def supported(found: Found, t, y, sigma: float) -> Supported:
                      tuple(zip(found.values, map(float, errors[1:]))))
 
 
+def identifiable(rest: sympy.Expr) -> sympy.Expr:
+    """`rest` without the numbers that only rescale it (a term's coefficient does that): in
+    y/(1190 + 246*y) the denominator fixes one ratio, not two (y/(4.84 + y)); in exp(2 + 3*y) the 2
+    is a factor e**2. Only factors of `rest` are rewritten (a denominator inside sin(...) is
+    structure). Used for showing a pick; the search itself keeps the model's form (reading the
+    beam so was measured level and not kept: model card, "Session 34")."""
+    factors = []
+    for factor in sympy.Mul.make_args(rest):
+        if factor.is_Pow and factor.base.is_Add and factor.exp.is_Integer and factor.exp < 0:
+            scales = [term.as_coeff_Mul()[0] for term in sympy.Add.make_args(factor.base) if term.has(Y)]
+            lead = scales[0] if scales else sympy.S.One
+            if lead.is_Number and lead not in (0, 1):
+                parts = (term.as_coeff_Mul() for term in sympy.Add.make_args(factor.base))
+                factor = sympy.Pow(sympy.Add(*(r if c == lead else (c / lead) * r for c, r in parts)), factor.exp)
+        elif isinstance(factor, sympy.exp) and factor.args[0].is_Add:
+            number = sum(a for a in factor.args[0].args if a.is_Number)
+            if number != 0:
+                factor = sympy.exp(factor.args[0] - number)
+        factors.append(factor)
+    return sympy.Mul(*factors).as_coeff_Mul()[1]  # a number split off above joins the coefficient
+
+
+def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:
+    """`expr` with every term `identifiable`: the same function of y, each dropped scale moved into
+    its term's coefficient (read at the observed values `y`); `expr` itself when nothing changes."""
+    terms, changed = [], False
+    for coefficient, rest in split(expr):
+        simpler = identifiable(rest)
+        if simpler != rest:  # rest / simpler is a number: read it where both are finite
+            with np.errstate(all="ignore"):
+                ratio = np.asarray(evaluate(rest, y), float) / np.asarray(evaluate(simpler, y), float)
+            ratio = ratio[np.isfinite(ratio)]
+            if not len(ratio):
+                return expr
+            coefficient, changed = coefficient * float(np.median(ratio)), True
+        terms.append((coefficient, simpler))
+    return sympy.Add(*(c * r for c, r in terms)) if changed else expr
+
+
+def identifiable_form(found: Found, t, y, sigma: float) -> Found:
+    """`found` as `identifiable_expression` writes it, with constants the data can determine one by
+    one, so that their standard errors mean something; `found` itself when nothing changes."""
+    if found.template is None:
+        return found
+    expr = identifiable_expression(found.expr, y)
+    if expr is found.expr:
+        return found
+    params: list[sympy.Symbol] = []
+    start: list[float] = []
+    template = Template(abstract(expr, params, start), tuple(params))
+    r2_value, ic = _score(template, start, found.y0, t, y, sigma)
+    return replace(found, expr=template.substitute(start), template=template, values=tuple(start), ic=ic,
+                   constants=len(start), r2=r2_value)
+
+
 def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:
     """The whole search on candidate expressions `exprs` (numbers at the proposer's values, best
     first); `extra` are (label, expressions) pairs from other proposers, e.g. a grammar."""

@@ -192,6 +192,25 @@ def test_a_decay_in_tiny_units_is_read_as_in_units_near_one(predictor, unit):
                                                                                rel=1e-3)
 
 
+def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
+    from core.fitting import noise_level
+    from nsode.search import identifiable, identifiable_form
+
+    assert identifiable(parse_infix("y*exp(0.5*y - 1.2)")) == parse_infix("y*exp(0.5*y)")
+    inner = parse_infix("sin(1/(1 + 2*y))")  # a denominator inside a function is structure
+    assert identifiable(inner) == inner
+    # Michaelis-Menten as the beam may write it: three constants that only fix two ratios
+    t = np.linspace(0, 20, 100)
+    y = solve(compile_scalar(parse_infix("-2*y/(5 + y)")), 20.0, t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    found, _ = search([parse_infix("-484.0*y/(1190.0 + 246.0*y)")], t, y, Settings(variants=False, combine=0, steady=False))
+    sigma = noise_level(t, y)
+    shown = identifiable_form(found[0], t, y, sigma)
+    assert shown.constants == 2 and shown.r2 == pytest.approx(found[0].r2, abs=1e-9)  # the same function
+    (rate, rate_error), (half, half_error) = supported(shown, t, y, sigma).constants
+    assert rate == pytest.approx(-2, abs=3 * rate_error) and half == pytest.approx(5, abs=3 * half_error)
+    assert max(e for _, e in supported(found[0], t, y, sigma).constants) > 1e4  # as written: no digits
+
+
 def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
     from nsode.search import snapped
 
