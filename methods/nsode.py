@@ -13,7 +13,9 @@ exponent; version 10 refits fitted exponents near one as that exponent; version 
 the first beam expressions g as the per-capita law y' = y*g; version 12 also rejects a fit that
 fails when started where the data start: y0 moved by twice its miss of the first observation
 or by one sampling step's worth of its slope; version 13 also from exactly 0 when 0 is that
-close: a law with a removable singularity there, sin(y)/y, cannot start from rest) reads the beam as skeletons and
+close: a law with a removable singularity there, sin(y)/y, cannot start from rest; version 14
+charges 10 criterion units per function nested in another's argument among statistical ties,
+so sin(sin(c*y)) no longer stands in for a logistic) reads the beam as skeletons and
 lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe
 to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
@@ -58,7 +60,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="13"),
+                                    "rejected, information criterion", version="14"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,

@@ -81,7 +81,7 @@ class Settings:
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
-    nesting_cost: float = 0.0  # and per function nested in another's argument (measured, not kept)
+    nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)

@@ -211,6 +211,16 @@ def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
     assert max(e for _, e in supported(found[0], t, y, sigma).constants) > 1e4  # as written: no digits
 
 
+def test_a_logistic_is_not_read_as_nested_functions(predictor):
+    # a new user's logistic (session 34) read 14.6*sin(sin(0.0313*y)), a statistical tie with the
+    # law; the nesting cost among ties (version 14) prefers the plain law
+    t = np.linspace(0, 20, 60)
+    rng = np.random.default_rng(100)
+    rng.normal(size=t.size)
+    y = 100 / (1 + 19 * np.exp(-0.5 * t)) * (1 + 0.01 * rng.normal(size=t.size))
+    assert skeleton_key(parse_infix(predictor.predict(t, y).expression)) == skeleton_key(Y - 0.01 * Y**2)
+
+
 def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
     from nsode.search import snapped
 
