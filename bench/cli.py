@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import datasets, registry
 from core import protocol
-from core.arguments import whole_number
+from core.arguments import nonnegative_number, positive_number, whole_number
 
 EXAMPLES = """examples:
   python -m bench run --dataset classic --noise 0.01
@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset", nargs="+", default=["textbook"], metavar="NAME|PATH",
                      help="built-in dataset name (%s), a dataset JSON file, or CSV file/folder "
                           "(default: textbook)" % ", ".join(datasets.builtin_names()))
-    run.add_argument("--noise", nargs="+", type=_nonnegative_float, default=[0.0], metavar="SIGMA",
+    run.add_argument("--noise", nargs="+", type=nonnegative_number, default=[0.0], metavar="SIGMA",
                      help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
     run.add_argument("--n", nargs="+", type=_point_count, default=[128], metavar="N",
                      help=f"observed points per trajectory, {protocol.MIN_POINTS} or more, capped at the points a "
@@ -84,9 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
     run.add_argument("--seeds", nargs="+", type=whole_number(0), default=[0], metavar="S", help="data and method seeds (default 0)")
     run.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
-    run.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
+    run.add_argument("--time-limit", type=positive_number, metavar="SECONDS",
                      help="hard deadline per (method, task), overriding each method's default")
-    run.add_argument("--memory-limit", type=_positive_float, metavar="GB",
+    run.add_argument("--memory-limit", type=positive_number, metavar="GB",
                      help="address-space limit per worker process; a method that exceeds it fails alone")
     run.add_argument("--out", default="results/sweep", metavar="DIR", help="result folder (default results/sweep)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -339,19 +339,3 @@ def _draw_y0(args) -> int:
     print(f"drew initial values for {count} equations in {args.file}")
     return 0
 
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = _nonnegative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number > 0")
-    return value

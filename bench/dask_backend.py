@@ -26,11 +26,7 @@ import uuid
 import dask
 
 from bench.workers import Job, Worker
-
-
-class SchedulerError(ValueError):
-    """The Dask scheduler named by --scheduler cannot be reached; the message names its address."""
-
+from core.cluster import connect
 
 NON_DAEMONIC = {"distributed.worker.daemon": False}
 
@@ -88,10 +84,7 @@ class DaskExecutor:
         from distributed import Client, as_completed
 
         if self.scheduler:
-            try:
-                self.client = Client(self.scheduler, timeout="20s")
-            except (OSError, TimeoutError) as err:
-                raise SchedulerError(f"cannot reach the Dask scheduler at {self.scheduler} ({err})") from None
+            self.client = connect(self.scheduler)
         else:
             self.cluster = local_cluster(min(self.jobs, len(jobs)))
             self.client = Client(self.cluster)

@@ -190,10 +190,11 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
-    _check_data_unchanged(sweep, store.folder)
+    digests = data_digests(sweep.datasets)
+    _check_data_unchanged(digests, store.folder)
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
-    _write_config(sweep, store.folder, ran=bool(pending))
+    _write_config(sweep, store.folder, ran=bool(pending), digests=digests)
     if progress and resuming:
         print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
               "(a new time limit reruns only timeouts; a new method version reruns its rows)", file=sys.stderr)
@@ -235,17 +236,17 @@ def _previous_config(folder: Path) -> dict:
         return {}
 
 
-def _check_data_unchanged(sweep: Sweep, folder: Path) -> None:
+def _check_data_unchanged(digests: dict[str, str], folder: Path) -> None:
     """A data file whose contents changed since its rows were stored would resume on stale rows:
     refuse, naming it."""
     before = _previous_config(folder).get("data_digests", {})
-    for file, digest in data_digests(sweep.datasets).items():
+    for file, digest in digests.items():
         if before.get(file, digest) != digest:
             raise datasets.DatasetError(f"{file} changed since {folder} stored results for it: "
                                         "write to a new --out folder, or delete the old one")
 
 
-def _write_config(sweep: Sweep, folder: Path, ran: bool) -> None:
+def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, str]) -> None:
     """sweep.json: the sweep's settings, and under "runs" the commit, machine and start time of
     every start that had tasks to run (a resume adds one; a start with nothing to do does not).
     Datasets and data digests accumulate over the sweeps written to the folder, so `bench score`
@@ -255,7 +256,7 @@ def _write_config(sweep: Sweep, folder: Path, ran: bool) -> None:
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
     before = _previous_config(folder)
     config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
-    config["data_digests"] = {**before.get("data_digests", {}), **data_digests(sweep.datasets)}
+    config["data_digests"] = {**before.get("data_digests", {}), **digests}
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
     config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time()}] if ran else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

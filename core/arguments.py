@@ -3,6 +3,26 @@ number is refused by argparse in one line that names the option."""
 from __future__ import annotations
 
 import argparse
+import math
+
+
+def nonnegative_number(text: str) -> float:
+    """An argparse type: a finite number >= 0 (a noise level, a criterion cost)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number > 0 (a time or memory limit)."""
+    value = nonnegative_number(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number > 0")
+    return value
 
 
 def whole_number(low: int):

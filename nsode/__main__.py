@@ -20,13 +20,12 @@ not determine the extrapolation, whichever law is chosen.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from core.arguments import whole_number
+from core.arguments import nonnegative_number, whole_number
 
 
 class InputError(ValueError):
@@ -137,17 +136,6 @@ def r2_text(value: float) -> str:
     return f"{value:.6f}" if abs(value) < 1e6 else f"{value:.3g}"
 
 
-def _cost(text: str) -> float:
-    """An argparse type: a finite number >= 0 (criterion units, a window)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    return value
-
-
 def _figure_path(path: Path) -> Path:
     """The file `--plot` writes: .png added to a name without a known ending; a folder, or a
     file in a folder that does not exist, is refused."""
@@ -191,18 +179,18 @@ def main(argv=None) -> int:
     pr.add_argument("--drift", action="store_true",
                     help="also consider y' = c (zero-order kinetics, a constant drift); off by default because "
                          "a slow relaxation whose curvature is below the noise then reads as a straight line")
-    pr.add_argument("--forecast", type=_cost, default=d.forecast,
+    pr.add_argument("--forecast", type=nonnegative_number, default=d.forecast,
                     help="fits within this of the best information criterion compete on forecasting the last "
                          "30%% of the data (default %(default)g; 0: the lowest criterion wins)")
     pr.add_argument("--forecast-score", choices=("squared", "predictive"), default=d.forecast_score,
                     help="the forecast error: squared, or predictive (allowing for what the first 70%% leaves "
                          "uncertain; default %(default)s)")
-    pr.add_argument("--node-cost", type=_cost, default=d.node_cost,
+    pr.add_argument("--node-cost", type=nonnegative_number, default=d.node_cost,
                     help="in that comparison, criterion units charged per node of the expression "
                          "(default %(default)g)")
-    pr.add_argument("--nesting-cost", type=_cost, default=d.nesting_cost,
+    pr.add_argument("--nesting-cost", type=nonnegative_number, default=d.nesting_cost,
                     help="and per function nested in another's argument, as in sin(cos(y)) (default %(default)g)")
-    pr.add_argument("--multiplicity", type=_cost, default=d.multiplicity,
+    pr.add_argument("--multiplicity", type=nonnegative_number, default=d.multiplicity,
                     help="charge 2 x MULTIPLICITY x log(how many skeletons with as many constants were scored) "
                          "on every criterion: the best of hundreds of curve fits beats the law by chance "
                          "(default %(default)g; 0: plain BIC)")

@@ -547,13 +547,14 @@ def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW,
     pick = pick if pick is not None else (found[0] if found else None)
     if pick is None or not math.isfinite(pick.r2):
         return []
-    out, seen = [], {str(pick.expr)}
+    out, seen = [], ({str(pick.expr)} if distinct else set())
     for f in found:
         if f is pick or not math.isfinite(f.r2) or f.score > pick.score + window:
             continue
-        if distinct and str(f.expr) in seen:  # the same law reached from two sources (another y0)
-            continue
-        seen.add(str(f.expr))
+        if distinct:  # the same law reached from two sources (another y0) is shown once
+            if str(f.expr) in seen:
+                continue
+            seen.add(str(f.expr))
         if robust and f.rejected is None:
             f.rejected = _unsafe(f, t, y, sigma)
         if f.rejected is None:

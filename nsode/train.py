@@ -312,7 +312,6 @@ def start(args, out: Path, device) -> tuple:
                          elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0),
                          preset=old.get("preset", state["preset"]))
     else:
-        state["preset"] = args.preset or "small"
         model = nsode_model.build(state["preset"], dropout=args.dropout or 0.0).to(device)
     if args.preset and args.preset != state["preset"]:
         raise UsageError(f"--preset {args.preset}: the loaded weights are {state['preset']}; a loaded model keeps "

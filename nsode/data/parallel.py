@@ -2,9 +2,7 @@
 through joblib's dask backend, behind one `run(fn, argument tuples, ordered)` call."""
 from __future__ import annotations
 
-
-class ClusterError(ValueError):
-    """The Dask scheduler cannot be reached; the message names its address."""
+from core.cluster import ClusterError, connect  # noqa: F401  (ClusterError: what callers catch)
 
 
 class Executor:
@@ -16,12 +14,7 @@ class Executor:
 
     def __enter__(self):
         if self.scheduler:
-            from distributed import Client
-
-            try:
-                self.client = Client(self.scheduler, timeout="20s")
-            except (OSError, TimeoutError) as err:
-                raise ClusterError(f"cannot reach the Dask scheduler at {self.scheduler} ({err})") from None
+            self.client = connect(self.scheduler)
         return self.run
 
     def __exit__(self, *exc):
