@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import warnings
 import zlib
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from core.solving import SolveError, is_valid_initial_value, solve_truth
 from core.trajectories import TrajectoryFileError, read_trajectory
 
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
-CACHE_DIR = DATASETS_DIR / "cache"
+CACHE_DIR = Path(os.environ.get("BENCH_CACHE") or DATASETS_DIR / "cache")  # solved truths
 FORMAT = "bench-dataset/1"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a dataset name is also a cache file name
 
@@ -166,11 +167,22 @@ def _cached_solutions(spec: dict) -> dict:
                 y[k], y_extra[k] = solve_truth(expression, y0)
             except SolveError as err:
                 raise DatasetError(f"dataset {spec['name']!r}, equation {eq_id!r}, y0={y0}: {err}") from None
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_suffix(f".{os.getpid()}.tmp.npz")
+        _store(file, y, y_extra)
+    return {(eq_id, i): (y[k], y_extra[k]) for k, (eq_id, i, _, _) in enumerate(items)}
+
+
+def _store(file: Path, y: np.ndarray, y_extra: np.ndarray) -> None:
+    """Keep solved truths for the next run; a read-only install only loses the speed-up."""
+    tmp = file.with_suffix(f".{os.getpid()}.tmp.npz")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
         np.savez(tmp, y=y, y_extra=y_extra)
         os.replace(tmp, file)
-    return {(eq_id, i): (y[k], y_extra[k]) for k, (eq_id, i, _, _) in enumerate(items)}
+    except OSError as err:
+        if tmp.is_file():
+            tmp.unlink()
+        warnings.warn(f"solved trajectories not cached ({err.strerror or err}: {file.parent}); "
+                      f"set BENCH_CACHE to a writable folder to keep them", stacklevel=3)
 
 
 def _is_finite_number(value) -> bool:

@@ -46,3 +46,13 @@ def test_seed_changes_the_sample_and_is_reproducible(logistic):
 def test_bad_trajectories_are_refused_with_a_reason(t, y, message):
     with pytest.raises(InvalidInput, match=message):
         Observations(t, y)
+
+
+def test_an_unwritable_cache_only_costs_the_speed_up(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setattr(datasets, "CACHE_DIR", blocker / "cache")
+    with pytest.warns(UserWarning, match="not cached"):
+        solved = datasets.load("textbook")
+    assert len(solved) == 12 and all(np.isfinite(tr.y).all() for tr in solved)
+    assert list(tmp_path.iterdir()) == [blocker]  # no temporary file left behind
