@@ -30,6 +30,21 @@ def wall_time(rows: pd.DataFrame) -> tuple[float, float]:
     return float(finished.max() - (finished - spent).min()), float(spent.sum())
 
 
+def starts(rows: pd.DataFrame, runs: list[dict]) -> list[tuple[str, int, float]]:
+    """(commit, rows, wall seconds) of each start (sweep.json "runs") that finished rows: a row
+    belongs to the last start before it finished, and a start's wall time runs from it to its last
+    row, so a resume days later reads as the minutes it took, not the days between."""
+    finished = pd.to_numeric(rows["finished_at"], errors="coerce").to_numpy()
+    began = [float(run.get("started_at", float("nan"))) for run in runs]
+    out = []
+    for i, (run, start) in enumerate(zip(runs, began)):
+        end = began[i + 1] if i + 1 < len(began) else float("inf")
+        mine = finished[(finished >= start) & (finished < end)]
+        if len(mine):
+            out.append((run["commit"], len(mine), float(mine.max() - start)))
+    return out
+
+
 def method_times(rows: pd.DataFrame) -> pd.DataFrame:
     """Per method: tasks, the task deadline, median and max fit time, and core-hours of fitting."""
     rows = rows.assign(fit_time=pd.to_numeric(rows["fit_time"], errors="coerce"))
@@ -40,13 +55,17 @@ def method_times(rows: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
-def _provenance(sweep_folder: Path) -> dict:
+def _runs(sweep_folder: Path) -> list[dict]:
+    """The starts recorded in sweep.json, oldest first ([] when none were)."""
+    try:
+        return json.loads((sweep_folder / "sweep.json").read_text()).get("runs") or []
+    except (OSError, json.JSONDecodeError):
+        return []
+
+
+def _provenance(runs: list[dict]) -> dict:
     """The commit(s) and machine(s) of the starts that ran the sweep's tasks (sweep.json "runs");
     this checkout's, marked as such, when the sweep did not record them."""
-    try:
-        runs = json.loads((sweep_folder / "sweep.json").read_text()).get("runs") or []
-    except (OSError, json.JSONDecodeError):
-        runs = []
     if not runs:
         return {**provenance.describe(), "note": "recorded at report time (the sweep did not record it)"}
     commits = list(dict.fromkeys(run["commit"] for run in runs))
@@ -101,7 +120,16 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
     (folder / "leaderboard_by_dataset.md").write_text(
         report.format_leaderboard(report.leaderboard(rows, by=("dataset", "noise"))) + "\n")
     span, busy = wall_time(rows)
-    origin = _provenance(sweep_folder)
+    runs = _runs(sweep_folder)
+    origin = _provenance(runs)
+    parts = starts(rows, runs)
+    if len(parts) > 1:  # each start's own span: the time between a stop and a resume is not the sweep's
+        span = sum(seconds for _, _, seconds in parts)
+        timing = (f"{_hours(span)} over {len(parts)} starts (" + "; ".join(
+            f"{commit[:7]}: {_hours(seconds)}, {count:,} rows" for commit, count, seconds in parts) + ")")
+    else:
+        timing = (f"{_hours(span)} from the first task's start to the last row (stored timestamps; "
+                  "includes pauses between a stop and a resume)")
     box = origin["machine"]
     lines = ["# Reproduction report: the paper's claims, checked", ""]
     if note:
@@ -110,9 +138,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"- git commit: `{origin['commit']}`" + (f" ({origin['note']})" if origin.get("note") else ""),
               f"- machine: {box['cpu_count']} CPUs, {box.get('cpu_model') or box['processor']} "
               f"({box['machine']}), {box['platform']}, Python {box['python']}",
-              f"- wall time of the sweep: {_hours(span)} from the first task's start to the last row "
-              f"(stored timestamps; includes pauses between a stop and a resume); fitting: {_hours(busy)} "
-              "of worker time", *_grid(rows), "",
+              f"- wall time of the sweep: {timing}; fitting: {_hours(busy)} of worker time", *_grid(rows), "",
               "## Claims", "", *_claims_section(verdicts), "",
               "## Leaderboard", "",
               f"Every stored task pooled (datasets, noise levels and sample sizes above), best first by the share "

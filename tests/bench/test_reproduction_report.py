@@ -1,9 +1,14 @@
-"""The reproduction report pairs its two leading methods task by task, the oracle aside."""
+"""The reproduction report pairs its two leading methods task by task, the oracle aside, and times
+a resumed sweep by its starts."""
+import json
+
 import numpy as np
 import pandas as pd
 
 from bench import claims, reproduction
 from bench.rows import COLUMNS
+
+MACHINE = {"cpu_count": 2, "processor": "x86_64", "machine": "x86_64", "platform": "Linux", "python": "3.11"}
 
 
 def rows(method, solved):
@@ -31,3 +36,18 @@ def test_one_competitor_gets_no_pairing(tmp_path):
     frame = pd.DataFrame(rows("truth", [True] * 3) + rows("alone", [True] * 3))
     text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
     assert "task by task" not in text
+
+
+def test_a_resumed_sweep_counts_each_start_s_own_time_not_the_pause(tmp_path):
+    first, resumed = rows("a", [True] * 4), rows("b", [True] * 2)
+    for i, row in enumerate(first):
+        row["finished_at"] = 1000.0 + 100 * (i + 1)  # the first start ran 400 s
+    for i, row in enumerate(resumed):
+        row["finished_at"] = 90_000.0 + 30 * (i + 1)  # a day later, 60 s more
+    runs = [{"commit": "a" * 40, "started_at": 1000.0}, {"commit": "f" * 40, "started_at": 5000.0},
+            {"commit": "b" * 40, "started_at": 90_000.0}]  # the middle start found nothing to do
+    frame = pd.DataFrame(first + resumed)
+    assert reproduction.starts(frame, runs) == [("a" * 40, 4, 400.0), ("b" * 40, 2, 60.0)]
+    (tmp_path / "sweep.json").write_text(json.dumps({"runs": [{**run, "machine": MACHINE} for run in runs]}))
+    text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
+    assert "0.13 h (460 s) over 2 starts (aaaaaaa: 0.11 h (400 s), 4 rows; bbbbbbb: 0.02 h (60 s), 2 rows)" in text
