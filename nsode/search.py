@@ -50,6 +50,7 @@ from core.fitting import (SOLVE_FAILURES, Template, abstract, fit_integral, fit_
                           noise_level, predictive_error, round_to_error, standard_errors, trajectory,
                           unstable_reason)
 from core.metrics import r2
+from nsode.data.science import fixes_unit
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
@@ -82,6 +83,7 @@ class Settings:
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
+    unit_cost: float = 0.0  # criterion units for a law that fixes the unit of y, sin(y) or exp(y) (nsode.data.science.fixes_unit)
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
@@ -104,7 +106,7 @@ class Found:
     template: Template | None = None
     values: tuple[float, ...] = ()
     forecast: float = math.nan  # forecast error (noise variances) on the last observations, when compared
-    prior: float = 0.0  # criterion units charged for how many skeletons of its size were scored (multiplicity)
+    prior: float = 0.0  # criterion units charged for how many skeletons of its size were scored (multiplicity), and unit_cost
 
     @property
     def score(self) -> float:
@@ -125,6 +127,11 @@ class _Term:
         size front needs it, so it is counted on demand."""
         return 1 if self.rest == 1 else complexity(self.rest) + 2
 
+    @functools.cached_property
+    def fixes_unit(self) -> bool:
+        """Whether the term fixes the unit of y (sin(y), exp(y)); counted on demand."""
+        return self.rest != 1 and fixes_unit(self.rest)
+
 
 @dataclass
 class _Skeleton:
@@ -143,6 +150,10 @@ class _Skeleton:
     @property
     def constants(self) -> int:
         return free_constants(self.terms)
+
+    def unit_charge(self, settings: Settings) -> float:
+        """`settings.unit_cost` when a term fixes the unit of y, else 0."""
+        return settings.unit_cost if settings.unit_cost and any(term.fixes_unit for term in self.terms) else 0.0
 
 
 def free_constants(terms: list[_Term]) -> int:
@@ -369,7 +380,7 @@ def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings,
     some of the noise; the front keeps the best law of each size in play (a short law would
     otherwise need to beat them all to be fitted)."""
     charge = charge or {}
-    ranked = sorted(skeletons.values(), key=lambda s: s.cheap_ic + charge.get(s.constants, 0.0))
+    ranked = sorted(skeletons.values(), key=lambda s: s.cheap_ic + charge.get(s.constants, 0.0) + s.unit_charge(settings))
     out = ranked[: settings.top_k]
     if settings.pareto:
         chosen = {id(s) for s in out}
@@ -393,7 +404,7 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
         template, start = template_of(skeleton)
         fit = fit_integral(template, t, y, start)
         if fit.ok:
-            prior = charge.get(len(start), 0.0)
+            prior = charge.get(len(start), 0.0) + skeleton.unit_charge(settings)
             fitted.append((information_criterion(fit.rss, len(y), len(start) + 1, sigma) + prior, prior, template,
                            fit, skeleton.source))
     fitted.sort(key=lambda item: item[0])

@@ -185,6 +185,15 @@ def roles(expr: sympy.Expr) -> tuple[list[Dim], bool]:
     return [dims.get(s, (0.0, 0.0)) for s in symbols], not conflicts
 
 
+def fixes_unit(expr: sympy.Expr) -> bool:
+    """Whether `expr` fixes the unit of y whatever its numbers (each counted as a free constant):
+    a function of y with no number inside to carry a scale, as in sin(y), exp(y) or y**y. Laws
+    written in a quantity's own units rarely do; log(y) passes (log(y/K) differs by a constant)."""
+    conflicts: list = []
+    _assign(expr, None, {}, conflicts)
+    return bool(conflicts)
+
+
 def needs_positive_y(expr: sympy.Expr) -> bool:
     """Whether the law is meant for y > 0: a log of y, a fractional power of y, or a pole in y."""
     for node in sympy.preorder_traversal(expr):

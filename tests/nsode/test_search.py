@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 import sympy
 
-from core.expressions import Y, compile_scalar, complexity, nested_functions
+from core.expressions import Y, compile_scalar, complexity, nested_functions, parse
 from core.fitting import round_to_error, trajectory_rss
 from core.metrics import r2
 from core.solving import solve
+from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
@@ -162,6 +163,22 @@ def test_multiplicity_charges_each_size_for_the_skeletons_scored_at_it():
     assert multiplicity_charge(pool, 0.0) == {}
     assert shortlist(pool, Settings(top_k=1))[0] is fits[0]
     assert shortlist(pool, Settings(top_k=1), charge)[0] is law
+
+
+def test_a_law_that_fixes_the_unit_of_y_is_charged_when_asked():
+    for text, fixed in [("sin(y)", True), ("1.2 - 0.5*exp(y)", True), ("y**y", True), ("cos(cos(y))", True),
+                        ("sin(2.1*y)", False), ("0.4*sqrt(y)", False), ("y*(1 - y)", False), ("1.1*log(y)", False),
+                        ("y/(4.8 + y)", False), ("0.3*y - 0.2*y**2", False)]:
+        assert fixes_unit(parse(text)) is fixed, text
+
+    def skeleton(rest, cheap_ic):
+        term = _Term(str(rest), rest, np.zeros(3), 0)
+        return _Skeleton((term.key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
+
+    curve, law = skeleton(sympy.sin(Y), 10.0), skeleton(Y**2, 12.0)  # sin(y) scores better by chance
+    pool = {s.key: s for s in (curve, law)}
+    assert shortlist(pool, Settings(top_k=1))[0] is curve
+    assert shortlist(pool, Settings(top_k=1, unit_cost=5.0))[0] is law
 
 
 def test_constants_that_move_together_keep_the_digits_the_law_needs():
