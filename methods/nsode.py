@@ -42,7 +42,7 @@ class NSODE(Method):
     counted budget is `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
     (powers of y recombined beside them, default none), whose candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
-    `node_cost` and `nesting_cost`, `multiplicity` (the extended BIC's charge for the skeletons
+    `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `multiplicity` (the extended BIC's charge for the skeletons
     scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
     beam expressions g also read as y' = y*g; nsode.search.Settings); `threads` are torch's CPU
@@ -60,12 +60,13 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="14"),
+                                    "rejected, information criterion", version="15"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
+                 unit_cost=Settings.unit_cost,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity, threads=1,
@@ -75,6 +76,7 @@ class NSODE(Method):
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
         self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
+        self.unit_cost = unit_cost
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
@@ -111,7 +113,8 @@ class NSODE(Method):
             search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
                               criterion=self.criterion, combine=int(self.combine),
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
-                              nesting_cost=float(self.nesting_cost), forecast_score=str(self.forecast_score),
+                              nesting_cost=float(self.nesting_cost),
+                              unit_cost=float(self.unit_cost), forecast_score=str(self.forecast_score),
                               basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
                               snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita),
                               multiplicity=float(self.multiplicity))

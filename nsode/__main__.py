@@ -127,7 +127,7 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
 
 
 SEARCH_OPTIONS = ("top_k", "refit", "combine", "basis", "drift", "forecast", "forecast_score", "node_cost",
-                  "nesting_cost", "multiplicity")
+                  "nesting_cost", "unit_cost", "multiplicity")
 FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
 
 
@@ -190,6 +190,9 @@ def main(argv=None) -> int:
                          "(default %(default)g)")
     pr.add_argument("--nesting-cost", type=nonnegative_number, default=d.nesting_cost,
                     help="and per function nested in another's argument, as in sin(cos(y)) (default %(default)g)")
+    pr.add_argument("--unit-cost", type=nonnegative_number, default=d.unit_cost,
+                    help="criterion units charged, at every stage, to a law that fixes the unit of y: a function "
+                         "of y with no scale inside, as in sin(y) or exp(y) (default %(default)g)")
     pr.add_argument("--multiplicity", type=nonnegative_number, default=d.multiplicity,
                     help="charge 2 x MULTIPLICITY x log(how many skeletons with as many constants were scored) "
                          "on every criterion: the best of hundreds of curve fits beats the law by chance "
@@ -231,7 +234,7 @@ def main(argv=None) -> int:
     search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
                                               basis=args.basis, drift=args.drift, forecast=args.forecast,
                                               node_cost=args.node_cost, nesting_cost=args.nesting_cost,
-                                              forecast_score=args.forecast_score, multiplicity=args.multiplicity)
+                                              unit_cost=args.unit_cost, forecast_score=args.forecast_score, multiplicity=args.multiplicity)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else args.branches
     try:

@@ -83,7 +83,7 @@ class Settings:
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
-    unit_cost: float = 0.0  # criterion units for a law that fixes the unit of y, sin(y) or exp(y) (nsode.data.science.fixes_unit)
+    unit_cost: float = 5.0  # for a law that fixes the unit of y, sin(y) or exp(y), everywhere (version 15; "Session 35")
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
