@@ -126,6 +126,7 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     return grid, paths
 
 
+# the search flags, named as Settings fields: the search is built from them, and --paper refuses them
 SEARCH_OPTIONS = ("top_k", "refit", "combine", "basis", "drift", "forecast", "forecast_score", "node_cost",
                   "nesting_cost", "unit_cost", "multiplicity")
 FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
@@ -231,10 +232,7 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor
     from nsode.search import identifiable_form, supported
 
-    search = None if args.paper else Settings(top_k=args.top_k, refit=args.refit, combine=args.combine,
-                                              basis=args.basis, drift=args.drift, forecast=args.forecast,
-                                              node_cost=args.node_cost, nesting_cost=args.nesting_cost,
-                                              unit_cost=args.unit_cost, forecast_score=args.forecast_score, multiplicity=args.multiplicity)
+    search = None if args.paper else Settings(**{name: getattr(args, name) for name in SEARCH_OPTIONS})
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else args.branches
     try:

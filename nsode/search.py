@@ -106,11 +106,11 @@ class Found:
     template: Template | None = None
     values: tuple[float, ...] = ()
     forecast: float = math.nan  # forecast error (noise variances) on the last observations, when compared
-    prior: float = 0.0  # criterion units charged for how many skeletons of its size were scored (multiplicity), and unit_cost
+    prior: float = 0.0  # criterion units charged before the fit: multiplicity of its size, unit_cost
 
     @property
     def score(self) -> float:
-        """What the choice ranks by: the information criterion plus the multiplicity charge."""
+        """What the choice ranks by: the information criterion plus the charges of `prior`."""
         return self.ic + self.prior
 
 
