@@ -12,6 +12,14 @@ folders); recovered = R^2 > 0.99 against the truth on [0, 4] from 128 points on 
     python benchmarks/search_ab.py run dev.json --set multiplicity=1 --out dev-m1.csv
     python benchmarks/search_ab.py compare dev-v11.csv dev-m1.csv
 
+Where the search loses a law among statistical ties, `window` records, per trajectory, every safe
+fit within WIDE criterion units of the criterion's pick (its criterion, forecast error, size and
+R^2 against the truth), and `ties` replays tie-break rules on those records in seconds, beside a
+perfect tie-break (some tied fit recovers the law):
+
+    python benchmarks/search_ab.py window dev.json --out dev-window.json
+    python benchmarks/search_ab.py ties dev-window.json
+
 A candidate scale-invariant checkpoint is judged the same way: `beams --scaled FOLDER` caches the
 beams with it in the shipped one's place, and the two caches' `run`s are compared.
 """
@@ -29,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsode.search import Settings
+from nsode.search import Settings, tie_cost
 from nsode_quality import SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
 from selection_study import generated_cases
 
@@ -119,6 +127,75 @@ def _search(job) -> tuple[str, str, float, float]:
     return name, pick, quality, took
 
 
+def _window(job) -> dict:
+    """One trajectory's search pick and its tie window widened to `wide` criterion units: per
+    safe fit [criterion, forecast error, nodes, nested functions, constants, expression, R^2
+    against the truth], the criterion's pick first."""
+    (name, truth, y), exprs, overrides, index, wide = job
+    from core.expressions import complexity, nested_functions, parse, to_string
+    from nsode.search import forecast_error, rivals, search
+    from nsode.select import exact_r2
+
+    def quality(expr) -> float:
+        try:
+            return exact_r2(parse(to_string(expr)), SIMPLE_GRID, truth)
+        except (ValueError, ArithmeticError):
+            return -math.inf
+
+    settings = Settings(**overrides)
+    t = SIMPLE_T[index]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found, info = search([_read(e) for e in exprs], t, y[index], settings)
+        ranked = sorted(found, key=lambda f: (f.score, f.constants))  # choose()'s order, before it moves the pick
+        first = next((f for f in ranked if math.isfinite(f.r2) and f.rejected is None), None)  # every fit before it was checked
+        members = []
+        if first is not None:
+            near = [first, *rivals(ranked, t, y[index], info["noise_sigma"], wide, pick=first, robust=settings.robust)]
+            for f in near:
+                f.forecast = forecast_error(f, t, y[index], info["noise_sigma"], settings)
+                members.append([f.score, f.forecast, complexity(f.expr), nested_functions(f.expr), f.constants,
+                                to_string(f.expr), quality(f.expr)])
+    pick = found[0] if found and math.isfinite(found[0].r2) else None
+    return {"case": name, "pick": to_string(pick.expr) if pick else "", "r2": quality(pick.expr) if pick else -math.inf,
+            "members": members}
+
+
+def tie_pick(members: list, settings: Settings) -> list:
+    """The member a tie-break with `settings` picks (its window, forecast weight, node and nesting
+    costs): the shipped rule of nsode.search._best_forecast, replayed on recorded numbers."""
+    inside = [m for m in members if m[0] <= members[0][0] + settings.forecast]
+    return min(inside, key=lambda m: (tie_cost(m[0], m[1], m[2], m[3], settings), m[4]))
+
+
+TIE_RULES = {"shipped": {}, **{f"forecast weight {w:g}": {"forecast_weight": w} for w in (0.75, 0.5, 0.25, 0.0)},
+             **{f"window {w:g}": {"forecast": w} for w in (3.0, 8.0, 12.0)},
+             **{f"node cost {c:g}": {"node_cost": c} for c in (0.0, 1.0, 2.0, 4.0, 6.0)}}
+
+
+def ties_table(records: dict[str, list[dict]]) -> pd.DataFrame:
+    """Recovered (R^2 > 0.99 on [0, 4]) / R^2 > 0.9 per record file and family under each rule of
+    TIE_RULES, and under a perfect tie-break (some fit of the shipped window recovers)."""
+    rows = []
+    for label, overrides in [*TIE_RULES.items(), ("perfect tie-break", None)]:
+        settings = Settings(**(overrides or {}))
+        for source, records_ in records.items():
+            for r in records_:
+                family = "simple" if r["case"].startswith("simple") else r["case"].split()[0]
+                if not r["members"]:
+                    quality = r["r2"]
+                elif overrides is None:
+                    quality = max(m[6] for m in r["members"] if m[0] <= r["members"][0][0] + settings.forecast)
+                else:
+                    quality = tie_pick(r["members"], settings)[6]
+                rows.append((label, source, family, quality > 0.99, quality > 0.9))
+    table = pd.DataFrame(rows, columns=["rule", "records", "family", "recovered", "close"])
+    out = table.pivot_table(index="rule", columns=["records", "family"], values="recovered", aggfunc="sum", sort=False)
+    out[("all", "recovered")] = table.groupby("rule", sort=False).recovered.sum()
+    out[("all", "R^2 > 0.9")] = table.groupby("rule", sort=False).close.sum()
+    return out
+
+
 def setting(text: str) -> tuple[str, object]:
     """NAME=VALUE of nsode.search.Settings, the value typed as the field's default."""
     name, _, value = text.partition("=")
@@ -152,10 +229,18 @@ def main() -> None:
     r.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
                    help="nsode.search.Settings fields (default: the shipped search)")
     r.add_argument("--out", type=Path, required=True)
+    w = sub.add_parser("window", help="record every fit within WIDE criterion units of the pick, per trajectory")
+    w.add_argument("beams", type=Path)
+    w.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
+                   help="nsode.search.Settings fields (default: the shipped search)")
+    w.add_argument("--wide", type=float, default=12.0, help="criterion units above the pick recorded (default 12)")
+    w.add_argument("--out", type=Path, required=True)
+    t = sub.add_parser("ties", help="tie-break rules replayed on `window` records, beside a perfect tie-break")
+    t.add_argument("records", type=Path, nargs="+")
     c = sub.add_parser("compare", help="recovered per set, paired, for two runs")
     c.add_argument("first", type=Path)
     c.add_argument("second", type=Path)
-    for q in (b, r):
+    for q in (b, r, w):
         q.add_argument("-j", "--jobs", type=int, default=2)
     args = p.parse_args()
 
@@ -171,7 +256,7 @@ def main() -> None:
                                                  "reads": args.reads},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
-    elif args.command == "run":
+    elif args.command in ("run", "window"):
         if not args.beams.is_file():
             raise SystemExit(f"error: {args.beams}: no such file (write one with `search_ab.py beams --out`)")
         cached = json.loads(args.beams.read_text())
@@ -179,6 +264,14 @@ def main() -> None:
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
                      d.get("sigmas", SIGMAS))
         index = observed(d.get("points"))
+        if args.command == "window":
+            with Pool(args.jobs) as pool:
+                records = pool.map(_window, [(c, e, dict(args.set), index, args.wide)
+                                             for c, e in zip(draw, cached["beams"])], chunksize=2)
+            args.out.write_text(json.dumps(records))
+            print(f"recovered {sum(r['r2'] > 0.99 for r in records)} of {len(records)}, "
+                  f"{sum(len(r['members']) for r in records)} tied fits recorded -> {args.out}")
+            return
         with Pool(args.jobs) as pool:
             rows = pool.map(_search, [(c, e, dict(args.set), index) for c, e in zip(draw, cached["beams"])],
                             chunksize=2)
@@ -186,6 +279,13 @@ def main() -> None:
         table.to_csv(args.out, index=False)
         print(f"recovered {int((table.r2 > 0.99).sum())} of {len(table)}, R^2 > 0.9 {int((table.r2 > 0.9).sum())}, "
               f"median search CPU {table.cpu_s.median():.2f} s -> {args.out}")
+    elif args.command == "ties":
+        missing = [str(path) for path in args.records if not path.is_file()]
+        if missing:
+            raise SystemExit(f"error: no such file: {', '.join(missing)} (write one with `search_ab.py window --out`)")
+        records = {path.stem: json.loads(path.read_text()) for path in args.records}
+        with pd.option_context("display.width", 200, "display.max_columns", 50):
+            print(ties_table(records).to_string())
     else:
         a, z = (pd.read_csv(path) for path in (args.first, args.second))
         both = a.merge(z, on="case", suffixes=("_a", "_b"))

@@ -85,6 +85,7 @@ class Settings:
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
     unit_cost: float = 5.0  # for a law that fixes the unit of y, sin(y) or exp(y), everywhere (version 15; "Session 35")
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
+    forecast_weight: float = 1.0  # of the forecast error in the tie-break (0.25-0.75 measured, not kept: model card)
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
     consensus: bool = False  # the medoid course of the pick and its rivals wins (measured, not kept: model card)
@@ -512,9 +513,16 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
         return chosen, 1
     for f in near:
         f.forecast = forecast_error(f, t, y, sigma, settings)
-    best = min(near, key=lambda f: (f.score + f.forecast + settings.node_cost * complexity(f.expr)
-                                    + settings.nesting_cost * nested_functions(f.expr), f.constants))
+    best = min(near, key=lambda f: (tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr),
+                                             settings), f.constants))
     return best, len(near)
+
+
+def tie_cost(score: float, forecast: float, nodes: int, nested: int, settings: Settings) -> float:
+    """What the tie-break minimises among statistical ties: the criterion (with its prior), the
+    weighted forecast error, and the charges per node and per nested function."""
+    weighted = settings.forecast_weight * forecast if settings.forecast_weight else 0.0
+    return score + weighted + settings.node_cost * nodes + settings.nesting_cost * nested
 
 
 def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:

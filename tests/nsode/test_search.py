@@ -14,7 +14,7 @@ from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Settings, _Skeleton, _Term, extrapolations,
-                          multiplicity_charge, rivals, search, shortlist, skeleton_key, supported)
+                          multiplicity_charge, rivals, search, shortlist, skeleton_key, supported, tie_cost)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -134,6 +134,15 @@ def test_among_near_equal_fits_the_better_forecaster_wins():
     plain, info = search(proposals, T, y, Settings(combine=4, forecast=0))
     assert info["forecast_compared"] == 1 and all(np.isnan(f.forecast) for f in plain)
     assert plain[0].score == min(f.score for f in plain if f.rejected is None)
+
+
+def test_the_forecast_weight_scales_the_forecast_error_among_ties():
+    shipped = Settings()
+    assert tie_cost(100.0, 8.0, 5, 1, shipped) == 100 + 8 + shipped.node_cost * 5 + shipped.nesting_cost
+    half = Settings(forecast_weight=0.5)
+    assert tie_cost(100.0, 8.0, 5, 0, half) == 100 + 4 + half.node_cost * 5
+    # weight 0 ignores the forecast, even one that failed (inf), instead of making the cost nan
+    assert tie_cost(100.0, math.inf, 5, 0, Settings(forecast_weight=0)) == 100 + shipped.node_cost * 5
 
 
 def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
