@@ -42,6 +42,7 @@ from nsode_quality import SIMPLE_GRID, SIMPLE_T, generated_observations, simple_
 from selection_study import generated_cases
 
 SIGMAS = (0.01, 0.02)
+MEMBER_FIELDS = ("score", "forecast", "nodes", "nested", "constants", "expression", "r2")  # a `window` record's fit
 SCALES = (1.0, 100.0, 0.01)
 
 
@@ -128,9 +129,9 @@ def _search(job) -> tuple[str, str, float, float]:
 
 
 def _window(job) -> dict:
-    """One trajectory's search pick and its tie window widened to `wide` criterion units: per
-    safe fit [criterion, forecast error, nodes, nested functions, constants, expression, R^2
-    against the truth], the criterion's pick first."""
+    """One trajectory's search pick and its tie window widened to `wide` criterion units: each
+    safe fit as MEMBER_FIELDS (its criterion with prior as "score", R^2 against the truth on
+    [0, 4] as "r2"), the criterion's pick first."""
     (name, truth, y), exprs, overrides, index, wide = job
     from core.expressions import complexity, nested_functions, parse, to_string
     from nsode.search import forecast_error, rivals, search
@@ -154,18 +155,23 @@ def _window(job) -> dict:
             near = [first, *rivals(ranked, t, y[index], info["noise_sigma"], wide, pick=first, robust=settings.robust)]
             for f in near:
                 f.forecast = forecast_error(f, t, y[index], info["noise_sigma"], settings)
-                members.append([f.score, f.forecast, complexity(f.expr), nested_functions(f.expr), f.constants,
-                                to_string(f.expr), quality(f.expr)])
+                members.append(dict(zip(MEMBER_FIELDS, (f.score, f.forecast, complexity(f.expr), nested_functions(f.expr),
+                                                        f.constants, to_string(f.expr), quality(f.expr)))))
     pick = found[0] if found and math.isfinite(found[0].r2) else None
     return {"case": name, "pick": to_string(pick.expr) if pick else "", "r2": quality(pick.expr) if pick else -math.inf,
             "members": members}
 
 
-def tie_pick(members: list, settings: Settings) -> list:
+def window(members: list[dict], settings: Settings) -> list[dict]:
+    """The recorded fits within `settings.forecast` criterion units of the criterion's pick."""
+    return [m for m in members if m["score"] <= members[0]["score"] + settings.forecast]
+
+
+def tie_pick(members: list[dict], settings: Settings) -> dict:
     """The member a tie-break with `settings` picks (its window, forecast weight, node and nesting
     costs): the shipped rule of nsode.search._best_forecast, replayed on recorded numbers."""
-    inside = [m for m in members if m[0] <= members[0][0] + settings.forecast]
-    return min(inside, key=lambda m: (tie_cost(m[0], m[1], m[2], m[3], settings), m[4]))
+    return min(window(members, settings), key=lambda m: (
+        tie_cost(m["score"], m["forecast"], m["nodes"], m["nested"], settings), m["constants"]))
 
 
 TIE_RULES = {"shipped": {}, **{f"forecast weight {w:g}": {"forecast_weight": w} for w in (0.75, 0.5, 0.25, 0.0)},
@@ -185,9 +191,9 @@ def ties_table(records: dict[str, list[dict]]) -> pd.DataFrame:
                 if not r["members"]:
                     quality = r["r2"]
                 elif overrides is None:
-                    quality = max(m[6] for m in r["members"] if m[0] <= r["members"][0][0] + settings.forecast)
+                    quality = max(m["r2"] for m in window(r["members"], settings))
                 else:
-                    quality = tie_pick(r["members"], settings)[6]
+                    quality = tie_pick(r["members"], settings)["r2"]
                 rows.append((label, source, family, quality > 0.99, quality > 0.9))
     table = pd.DataFrame(rows, columns=["rule", "records", "family", "recovered", "close"])
     out = table.pivot_table(index="rule", columns=["records", "family"], values="recovered", aggfunc="sum", sort=False)
