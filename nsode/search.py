@@ -89,6 +89,7 @@ class Settings:
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
     consensus: bool = False  # the medoid course of the pick and its rivals wins (measured, not kept: model card)
+    agreement: float = 0.0  # tied fits vote: the course most follow to this R^2 wins (0.99 measured, not kept: model card)
 
 
 @dataclass
@@ -507,15 +508,34 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     (fitted on the first FORECAST_SHARE of the observations, its error on the rest, both in noise
     variances) plus `settings.node_cost` per node of its expression (the paper's complexity):
     a curve fit of the observed interval rarely forecasts as well as the law, and among
-    statistical ties the shorter law is the likelier one. Returns it and how many were compared."""
+    statistical ties the shorter law is the likelier one (`tie_cost`). With `settings.agreement`
+    only the fits whose course the most tied fits follow compete (`most_followed`). Returns the
+    winner and how many were compared."""
     near = [chosen, *rivals(found, t, y, sigma, settings.forecast, pick=chosen, robust=settings.robust)]
     if len(near) == 1:
         return chosen, 1
     for f in near:
         f.forecast = forecast_error(f, t, y, sigma, settings)
-    best = min(near, key=lambda f: (tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr),
-                                             settings), f.constants))
+    followed = most_followed(near, t, settings.agreement) if settings.agreement else near
+    best = min(followed, key=lambda f: (tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr),
+                                                 settings), f.constants))
     return best, len(near)
+
+
+def most_followed(fits: list[Found], t, threshold: float) -> list[Found]:
+    """The fits whose course over twice the observed span the most fits follow (R^2 of a fit's
+    course against it at least `threshold`; each fit, itself included, votes with weight
+    exp(-criterion difference / 2), its likelihood relative to the best). Fits that recover the
+    law follow one course, so a cluster of them shares the top vote; stand-ins part from it, and
+    from each other, in different directions."""
+    _, paths = extrapolations(fits, t)
+    finite = [bool(np.all(np.isfinite(p))) for p in paths]
+    low = min(f.score for f in fits)
+    votes = [sum(math.exp(-(other.score - low) / 2) for j, other in enumerate(fits)
+                 if finite[i] and finite[j] and (i == j or r2(path, paths[j]) >= threshold))
+             for i, path in enumerate(paths)]
+    top = max(votes)
+    return [f for f, v in zip(fits, votes) if v >= top - 1e-9]
 
 
 def tie_cost(score: float, forecast: float, nodes: int, nested: int, settings: Settings) -> float:

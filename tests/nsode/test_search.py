@@ -6,15 +6,16 @@ import pytest
 import sympy
 
 from core.expressions import Y, compile_scalar, complexity, nested_functions, parse
-from core.fitting import round_to_error, trajectory_rss
+from core.fitting import Template, abstract, round_to_error, trajectory_rss
 from core.metrics import r2
 from core.solving import solve
 from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Settings, _Skeleton, _Term, extrapolations,
-                          multiplicity_charge, rivals, search, shortlist, skeleton_key, supported, tie_cost)
+from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, _Skeleton, _Term, extrapolations,
+                          most_followed, multiplicity_charge, rivals, search, shortlist, skeleton_key, supported,
+                          tie_cost)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -301,6 +302,23 @@ def test_rivals_are_the_safe_fits_the_data_cannot_tell_from_the_pick():
     found, info = search([-0.4 * Y, sympy.sin(Y), Y**2], T, DECAY)
     grid, (pick, *paths) = extrapolations([found[0], *rivals(found, T, DECAY, info["noise_sigma"])], T)
     assert all(r2(p, pick) > 0.9999 for p in paths)
+
+
+def found(expr: sympy.Expr, score: float) -> Found:
+    """A fitted candidate from y0 = 1 with criterion `score`, for the tie-break's rules."""
+    params, start = [], []
+    template = Template(abstract(expr, params, start), tuple(params))
+    return Found(expr, 1.0, 1.0, score, len(start), "test", "trajectory", template=template, values=tuple(start))
+
+
+def test_agreement_keeps_the_course_most_tied_fits_follow():
+    law = [found(-0.5 * Y, 100.0), found(-0.5 * Y + 1e-4, 101.0), found(-0.499 * Y - 1e-3 * Y**2, 102.0)]
+    stand_ins = [found(-0.3 * sympy.sqrt(Y), 99.0), found(-0.2 - 0.3 * Y, 100.5)]
+    followed = most_followed([*stand_ins, *law], T, 0.99)  # one course, three fits: all keep the top vote
+    assert {id(f) for f in followed} == {id(f) for f in law}
+    # votes are likelihood-weighted: two fits 20 criterion units worse do not outvote a better one
+    far = [found(-0.2 - 0.3 * Y, 120.0), found(-0.2 - 0.301 * Y, 120.0)]
+    assert [f.expr for f in most_followed([found(-0.5 * Y, 100.0), *far], T, 0.99)] == [-0.5 * Y]
 
 
 def test_consensus_chooses_the_medoid_course_of_the_pick_and_its_rivals():
