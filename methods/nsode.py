@@ -15,7 +15,8 @@ fails when started where the data start: y0 moved by twice its miss of the first
 or by one sampling step's worth of its slope; version 13 also from exactly 0 when 0 is that
 close: a law with a removable singularity there, sin(y)/y, cannot start from rest; version 14
 charges 10 criterion units per function nested in another's argument among statistical ties,
-so sin(sin(c*y)) no longer stands in for a logistic) reads the beam as skeletons and
+so sin(sin(c*y)) no longer stands in for a logistic; version 15 charges a law that fixes the
+unit of y) reads the beam as skeletons and
 lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe
 to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
@@ -42,7 +43,7 @@ class NSODE(Method):
     counted budget is `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
     (powers of y recombined beside them, default none), whose candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
-    `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `multiplicity` (the extended BIC's charge for the skeletons
+    `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `agreement` (the tied fits' vote, off: measured and not kept), `multiplicity` (the extended BIC's charge for the skeletons
     scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
     beam expressions g also read as y' = y*g; nsode.search.Settings); `threads` are torch's CPU
@@ -66,7 +67,7 @@ class NSODE(Method):
     def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
-                 unit_cost=Settings.unit_cost,
+                 unit_cost=Settings.unit_cost, agreement=Settings.agreement,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity, threads=1,
@@ -76,7 +77,7 @@ class NSODE(Method):
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
         self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
-        self.unit_cost = unit_cost
+        self.unit_cost, self.agreement = unit_cost, agreement
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
@@ -114,7 +115,8 @@ class NSODE(Method):
                               criterion=self.criterion, combine=int(self.combine),
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
                               nesting_cost=float(self.nesting_cost),
-                              unit_cost=float(self.unit_cost), forecast_score=str(self.forecast_score),
+                              unit_cost=float(self.unit_cost), agreement=float(self.agreement),
+                              forecast_score=str(self.forecast_score),
                               basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
                               snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita),
                               multiplicity=float(self.multiplicity))

@@ -129,6 +129,9 @@ def test_among_near_equal_fits_the_better_forecaster_wins():
     cost, nesting = Settings().node_cost, Settings().nesting_cost
     assert found[0] is min(compared, key=lambda f: f.score + f.forecast + cost * complexity(f.expr)
                            + nesting * nested_functions(f.expr))
+    voted, _ = search(proposals, T, y, Settings(combine=4, agreement=0.99))  # the vote: the best of the most followed
+    tied = [f for f in voted if not np.isnan(f.forecast)]
+    assert voted[0] in most_followed(tied, T, 0.99)
     assert max(f.score for f in compared) - min(f.score for f in compared) <= 5
     shortest, _ = search(proposals, T, y, Settings(combine=4, node_cost=1e6))  # among ties, size decides
     assert complexity(shortest[0].expr) == min(complexity(f.expr) for f in shortest if not np.isnan(f.forecast))
