@@ -398,8 +398,7 @@ def main() -> None:
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
                         combine=args.combine, forecast=args.forecast, node_cost=args.node_cost,
                         nesting_cost=args.nesting_cost, unit_cost=args.unit_cost, agreement=args.agreement,
-                        forecast_score=args.forecast_score,
-                        snap=not args.no_snap,
+                        forecast_score=args.forecast_score, snap=not args.no_snap,
                         snap_fitted=not args.no_snap_fitted, per_capita=args.per_capita,
                         multiplicity=args.multiplicity)
 

@@ -111,12 +111,19 @@ def _read(text: str):
         return parse(text, flat_products=True)
 
 
+def _recovery(text: str, truth: np.ndarray) -> float:
+    """R^2 of the law written `text` against the truth on [0, 4] (-inf for no law)."""
+    from core.expressions import parse
+    from nsode.select import exact_r2
+
+    return exact_r2(parse(text), SIMPLE_GRID, truth) if text else -math.inf
+
+
 def _search(job) -> tuple[str, str, float, float]:
     """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search) of one trajectory."""
     (name, truth, y), exprs, overrides, index = job
-    from core.expressions import parse, to_string
+    from core.expressions import to_string
     from nsode.search import search
-    from nsode.select import exact_r2
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -124,8 +131,7 @@ def _search(job) -> tuple[str, str, float, float]:
         found, _ = search([_read(e) for e in exprs], SIMPLE_T[index], y[index], Settings(**overrides))
         took = time.process_time() - start
         pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
-        quality = exact_r2(parse(pick), SIMPLE_GRID, truth) if pick else -math.inf
-    return name, pick, quality, took
+    return name, pick, _recovery(pick, truth), took
 
 
 def _window(job) -> dict:
@@ -133,15 +139,8 @@ def _window(job) -> dict:
     safe fit as MEMBER_FIELDS (its criterion with prior as "score", R^2 against the truth on
     [0, 4] as "r2"), the criterion's pick first."""
     (name, truth, y), exprs, overrides, index, wide = job
-    from core.expressions import complexity, nested_functions, parse, to_string
+    from core.expressions import complexity, nested_functions, to_string
     from nsode.search import forecast_error, rivals, search
-    from nsode.select import exact_r2
-
-    def quality(expr) -> float:
-        try:
-            return exact_r2(parse(to_string(expr)), SIMPLE_GRID, truth)
-        except (ValueError, ArithmeticError):
-            return -math.inf
 
     settings = Settings(**overrides)
     t = SIMPLE_T[index]
@@ -154,12 +153,13 @@ def _window(job) -> dict:
         if first is not None:
             near = [first, *rivals(ranked, t, y[index], info["noise_sigma"], wide, pick=first, robust=settings.robust)]
             for f in near:
-                f.forecast = forecast_error(f, t, y[index], info["noise_sigma"], settings)
+                if math.isnan(f.forecast):  # those within the search's own window have theirs
+                    f.forecast = forecast_error(f, t, y[index], info["noise_sigma"], settings)
+                text = to_string(f.expr)
                 members.append(dict(zip(MEMBER_FIELDS, (f.score, f.forecast, complexity(f.expr), nested_functions(f.expr),
-                                                        f.constants, to_string(f.expr), quality(f.expr)))))
-    pick = found[0] if found and math.isfinite(found[0].r2) else None
-    return {"case": name, "pick": to_string(pick.expr) if pick else "", "r2": quality(pick.expr) if pick else -math.inf,
-            "members": members}
+                                                        f.constants, text, _recovery(text, truth)))))
+    pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
+    return {"case": name, "pick": pick, "r2": _recovery(pick, truth), "members": members}
 
 
 def window(members: list[dict], settings: Settings) -> list[dict]:

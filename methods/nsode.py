@@ -43,8 +43,9 @@ class NSODE(Method):
     counted budget is `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
     (powers of y recombined beside them, default none), whose candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
-    `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `agreement` (the tied fits' vote, off: measured and not kept), `multiplicity` (the extended BIC's charge for the skeletons
-    scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
+    `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `agreement` (the
+    tied fits' vote, off: measured and not kept), `multiplicity` (the extended BIC's charge for the
+    skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
     beam expressions g also read as y' = y*g; nsode.search.Settings); `threads` are torch's CPU
     threads per worker."""

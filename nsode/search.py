@@ -466,8 +466,7 @@ def _consensus(found: list[Found], chosen: Found, t, y, sigma: float) -> Found:
     usable = [(f, p) for f, p in zip(near, paths) if np.all(np.isfinite(p))]
     if len(usable) < 2 or usable[0][0] is not chosen:
         return chosen
-    scores = np.array([f.score for f, _ in usable])
-    weights = np.exp(-(scores - scores.min()) / 2)
+    weights = likelihood_weights([f for f, _ in usable])
     courses = np.array([p for _, p in usable])
     distance = ((courses[:, None, :] - courses[None, :, :]) ** 2).sum(axis=-1)
     return usable[int(np.argmin(distance @ weights))][0]
@@ -530,12 +529,19 @@ def most_followed(fits: list[Found], t, threshold: float) -> list[Found]:
     from each other, in different directions."""
     _, paths = extrapolations(fits, t)
     finite = [bool(np.all(np.isfinite(p))) for p in paths]
-    low = min(f.score for f in fits)
-    votes = [sum(math.exp(-(other.score - low) / 2) for j, other in enumerate(fits)
+    weights = likelihood_weights(fits)
+    votes = [sum(weights[j] for j in range(len(fits))
                  if finite[i] and finite[j] and (i == j or r2(path, paths[j]) >= threshold))
              for i, path in enumerate(paths)]
     top = max(votes)
     return [f for f, v in zip(fits, votes) if v >= top - 1e-9]
+
+
+def likelihood_weights(fits: list[Found]) -> np.ndarray:
+    """exp(-criterion difference / 2) of each fit to the best of `fits`: its likelihood relative to
+    the best's, the weight a tied fit carries in the consensus and in the vote."""
+    scores = np.array([f.score for f in fits])
+    return np.exp(-(scores - scores.min()) / 2)
 
 
 def tie_cost(score: float, forecast: float, nodes: int, nested: int, settings: Settings) -> float:

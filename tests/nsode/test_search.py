@@ -307,7 +307,7 @@ def test_rivals_are_the_safe_fits_the_data_cannot_tell_from_the_pick():
     assert all(r2(p, pick) > 0.9999 for p in paths)
 
 
-def found(expr: sympy.Expr, score: float) -> Found:
+def candidate(expr: sympy.Expr, score: float) -> Found:
     """A fitted candidate from y0 = 1 with criterion `score`, for the tie-break's rules."""
     params, start = [], []
     template = Template(abstract(expr, params, start), tuple(params))
@@ -315,13 +315,13 @@ def found(expr: sympy.Expr, score: float) -> Found:
 
 
 def test_agreement_keeps_the_course_most_tied_fits_follow():
-    law = [found(-0.5 * Y, 100.0), found(-0.5 * Y + 1e-4, 101.0), found(-0.499 * Y - 1e-3 * Y**2, 102.0)]
-    stand_ins = [found(-0.3 * sympy.sqrt(Y), 99.0), found(-0.2 - 0.3 * Y, 100.5)]
+    law = [candidate(-0.5 * Y, 100.0), candidate(-0.5 * Y + 1e-4, 101.0), candidate(-0.499 * Y - 1e-3 * Y**2, 102.0)]
+    stand_ins = [candidate(-0.3 * sympy.sqrt(Y), 99.0), candidate(-0.2 - 0.3 * Y, 100.5)]
     followed = most_followed([*stand_ins, *law], T, 0.99)  # one course, three fits: all keep the top vote
     assert {id(f) for f in followed} == {id(f) for f in law}
     # votes are likelihood-weighted: two fits 20 criterion units worse do not outvote a better one
-    far = [found(-0.2 - 0.3 * Y, 120.0), found(-0.2 - 0.301 * Y, 120.0)]
-    assert [f.expr for f in most_followed([found(-0.5 * Y, 100.0), *far], T, 0.99)] == [-0.5 * Y]
+    far = [candidate(-0.2 - 0.3 * Y, 120.0), candidate(-0.2 - 0.301 * Y, 120.0)]
+    assert [f.expr for f in most_followed([candidate(-0.5 * Y, 100.0), *far], T, 0.99)] == [-0.5 * Y]
 
 
 def test_consensus_chooses_the_medoid_course_of_the_pick_and_its_rivals():
