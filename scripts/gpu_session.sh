@@ -97,12 +97,13 @@ if [ "$cmd" = watch ]; then
   run=$RUNS/runs/gpu
   [ -d "$run" ] && tar -C "$RUNS" -cf "$OUT/run.tar" --exclude '*.safetensors' runs/gpu/best runs/gpu/last runs/gpu/log.csv $(cd "$RUNS" && ls gen-*.log)
   # Weights one file each (a file comes back up to 16 MiB; fp32 `tiny` is 4.4 MB, `mini` 11 MB): best,
-  # last, then the snapshots in order while 56 of the 64 MiB in all are left (the rest: lists, logs).
-  budget=$((56 * 1048576))
-  for w in "$run"/best "$run"/last $(ls -d "$run"/snapshots/step-* 2>/dev/null | sort); do
-    [ -f "$w/model.safetensors" ] || continue
+  # last, then the latest snapshots while 56 of the 64 MiB in all are left (the rest: lists, logs)
+  # and 5 of the 8 files a call brings back (run.tar, skeletons.tar and train.log are the others).
+  budget=$((56 * 1048576)) slots=5
+  for w in "$run"/best "$run"/last $(ls -d "$run"/snapshots/step-* 2>/dev/null | sort -r); do
+    [ -f "$w/model.safetensors" ] && [ "$slots" -gt 0 ] || continue
     size=$(stat -c %s "$w/model.safetensors"); [ "$size" -le "$budget" ] || break
-    cp "$w/model.safetensors" "$OUT/$(basename "$w").safetensors" && budget=$((budget - size))
+    cp "$w/model.safetensors" "$OUT/$(basename "$w").safetensors" && budget=$((budget - size)) slots=$((slots - 1))
   done
   (cd "$RUNS/data" && tar -cf "$OUT/skeletons.tar" */config.json */skeletons.parquet 2>/dev/null)
   cp "$RUNS/train.log" "$OUT/" 2>/dev/null
