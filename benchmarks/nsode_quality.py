@@ -356,6 +356,8 @@ def main() -> None:
                    help="criterion units for a law that fixes the unit of y (sin(y), exp(y)), at every stage")
     p.add_argument("--agreement", type=float, default=Settings.agreement,
                    help="R^2 at which a tied fit's course follows another's in the tie-break's vote (0: no vote)")
+    p.add_argument("--course-tolerance", type=float, default=Settings.course_tolerance,
+                   help="share of a course's spread within which tied fits vote for it (0: no vote)")
     p.add_argument("--multiplicity", type=float, default=Settings.multiplicity,
                    help="gamma of the extended BIC: 2 gamma log(skeletons scored with as many constants)")
     p.add_argument("--no-snap", action="store_true",
@@ -398,6 +400,7 @@ def main() -> None:
     settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
                         combine=args.combine, forecast=args.forecast, node_cost=args.node_cost,
                         nesting_cost=args.nesting_cost, unit_cost=args.unit_cost, agreement=args.agreement,
+                        course_tolerance=args.course_tolerance,
                         forecast_score=args.forecast_score, snap=not args.no_snap,
                         snap_fitted=not args.no_snap_fitted, per_capita=args.per_capita,
                         multiplicity=args.multiplicity)
@@ -408,7 +411,7 @@ def main() -> None:
     for variant in args.variants:
         print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, top-k {args.top_k}, "
               f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, node cost {args.node_cost:g}, "
-              f"nesting cost {args.nesting_cost:g}, unit cost {args.unit_cost:g}, agreement {args.agreement:g}, multiplicity {args.multiplicity:g}, {args.forecast_score} forecast, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
+              f"nesting cost {args.nesting_cost:g}, unit cost {args.unit_cost:g}, agreement {args.agreement:g}, course tolerance {args.course_tolerance:g}, multiplicity {args.multiplicity:g}, {args.forecast_score} forecast, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
         paper = Predictor(checkpoint(variant), beam=args.beam)
         scaled = checkpoint(args.scaled) if args.scaled else None
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled,

@@ -44,7 +44,8 @@ class NSODE(Method):
     (powers of y recombined beside them, default none), whose candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
     `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `agreement` (the
-    tied fits' vote, off: measured and not kept), `multiplicity` (the extended BIC's charge for the
+    tied fits' vote, off: measured and not kept), `course_tolerance` (the tied fits' vote for the
+    heaviest course), `multiplicity` (the extended BIC's charge for the
     skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted) and `per_capita` (the first
     beam expressions g also read as y' = y*g; nsode.search.Settings); `threads` are torch's CPU
@@ -69,6 +70,7 @@ class NSODE(Method):
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
                  unit_cost=Settings.unit_cost, agreement=Settings.agreement,
+                 course_tolerance=Settings.course_tolerance,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity, threads=1,
@@ -78,7 +80,7 @@ class NSODE(Method):
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
         self.combine, self.forecast, self.node_cost, self.basis, self.drift = combine, forecast, node_cost, basis, drift
         self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
-        self.unit_cost, self.agreement = unit_cost, agreement
+        self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
@@ -117,6 +119,7 @@ class NSODE(Method):
                               forecast=float(self.forecast), node_cost=float(self.node_cost),
                               nesting_cost=float(self.nesting_cost),
                               unit_cost=float(self.unit_cost), agreement=float(self.agreement),
+                              course_tolerance=float(self.course_tolerance),
                               forecast_score=str(self.forecast_score),
                               basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
                               snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita),

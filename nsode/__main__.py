@@ -128,7 +128,7 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
 
 # the search flags, named as Settings fields: the search is built from them, and --paper refuses them
 SEARCH_OPTIONS = ("top_k", "refit", "combine", "basis", "drift", "forecast", "forecast_score", "node_cost",
-                  "nesting_cost", "unit_cost", "agreement", "multiplicity")
+                  "nesting_cost", "unit_cost", "agreement", "course_tolerance", "multiplicity")
 FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
 
 
@@ -198,6 +198,10 @@ def main(argv=None) -> int:
                     help="in that comparison only the fits whose course over twice the span the most tied fits "
                          "follow to this R^2 compete, each fit's vote weighted by its likelihood "
                          "(default %(default)g: off, all tied fits compete; 0.99 was measured and not kept)")
+    pr.add_argument("--course-tolerance", type=nonnegative_number, default=d.course_tolerance,
+                    help="in that comparison each tied fit votes, weighted by its likelihood, for every course "
+                         "over twice the span it follows to within this share of the course's spread; the "
+                         "cheapest fit on the heaviest course wins (default %(default)g; 0: no vote)")
     pr.add_argument("--multiplicity", type=nonnegative_number, default=d.multiplicity,
                     help="charge 2 x MULTIPLICITY x log(how many skeletons with as many constants were scored) "
                          "on every criterion: the best of hundreds of curve fits beats the law by chance "

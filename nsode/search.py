@@ -90,6 +90,7 @@ class Settings:
     multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
     consensus: bool = False  # the medoid course of the pick and its rivals wins (measured, not kept: model card)
     agreement: float = 0.0  # tied fits vote: the course most follow to this R^2 wins (0.99 measured, not kept: model card)
+    course_tolerance: float = 0.0  # tied fits vote for the course they follow within this share of its spread (session 37)
 
 
 @dataclass
@@ -508,17 +509,21 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     variances) plus `settings.node_cost` per node of its expression (the paper's complexity):
     a curve fit of the observed interval rarely forecasts as well as the law, and among
     statistical ties the shorter law is the likelier one (`tie_cost`). With `settings.agreement`
-    only the fits whose course the most tied fits follow compete (`most_followed`). Returns the
-    winner and how many were compared."""
+    only the fits whose course the most tied fits follow compete (`most_followed`); with
+    `settings.course_tolerance` the fits that follow the heaviest course (`heaviest_course`).
+    Returns the winner and how many were compared."""
     near = [chosen, *rivals(found, t, y, sigma, settings.forecast, pick=chosen, robust=settings.robust)]
     if len(near) == 1:
         return chosen, 1
     for f in near:
         f.forecast = forecast_error(f, t, y, sigma, settings)
-    followed = most_followed(near, t, settings.agreement) if settings.agreement else near
-    best = min(followed, key=lambda f: (tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr),
-                                                 settings), f.constants))
-    return best, len(near)
+    def cost(f):
+        return tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr), settings), f.constants
+    if settings.course_tolerance:
+        followed = heaviest_course(near, t, settings.course_tolerance, cost)
+    else:
+        followed = most_followed(near, t, settings.agreement) if settings.agreement else near
+    return min(followed, key=cost), len(near)
 
 
 def most_followed(fits: list[Found], t, threshold: float) -> list[Found]:
@@ -535,6 +540,28 @@ def most_followed(fits: list[Found], t, threshold: float) -> list[Found]:
              for i, path in enumerate(paths)]
     top = max(votes)
     return [f for f, v in zip(fits, votes) if v >= top - 1e-9]
+
+
+def heaviest_course(fits: list[Found], t, tolerance: float, cost) -> list[Found]:
+    """The fits that follow the heaviest course over twice the observed span: each fit votes,
+    with its likelihood relative to the best (`likelihood_weights`), for every course it follows
+    (`same_course`), its own included; the course with the most weight (equal weights: the
+    cheaper fit's by `cost`) wins, with every fit that follows it. Unlike `most_followed`, the
+    measure is symmetric and holds for flat courses, so y' = 0 and a slow drift vote together."""
+    _, paths = extrapolations(fits, t)
+    finite = [bool(np.all(np.isfinite(p))) for p in paths]
+    follows = np.array([[finite[i] and finite[j] and (i == j or same_course(paths[i], paths[j], tolerance))
+                         for j in range(len(fits))] for i in range(len(fits))])
+    votes = follows @ likelihood_weights(fits)
+    top = min(range(len(fits)), key=lambda i: (-votes[i], cost(fits[i])))
+    return [f for f, follow in zip(fits, follows[top]) if follow] or fits
+
+
+def same_course(a: np.ndarray, b: np.ndarray, tolerance: float) -> bool:
+    """Whether two courses agree: their RMS difference within `tolerance` of the larger one's
+    spread, or of 1% of their largest magnitude where both are nearly flat."""
+    spread = max(float(np.std(a)), float(np.std(b)), 0.01 * max(float(np.max(np.abs(a))), float(np.max(np.abs(b)))))
+    return float(np.sqrt(np.mean((a - b) ** 2))) <= tolerance * spread
 
 
 def likelihood_weights(fits: list[Found]) -> np.ndarray:

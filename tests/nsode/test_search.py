@@ -14,8 +14,8 @@ from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, _Skeleton, _Term, extrapolations,
-                          most_followed, multiplicity_charge, rivals, search, shortlist, skeleton_key, supported,
-                          tie_cost)
+                          heaviest_course, most_followed, multiplicity_charge, rivals, search, shortlist,
+                          skeleton_key, supported, tie_cost)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -322,6 +322,22 @@ def test_agreement_keeps_the_course_most_tied_fits_follow():
     # votes are likelihood-weighted: two fits 20 criterion units worse do not outvote a better one
     far = [candidate(-0.2 - 0.3 * Y, 120.0), candidate(-0.2 - 0.301 * Y, 120.0)]
     assert [f.expr for f in most_followed([candidate(-0.5 * Y, 100.0), *far], T, 0.99)] == [-0.5 * Y]
+
+
+def test_the_heaviest_course_wins_with_every_fit_that_follows_it():
+    def by_score(f):
+        return f.score
+    law = [candidate(-0.5 * Y, 100.0), candidate(-0.5 * Y + 1e-4, 101.0), candidate(-0.499 * Y - 1e-3 * Y**2, 102.0)]
+    stand_ins = [candidate(-0.3 * sympy.sqrt(Y), 99.0), candidate(-0.2 - 0.3 * Y, 100.5)]
+    followed = heaviest_course([*stand_ins, *law], T, 0.1, by_score)
+    assert {id(f) for f in followed} == {id(f) for f in law}
+    # likelihood-weighted: two fits 20 criterion units worse do not outvote a better one
+    far = [candidate(-0.2 - 0.3 * Y, 120.0), candidate(-0.2 - 0.301 * Y, 120.0)]
+    assert [f.expr for f in heaviest_course([candidate(-0.5 * Y, 100.0), *far], T, 0.1, by_score)] == [-0.5 * Y]
+    # a flat course and a slow drift agree (R^2 against a flat course is undefined): y' = 0 keeps its votes
+    flat = [candidate(sympy.Integer(0), 100.0), candidate(1e-4 * Y, 100.5), candidate(-1e-4 * Y, 100.5)]
+    followed = heaviest_course([candidate(0.2 * sympy.sin(Y), 99.5), *flat], T, 0.1, by_score)
+    assert {id(f) for f in followed} == {id(f) for f in flat}
 
 
 def test_consensus_chooses_the_medoid_course_of_the_pick_and_its_rivals():
