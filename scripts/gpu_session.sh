@@ -9,7 +9,7 @@
 # `start` detaches (setsid) so that the run outlives the call while the machine stays lent (30 s
 # between calls); `watch` keeps it busy and brings back to $OUT the run's configs, training states
 # and logs (run.tar), its weights as best.safetensors, last.safetensors and step-N.safetensors (the
-# snapshots that fit; each is model.safetensors of that folder, a snapshot with last's config),
+# latest snapshots that fit; each is model.safetensors of that folder, a snapshot with last's config),
 # and the skeleton lists of its data folders (skeletons.tar: the costly half of generation; a CPU
 # machine can solve them later). State lives under $RUNS.
 #
