@@ -521,8 +521,10 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
         return tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr), settings), f.constants
     if settings.course_tolerance:
         followed = heaviest_course(near, t, settings.course_tolerance, cost)
+    elif settings.agreement:
+        followed = most_followed(near, t, settings.agreement)
     else:
-        followed = most_followed(near, t, settings.agreement) if settings.agreement else near
+        followed = near
     return min(followed, key=cost), len(near)
 
 
@@ -532,12 +534,7 @@ def most_followed(fits: list[Found], t, threshold: float) -> list[Found]:
     exp(-criterion difference / 2), its likelihood relative to the best). Fits that recover the
     law follow one course, so a cluster of them shares the top vote; stand-ins part from it, and
     from each other, in different directions."""
-    _, paths = extrapolations(fits, t)
-    finite = [bool(np.all(np.isfinite(p))) for p in paths]
-    weights = likelihood_weights(fits)
-    votes = [sum(weights[j] for j in range(len(fits))
-                 if finite[i] and finite[j] and (i == j or r2(path, paths[j]) >= threshold))
-             for i, path in enumerate(paths)]
+    _, votes = course_votes(fits, t, lambda course, other: r2(course, other) >= threshold)
     top = max(votes)
     return [f for f, v in zip(fits, votes) if v >= top - 1e-9]
 
@@ -548,13 +545,20 @@ def heaviest_course(fits: list[Found], t, tolerance: float, cost) -> list[Found]
     (`same_course`), its own included; the course with the most weight (equal weights: the
     cheaper fit's by `cost`) wins, with every fit that follows it. Unlike `most_followed`, the
     measure is symmetric and holds for flat courses, so y' = 0 and a slow drift vote together."""
-    _, paths = extrapolations(fits, t)
-    finite = [bool(np.all(np.isfinite(p))) for p in paths]
-    follows = np.array([[finite[i] and finite[j] and (i == j or same_course(paths[i], paths[j], tolerance))
-                         for j in range(len(fits))] for i in range(len(fits))])
-    votes = follows @ likelihood_weights(fits)
+    follows, votes = course_votes(fits, t, lambda course, other: same_course(course, other, tolerance))
     top = min(range(len(fits)), key=lambda i: (-votes[i], cost(fits[i])))
     return [f for f, follow in zip(fits, follows[top]) if follow] or fits
+
+
+def course_votes(fits: list[Found], t, follows) -> tuple[np.ndarray, np.ndarray]:
+    """Which fits' courses over twice the observed span follow which (`follows(course, other)`, a
+    fit always following itself, a course that fails following none) and each course's vote: the
+    likelihood weights (`likelihood_weights`) of the fits that follow it."""
+    _, paths = extrapolations(fits, t)
+    finite = [bool(np.all(np.isfinite(p))) for p in paths]
+    matrix = np.array([[finite[i] and finite[j] and (i == j or follows(paths[i], paths[j]))
+                        for j in range(len(fits))] for i in range(len(fits))])
+    return matrix, matrix @ likelihood_weights(fits)
 
 
 def same_course(a: np.ndarray, b: np.ndarray, tolerance: float) -> bool:
