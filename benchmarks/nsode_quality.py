@@ -29,6 +29,7 @@ from baselines import grammar
 from bench.scoring import score
 from bench.tasks import observe
 from core.expressions import Y
+from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings, propose, search, skeleton_key
 from core.fitting import noise_level
@@ -340,34 +341,6 @@ def main() -> None:
     p.add_argument("--search-beam", type=int, default=SEARCH_BEAM, help="beam of the search rows")
     p.add_argument("--branches", type=int, default=SEARCH_BRANCHES,
                    help="constant intervals each hypothesis of the search beam may branch into (0: all, as the paper)")
-    p.add_argument("--top-k", type=int, default=Settings.top_k, help="skeletons fitted in full by the search")
-    p.add_argument("--refit", type=int, default=Settings.refit, help="of those, fitted on the trajectory")
-    p.add_argument("--combine", type=int, default=Settings.combine,
-                   help="distinct beam terms the search recombines (0: only the beam's sums and their variants)")
-    p.add_argument("--forecast", type=float, default=Settings.forecast,
-                   help="criterion window in which the better forecaster wins (0: lowest criterion)")
-    p.add_argument("--node-cost", type=float, default=Settings.node_cost,
-                   help="criterion units per expression node in the forecast comparison")
-    p.add_argument("--forecast-score", choices=("squared", "predictive"), default=Settings.forecast_score,
-                   help="the forecast comparison's error: squared, or predictive (log predictive density)")
-    p.add_argument("--nesting-cost", type=float, default=Settings.nesting_cost,
-                   help="criterion units per function nested in another's argument in that comparison")
-    p.add_argument("--unit-cost", type=float, default=Settings.unit_cost,
-                   help="criterion units for a law that fixes the unit of y (sin(y), exp(y)), at every stage")
-    p.add_argument("--agreement", type=float, default=Settings.agreement,
-                   help="R^2 at which a tied fit's course follows another's in the tie-break's vote (0: no vote)")
-    p.add_argument("--course-tolerance", type=float, default=Settings.course_tolerance,
-                   help="share of a course's spread within which tied fits vote for it (0: no vote)")
-    p.add_argument("--multiplicity", type=float, default=Settings.multiplicity,
-                   help="gamma of the extended BIC: 2 gamma log(skeletons scored with as many constants)")
-    p.add_argument("--no-snap", action="store_true",
-                   help="the search does not also read beam exponents near an integer or +-1/2 as that exponent")
-    p.add_argument("--no-snap-fitted", action="store_true",
-                   help="the search does not refit fitted candidates with exponents near an integer or +-1/2 snapped")
-    p.add_argument("--per-capita", type=int, default=Settings.per_capita,
-                   help="the first beam expressions g also read as y' = y*g (0: none)")
-    p.add_argument("--criterion", choices=("bic", "rss"), default="bic", help="the search's choice (rss: no parsimony)")
-    p.add_argument("--no-robust", action="store_true", help="the search keeps fits that fail the stability check")
     p.add_argument("--grammar-count", type=int, default=64, help="skeletons sampled from the ProGED grammar")
     p.add_argument("--rows", nargs="+", choices=ROWS, default=["paper", "search"])
     p.add_argument("--limit", type=int, default=None, help="trajectories per dataset, evenly spread (default: all)")
@@ -392,26 +365,20 @@ def main() -> None:
     p.add_argument("--cases-csv", default=None,
                    help="also write one line per (trajectory, row) of the simple and generated sets to this CSV "
                         "(R^2 on [0, 4], recovered): pair two runs on the same draw case by case")
+    add_search_arguments(p)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     for path in (args.tasks_csv, args.cases_csv):  # written anew by each run, one part per variant
         if path:
             Path(path).unlink(missing_ok=True)
-    settings = Settings(top_k=args.top_k, refit=args.refit, criterion=args.criterion, robust=not args.no_robust,
-                        combine=args.combine, forecast=args.forecast, node_cost=args.node_cost,
-                        nesting_cost=args.nesting_cost, unit_cost=args.unit_cost, agreement=args.agreement,
-                        course_tolerance=args.course_tolerance,
-                        forecast_score=args.forecast_score, snap=not args.no_snap,
-                        snap_fitted=not args.no_snap_fitted, per_capita=args.per_capita,
-                        multiplicity=args.multiplicity)
+    settings = settings_from(args)
 
     def checkpoint(name: str) -> Path:
         return Path(args.checkpoints) / name if args.checkpoints else default_checkpoint(name)
 
     for variant in args.variants:
-        print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, top-k {args.top_k}, "
-              f"refit {args.refit}, combine {args.combine}, forecast {args.forecast:g}, node cost {args.node_cost:g}, "
-              f"nesting cost {args.nesting_cost:g}, unit cost {args.unit_cost:g}, agreement {args.agreement:g}, course tolerance {args.course_tolerance:g}, multiplicity {args.multiplicity:g}, {args.forecast_score} forecast, {args.criterion}{', no stability check' if args.no_robust else ''}, n = {args.n})\n")
+        print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, search settings: "
+              f"{' '.join(changed_flags(args)) or 'the defaults'}, n = {args.n})\n")
         paper = Predictor(checkpoint(variant), beam=args.beam)
         scaled = checkpoint(args.scaled) if args.scaled else None
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled,

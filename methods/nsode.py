@@ -25,6 +25,7 @@ top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 import functools
 import hashlib
 import time
+from dataclasses import fields
 from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
@@ -114,16 +115,7 @@ class NSODE(Method):
         start = time.perf_counter()
         search = None
         if self.search:
-            search = Settings(top_k=int(self.top_k), refit=int(self.refit), max_nfev=int(self.max_nfev),
-                              criterion=self.criterion, combine=int(self.combine),
-                              forecast=float(self.forecast), node_cost=float(self.node_cost),
-                              nesting_cost=float(self.nesting_cost),
-                              unit_cost=float(self.unit_cost), agreement=float(self.agreement),
-                              course_tolerance=float(self.course_tolerance),
-                              forecast_score=str(self.forecast_score),
-                              basis=int(self.basis), drift=bool(self.drift), snap=bool(self.snap),
-                              snap_fitted=bool(self.snap_fitted), per_capita=int(self.per_capita),
-                              multiplicity=float(self.multiplicity))
+            search = search_settings(self.get_params())
         scaled = self.checkpoint_path(self.scaled_checkpoint) if self.scaled_checkpoint else None
         self.predictor_ = Predictor(self.checkpoint_path(), beam=self.beam, search=search, device="auto",
                                     scaled=scaled, branches=int(self.branches or 0))
@@ -139,6 +131,12 @@ class NSODE(Method):
                           metadata={"r2_fit": result.r2, "load_s": self.load_s_,
                                     "device": str(next(self.predictor_.model.parameters()).device),
                                     **result.timings, **result.info})
+
+
+def search_settings(params: dict) -> Settings:
+    """The search's Settings from a method's parameters: each parameter named as a Settings field,
+    converted to that field's type (a parameter read from a file or a command line may be text)."""
+    return Settings(**{f.name: type(f.default)(params[f.name]) for f in fields(Settings) if f.name in params})
 
 
 def _digest(path: Path) -> str:

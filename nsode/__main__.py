@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.arguments import nonnegative_number, whole_number
+from core.arguments import whole_number
 
 
 class InputError(ValueError):
@@ -126,9 +126,6 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     return grid, paths
 
 
-# the search flags, named as Settings fields: the search is built from them, and --paper refuses them
-SEARCH_OPTIONS = ("top_k", "refit", "combine", "basis", "drift", "forecast", "forecast_score", "node_cost",
-                  "nesting_cost", "unit_cost", "agreement", "course_tolerance", "multiplicity")
 FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
 
 
@@ -150,9 +147,9 @@ def _figure_path(path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
+    from nsode.options import add_search_arguments, changed_flags, settings_from
+    from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES
 
-    d = Settings()  # the search's defaults, shown in --help and used when no flag is given
     p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="predict")
@@ -168,44 +165,6 @@ def main(argv=None) -> int:
                     help=f"constant intervals each beam hypothesis may branch into (default: {SEARCH_BRANCHES} with "
                          "the search, so that the beam holds more distinct skeletons; with --paper all, as the paper; "
                          "0: all)")
-    pr.add_argument("--top-k", type=whole_number(1), default=d.top_k,
-                    help="skeletons whose constants and initial value are all fitted (default %(default)s)")
-    pr.add_argument("--refit", type=whole_number(0), default=d.refit,
-                    help="of those, fitted by least squares on the integrated trajectory (default %(default)s)")
-    pr.add_argument("--combine", type=whole_number(0), default=d.combine,
-                    help="distinct beam terms recombined into new sums (default %(default)s; 0: only the beam's "
-                         "own sums)")
-    pr.add_argument("--basis", type=whole_number(0), default=d.basis,
-                    help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s: none)")
-    pr.add_argument("--drift", action="store_true",
-                    help="also consider y' = c (zero-order kinetics, a constant drift); off by default because "
-                         "a slow relaxation whose curvature is below the noise then reads as a straight line")
-    pr.add_argument("--forecast", type=nonnegative_number, default=d.forecast,
-                    help="fits within this of the best information criterion compete on forecasting the last "
-                         "30%% of the data (default %(default)g; 0: the lowest criterion wins)")
-    pr.add_argument("--forecast-score", choices=("squared", "predictive"), default=d.forecast_score,
-                    help="the forecast error: squared, or predictive (allowing for what the first 70%% leaves "
-                         "uncertain; default %(default)s)")
-    pr.add_argument("--node-cost", type=nonnegative_number, default=d.node_cost,
-                    help="in that comparison, criterion units charged per node of the expression "
-                         "(default %(default)g)")
-    pr.add_argument("--nesting-cost", type=nonnegative_number, default=d.nesting_cost,
-                    help="and per function nested in another's argument, as in sin(cos(y)) (default %(default)g)")
-    pr.add_argument("--unit-cost", type=nonnegative_number, default=d.unit_cost,
-                    help="criterion units charged, at every stage, to a law that fixes the unit of y: a function "
-                         "of y with no scale inside, as in sin(y) or exp(y) (default %(default)g)")
-    pr.add_argument("--agreement", type=nonnegative_number, default=d.agreement,
-                    help="in that comparison only the fits whose course over twice the span the most tied fits "
-                         "follow to this R^2 compete, each fit's vote weighted by its likelihood "
-                         "(default %(default)g: off, all tied fits compete; 0.99 was measured and not kept)")
-    pr.add_argument("--course-tolerance", type=nonnegative_number, default=d.course_tolerance,
-                    help="in that comparison each tied fit votes, weighted by its likelihood, for every course "
-                         "over twice the span it follows to within this share of the course's spread; the "
-                         "cheapest fit on the heaviest course wins (default %(default)g; 0: no vote)")
-    pr.add_argument("--multiplicity", type=nonnegative_number, default=d.multiplicity,
-                    help="charge 2 x MULTIPLICITY x log(how many skeletons with as many constants were scored) "
-                         "on every criterion: the best of hundreds of curve fits beats the law by chance "
-                         "(default %(default)g; 0: plain BIC)")
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
@@ -214,10 +173,11 @@ def main(argv=None) -> int:
                     help="write a figure of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data (PNG; PDF, SVG or JPEG when the name ends so; a name "
                          "without an ending gets .png)")
+    add_search_arguments(pr)
     args = p.parse_args(argv)
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")
-    changed = [f"--{name.replace('_', '-')}" for name in SEARCH_OPTIONS if getattr(args, name) != pr.get_default(name)]
+    changed = changed_flags(args)
     if args.paper and changed:
         pr.error(f"{', '.join(changed)} set(s) the search, which --paper does not use")
     if args.refit > args.top_k:
@@ -240,7 +200,7 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor
     from nsode.search import identifiable_form, supported
 
-    search = None if args.paper else Settings(**{name: getattr(args, name) for name in SEARCH_OPTIONS})
+    search = None if args.paper else settings_from(args)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
     branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else args.branches
     try:

@@ -1,0 +1,85 @@
+"""The search's settings as command-line options: one table gives each `nsode.search.Settings` field
+its flag and help, for `python -m nsode predict` and `benchmarks/nsode_quality.py` alike, so a
+new setting is written once (its default stays in Settings)."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+
+from core.arguments import nonnegative_number, whole_number
+from nsode.search import Settings
+
+# field: (argparse type, a tuple of choices, or bool for an on/off switch; help). A switch whose
+# default is on is written --no-FIELD.
+SEARCH_OPTIONS = {
+    "top_k": (whole_number(1), "skeletons whose constants and initial value are all fitted"),
+    "refit": (whole_number(0), "of those, fitted by least squares on the integrated trajectory"),
+    "max_nfev": (whole_number(1), "trajectory evaluations per least-squares fit"),
+    "combine": (whole_number(0), "distinct beam terms recombined into new sums (0: only the beam's own sums)"),
+    "basis": (whole_number(0), "powers y, ..., y**N recombined beside the beam's terms (0: none)"),
+    "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
+    "snap": (bool, "read beam exponents near an integer or +-1/2 also as that exponent"),
+    "snap_fitted": (bool, "refit fitted candidates with their exponents near an integer or +-1/2 snapped to it"),
+    "drift": (bool, "also consider y' = c (zero-order kinetics); off by default because a slow relaxation whose "
+                    "curvature is below the noise then reads as a straight line"),
+    "robust": (bool, "reject fits whose solution fails from a perturbed initial value or on twice the span"),
+    "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
+                                  "no parsimony)"),
+    "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "
+                                     "of the data (0: the lowest criterion wins)"),
+    "forecast_score": (("squared", "predictive"), "the forecast error: squared, or predictive (allowing for what "
+                                                  "the first 70%% leaves uncertain)"),
+    "node_cost": (nonnegative_number, "in that comparison, criterion units charged per node of the expression"),
+    "nesting_cost": (nonnegative_number, "and per function nested in another's argument, as in sin(cos(y))"),
+    "unit_cost": (nonnegative_number, "criterion units charged, at every stage, to a law that fixes the unit of y: "
+                                      "a function of y with no scale inside, as in sin(y) or exp(y)"),
+    "agreement": (nonnegative_number, "in that comparison only the fits whose course over twice the span the most "
+                                      "tied fits follow to R^2 X compete, votes weighted by likelihood (0: off; "
+                                      "0.99 was measured and not kept)"),
+    "course_tolerance": (nonnegative_number, "in that comparison each tied fit votes, weighted by its likelihood, "
+                                             "for every course over twice the span it follows within X times "
+                                             "the course's spread; the cheapest fit on the heaviest course wins "
+                                             "(0: no vote; 0.1 was measured and not kept)"),
+    "multiplicity": (nonnegative_number, "charge 2 X log(how many skeletons with as many constants "
+                                         "were scored) on every criterion (0: plain BIC)"),
+}
+assert set(SEARCH_OPTIONS) <= {f.name for f in fields(Settings)}
+
+
+def flag(name: str) -> str:
+    """The option that sets field `name`: --top-k, or --no-snap for a switch that is on by default."""
+    kind = SEARCH_OPTIONS[name][0]
+    negated = kind is bool and getattr(Settings, name)
+    return f"--{'no-' if negated else ''}{name.replace('_', '-')}"
+
+
+def metavar(kind) -> str:
+    """N for a whole number, X for any other number."""
+    return "X" if kind is nonnegative_number else "N"
+
+
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every SEARCH_OPTIONS flag, in a group of its own, defaulting to Settings' value."""
+    group = parser.add_argument_group("search settings", "the defaults are the shipped search; the others "
+                                      "are kept so that each measured alternative is one flag away")
+    for name, (kind, text) in SEARCH_OPTIONS.items():
+        default = getattr(Settings, name)
+        if kind is bool:
+            action = "store_false" if default else "store_true"
+            group.add_argument(flag(name), dest=name, action=action, help=f"do not {text}" if default else text)
+        elif isinstance(kind, tuple):
+            group.add_argument(flag(name), dest=name, choices=kind, default=default,
+                               help=f"{text}; default %(default)s")
+        else:
+            group.add_argument(flag(name), dest=name, type=kind, default=default, metavar=metavar(kind),
+                               help=f"{text}; default %(default)g")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The Settings the parsed flags ask for (fields without a flag keep their default)."""
+    return Settings(**{name: getattr(args, name) for name in SEARCH_OPTIONS})
+
+
+def changed_flags(args: argparse.Namespace) -> list[str]:
+    """The search flags given a value other than the default, as the user wrote them."""
+    return [flag(name) for name in SEARCH_OPTIONS if getattr(args, name) != getattr(Settings, name)]

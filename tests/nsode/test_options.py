@@ -1,0 +1,44 @@
+"""The search's command-line options: one table, the same Settings from the CLI and the method."""
+import argparse
+
+import pytest
+
+from methods.nsode import NSODE, search_settings
+from nsode.options import SEARCH_OPTIONS, add_search_arguments, changed_flags, flag, settings_from
+from nsode.search import Settings
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    add_search_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_no_flags_give_the_shipped_settings():
+    args = parse()
+    assert settings_from(args) == Settings()
+    assert changed_flags(args) == []
+
+
+def test_flags_set_their_fields_and_are_reported_as_written():
+    args = parse("--top-k", "32", "--no-snap", "--drift", "--criterion", "rss", "--course-tolerance", "0.1")
+    settings = settings_from(args)
+    assert (settings.top_k, settings.snap, settings.drift, settings.criterion, settings.course_tolerance) == \
+        (32, False, True, "rss", 0.1)
+    assert sorted(changed_flags(args)) == ["--course-tolerance", "--criterion", "--drift", "--no-snap", "--top-k"]
+
+
+@pytest.mark.parametrize("argv", [["--top-k", "0"], ["--forecast", "-1"], ["--node-cost", "nan"],
+                                  ["--criterion", "aic"]])
+def test_bad_values_are_refused_by_argparse(argv, capsys):
+    with pytest.raises(SystemExit):
+        parse(*argv)
+    assert flag(argv[0][2:].replace("-", "_")) in capsys.readouterr().err
+
+
+def test_the_method_builds_the_same_settings_from_its_parameters():
+    assert search_settings(NSODE(search=True).get_params()) == Settings()
+    params = NSODE(search=True, top_k="32", drift=True, course_tolerance=0.1).get_params()
+    assert search_settings(params) == Settings(top_k=32, drift=True, course_tolerance=0.1)
+    # every option but the stability check (always on in the harness) is a method parameter too
+    assert set(SEARCH_OPTIONS) - {"robust"} <= set(NSODE._param_names())
