@@ -378,7 +378,7 @@ def main() -> None:
 
     for variant in args.variants:
         print(f"\n## {variant} (paper beam {args.beam}, search beam {args.search_beam}, search settings: "
-              f"{' '.join(changed_flags(args)) or 'the defaults'}, n = {args.n})\n")
+              f"{' '.join(changed_flags(args, values=True)) or 'the defaults'}, n = {args.n})\n")
         paper = Predictor(checkpoint(variant), beam=args.beam)
         scaled = checkpoint(args.scaled) if args.scaled else None
         searcher = Predictor(paper.model, beam=args.search_beam, search=settings, scaled=scaled,

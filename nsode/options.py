@@ -80,6 +80,16 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(**{name: getattr(args, name) for name in SEARCH_OPTIONS})
 
 
-def changed_flags(args: argparse.Namespace) -> list[str]:
-    """The search flags given a value other than the default, as the user wrote them."""
-    return [flag(name) for name in SEARCH_OPTIONS if getattr(args, name) != getattr(Settings, name)]
+def changed_flags(args: argparse.Namespace, *, values: bool = False) -> list[str]:
+    """The search flags given a value other than the default, as the user wrote them (with
+    `values`, each followed by its value: "--top-k 32")."""
+    out = []
+    for name, (kind, _) in SEARCH_OPTIONS.items():
+        value = getattr(args, name)
+        if value == getattr(Settings, name):
+            continue
+        if kind is bool or not values:
+            out.append(flag(name))
+        else:
+            out.append(f"{flag(name)} {value:g}" if isinstance(value, (int, float)) else f"{flag(name)} {value}")
+    return out

@@ -26,6 +26,8 @@ def test_flags_set_their_fields_and_are_reported_as_written():
     assert (settings.top_k, settings.snap, settings.drift, settings.criterion, settings.course_tolerance) == \
         (32, False, True, "rss", 0.1)
     assert sorted(changed_flags(args)) == ["--course-tolerance", "--criterion", "--drift", "--no-snap", "--top-k"]
+    assert changed_flags(args, values=True) == ["--top-k 32", "--no-snap", "--drift", "--criterion rss",
+                                                "--course-tolerance 0.1"]
 
 
 @pytest.mark.parametrize("argv", [["--top-k", "0"], ["--forecast", "-1"], ["--node-cost", "nan"],
