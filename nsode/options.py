@@ -4,7 +4,6 @@ new setting is written once (its default stays in Settings)."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
 
 from core.arguments import nonnegative_number, whole_number
 from nsode.search import Settings
@@ -43,7 +42,6 @@ SEARCH_OPTIONS = {
     "multiplicity": (nonnegative_number, "charge 2 X log(how many skeletons with as many constants "
                                          "were scored) on every criterion (0: plain BIC)"),
 }
-assert set(SEARCH_OPTIONS) <= {f.name for f in fields(Settings)}
 
 
 def flag(name: str) -> str:

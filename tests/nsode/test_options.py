@@ -1,5 +1,6 @@
 """The search's command-line options: one table, the same Settings from the CLI and the method."""
 import argparse
+from dataclasses import fields
 
 import pytest
 
@@ -12,6 +13,10 @@ def parse(*argv):
     parser = argparse.ArgumentParser()
     add_search_arguments(parser)
     return parser.parse_args(list(argv))
+
+
+def test_every_option_is_a_settings_field():
+    assert set(SEARCH_OPTIONS) <= {f.name for f in fields(Settings)}
 
 
 def test_no_flags_give_the_shipped_settings():
