@@ -136,7 +136,17 @@ class NSODE(Method):
 def search_settings(params: dict) -> Settings:
     """The search's Settings from a method's parameters: each parameter named as a Settings field,
     converted to that field's type (a parameter read from a file or a command line may be text)."""
-    return Settings(**{f.name: type(f.default)(params[f.name]) for f in fields(Settings) if f.name in params})
+    return Settings(**{f.name: _converted(f.name, type(f.default), params[f.name])
+                       for f in fields(Settings) if f.name in params})
+
+
+def _converted(name: str, kind: type, value):
+    """`value` as `kind`; text for a switch must say true or false (bool('false') would be True)."""
+    if kind is bool and isinstance(value, str):
+        if value.strip().lower() not in ("true", "false"):
+            raise ValueError(f"{name}={value!r}: expected True or False")
+        return value.strip().lower() == "true"
+    return kind(value)
 
 
 def _digest(path: Path) -> str:

@@ -49,3 +49,9 @@ def test_the_method_builds_the_same_settings_from_its_parameters():
     assert search_settings(params) == Settings(top_k=32, drift=True, course_tolerance=0.1)
     # every option but the stability check (always on in the harness) is a method parameter too
     assert set(SEARCH_OPTIONS) - {"robust"} <= set(NSODE._param_names())
+
+
+def test_a_switch_given_as_text_must_say_true_or_false():
+    assert search_settings({"drift": "false", "snap": "True"}) == Settings(drift=False, snap=True)
+    with pytest.raises(ValueError, match="drift='no'"):
+        search_settings({"drift": "no"})
