@@ -25,12 +25,12 @@ top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 import functools
 import hashlib
 import time
-from dataclasses import fields
 from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import Variant
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
+from nsode.options import search_settings
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
 
 
@@ -131,22 +131,6 @@ class NSODE(Method):
                           metadata={"r2_fit": result.r2, "load_s": self.load_s_,
                                     "device": str(next(self.predictor_.model.parameters()).device),
                                     **result.timings, **result.info})
-
-
-def search_settings(params: dict) -> Settings:
-    """The search's Settings from a method's parameters: each parameter named as a Settings field,
-    converted to that field's type (a parameter read from a file or a command line may be text)."""
-    return Settings(**{f.name: _converted(f.name, type(f.default), params[f.name])
-                       for f in fields(Settings) if f.name in params})
-
-
-def _converted(name: str, kind: type, value):
-    """`value` as `kind`; text for a switch must say true or false (bool('false') would be True)."""
-    if kind is bool and isinstance(value, str):
-        if value.strip().lower() not in ("true", "false"):
-            raise ValueError(f"{name}={value!r}: expected True or False")
-        return value.strip().lower() == "true"
-    return kind(value)
 
 
 def _digest(path: Path) -> str:

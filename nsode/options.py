@@ -1,9 +1,11 @@
 """The search's settings as command-line options: one table gives each `nsode.search.Settings` field
 its flag and help, for `python -m nsode predict` and `benchmarks/nsode_quality.py` alike, so a
-new setting is written once (its default stays in Settings)."""
+new setting is written once (its default stays in Settings); `search_settings` builds Settings from
+named values, the method's parameters included."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 from core.arguments import nonnegative_number, whole_number
 from nsode.search import Settings
@@ -75,7 +77,24 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """The Settings the parsed flags ask for (fields without a flag keep their default)."""
-    return Settings(**{name: getattr(args, name) for name in SEARCH_OPTIONS})
+    return search_settings({name: getattr(args, name) for name in SEARCH_OPTIONS})
+
+
+def search_settings(params: dict) -> Settings:
+    """The search's Settings from named values (a method's parameters, parsed flags): each value
+    named as a Settings field, converted to that field's type (a method parameter read from a file
+    or a command line may be text)."""
+    return Settings(**{f.name: _converted(f.name, type(f.default), params[f.name])
+                       for f in fields(Settings) if f.name in params})
+
+
+def _converted(name: str, kind: type, value):
+    """`value` as `kind`; text for a switch must say true or false (bool('false') would be True)."""
+    if kind is bool and isinstance(value, str):
+        if value.strip().lower() not in ("true", "false"):
+            raise ValueError(f"{name}={value!r}: expected True or False")
+        return value.strip().lower() == "true"
+    return kind(value)
 
 
 def changed_flags(args: argparse.Namespace, *, values: bool = False) -> list[str]:

@@ -4,8 +4,8 @@ from dataclasses import fields
 
 import pytest
 
-from methods.nsode import NSODE, search_settings
-from nsode.options import SEARCH_OPTIONS, add_search_arguments, changed_flags, flag, settings_from
+from methods.nsode import NSODE
+from nsode.options import SEARCH_OPTIONS, add_search_arguments, changed_flags, flag, search_settings, settings_from
 from nsode.search import Settings
 
 
