@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nsode.options import setting_value
 from nsode.search import Settings, tie_cost
 from nsode_quality import SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
 from selection_study import generated_cases
@@ -208,8 +209,10 @@ def setting(text: str) -> tuple[str, object]:
     fields = {f.name: f.default for f in dataclasses.fields(Settings)}
     if name not in fields:
         raise argparse.ArgumentTypeError(f"no search setting {name!r}; one of {', '.join(fields)}")
-    kind = type(fields[name])
-    return name, (value.lower() in ("1", "true", "yes") if kind is bool else kind(value))
+    try:
+        return name, setting_value(name, type(fields[name]), value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main() -> None:

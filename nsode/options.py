@@ -84,11 +84,11 @@ def search_settings(params: dict) -> Settings:
     """The search's Settings from named values (a method's parameters, parsed flags): each value
     named as a Settings field, converted to that field's type (a method parameter read from a file
     or a command line may be text)."""
-    return Settings(**{f.name: _converted(f.name, type(f.default), params[f.name])
+    return Settings(**{f.name: setting_value(f.name, type(f.default), params[f.name])
                        for f in fields(Settings) if f.name in params})
 
 
-def _converted(name: str, kind: type, value):
+def setting_value(name: str, kind: type, value):
     """`value` as `kind`; text for a switch must say true or false (bool('false') would be True)."""
     if kind is bool and isinstance(value, str):
         if value.strip().lower() not in ("true", "false"):
