@@ -11,6 +11,8 @@ from bench import datasets, registry
 from core import protocol
 from core.arguments import nonnegative_number, positive_number, whole_number
 
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
 EXAMPLES = """examples:
   python -m bench run --dataset classic --noise 0.01
   python -m bench run --dataset textbook classic --noise 0 0.01 0.02 --n 128 192 \\
@@ -100,8 +102,8 @@ def _parser() -> argparse.ArgumentParser:
                            "REPRODUCTION.md: each of the paper's claims with the measured figures and a verdict "
                            "(rules in bench/claims.py). configs/cpu.yaml is a grid for 2 cores: 3.6 worker-hours "
                            "measured, about 2 hours with -j 2.")
-    paper.add_argument("--config", default="configs/paper.yaml", metavar="YAML",
-                       help="the grid (default configs/paper.yaml)")
+    paper.add_argument("--config", default=str(PROJECT_DIR / "configs" / "paper.yaml"), metavar="YAML",
+                       help="the grid (default: the project's configs/paper.yaml)")
     paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
     paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     paper.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
@@ -112,8 +114,10 @@ def _parser() -> argparse.ArgumentParser:
     _backend_options(paper)
     paper.set_defaults(handler=_paper)
 
-    lst = sub.add_parser("list", help="list datasets and methods, with why a method cannot run here")
-    lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py")
+    lst = sub.add_parser("list", help="list datasets and methods, with why a method cannot run here",
+                         description="The datasets (built-in names for --dataset) and the methods with their "
+                         "versions and variants; a method that cannot run here is listed with the reason.")
+    lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to list")
     lst.set_defaults(handler=_list)
 
     draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)")
@@ -124,9 +128,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_result_commands(sub) -> None:
     """`plot`, `report` and `score`: read result folders, write figures or tables, or re-score."""
-    score = sub.add_parser("score", help="recompute scores from stored predictions (no refitting)")
+    score = sub.add_parser("score", help="recompute scores from stored predictions (no refitting)",
+                           description="Recompute every score of a sweep folder from its stored predictions "
+                           "(after a change to the scorers); the fits are not rerun.")
     score.add_argument("results", metavar="DIR")
-    score.add_argument("-j", "--jobs", type=_positive_int, default=1)
+    score.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     score.set_defaults(handler=_score)
 
     plot = sub.add_parser("plot", help="draw the paper's figures (PNG and PDF) from a result folder",

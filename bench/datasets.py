@@ -56,7 +56,11 @@ def load(name_or_path: str) -> list[Trajectory]:
     path = resolve(name_or_path)
     if path.is_dir() or path.suffix.lower() == ".csv":
         return load_csv(path)
-    return load_spec_trajectories(read_spec(path))
+    spec = read_spec(path)
+    builtin = DATASETS_DIR / f"{spec['name']}.json"
+    if builtin.exists() and builtin.resolve() != path.resolve():  # its rows would mix with the built-in's
+        raise DatasetError(f"{path}: 'name' {spec['name']!r} is a built-in dataset's; give yours another name")
+    return load_spec_trajectories(spec)
 
 
 def read_spec(path: Path) -> dict:

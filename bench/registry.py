@@ -201,6 +201,9 @@ def parse_method_argument(text: str) -> tuple[str, dict[str, Any]]:
         try:
             params[key.strip()] = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
+            if value.strip()[:1] in "([{'\"" and value.strip():  # meant as a literal, and broken
+                raise RegistryError(f"method argument {text!r}: {key.strip()}={value.strip()} "
+                                    "is not a valid Python literal") from None
             params[key.strip()] = value.strip()
     return name.strip(), params
 

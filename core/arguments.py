@@ -8,20 +8,21 @@ import math
 
 def nonnegative_number(text: str) -> float:
     """An argparse type: a finite number >= 0 (a noise level, a criterion cost)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    return value
+    return _finite(text, lambda v: v >= 0, ">= 0")
 
 
 def positive_number(text: str) -> float:
     """An argparse type: a finite number > 0 (a time or memory limit)."""
-    value = nonnegative_number(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number > 0")
+    return _finite(text, lambda v: v > 0, "> 0")
+
+
+def _finite(text: str, accept, bound: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and accept(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number {bound}")
     return value
 
 

@@ -180,9 +180,10 @@ FUNCTIONS = {
 NAMES = {"y": Y, "pi": sympy.pi, "E": sympy.E}
 BINARY = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: _power(a, b),
 }
 MAX_LENGTH = 10_000
+MAX_DECADES = 300  # |log10| of the largest and smallest number written (floats end near 1e308)
 
 
 class ExpressionError(ValueError):
@@ -278,9 +279,26 @@ class _Builder:
         return [self.build(node)]
 
 
+def _power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
+    """base**exponent, refusing a power of two numbers beyond 1e+-300 before sympy evaluates it
+    exactly (10**10**10 would never finish)."""
+    if base.is_Number and exponent.is_Number and base != 0 and abs(float(exponent)) * _decades(base) > MAX_DECADES:
+        raise ExpressionError(f"a power of numbers beyond 1e+-{MAX_DECADES}")
+    return base**exponent
+
+
+def _decades(n: sympy.Number) -> float:
+    """|log10 |n||, exact enough for integers and fractions too large for a float."""
+    if n.is_Rational:
+        return abs(math.log10(abs(int(n.p))) - math.log10(int(n.q)))
+    return abs(math.log10(abs(float(n))))
+
+
 def _constant(value) -> sympy.Number:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ExpressionError(f"constant {value!r} is not a real number")
     if isinstance(value, float) and not math.isfinite(value):
         raise ExpressionError("constant is not finite")
+    if isinstance(value, int) and value and math.log10(abs(value)) > MAX_DECADES:
+        raise ExpressionError(f"constant beyond 1e{MAX_DECADES}")
     return sympy.Integer(value) if isinstance(value, int) else sympy.Float(value)

@@ -371,10 +371,25 @@ def round_to_error(value: float, error: float, max_digits: int = 6, extra: int =
     keeps one digit."""
     if value == 0 or not math.isfinite(value):
         return value
+    return float(f"{value:.{_supported_digits(value, error, max_digits, extra)}g}")
+
+
+def written_to_error(value: float, error: float, max_digits: int = 6, extra: int = 0) -> str:
+    """`value` as `round_to_error` rounds it, written with every digit it keeps, trailing zeros
+    included (4.00 +- 0.012, not 4); a value already rounded further keeps its own digits."""
+    rounded = round_to_error(value, error, max_digits, extra)
+    if rounded == 0 or not math.isfinite(rounded):
+        return f"{rounded:g}"
+    own = len(f"{rounded:.15e}".split("e")[0].replace("-", "").replace(".", "").rstrip("0"))
+    digits = max(_supported_digits(rounded, error, max_digits, extra), own)
+    mantissa, _, exponent = f"{rounded:#.{digits}g}".partition("e")
+    return mantissa.rstrip(".") + (f"e{exponent}" if exponent else "")
+
+
+def _supported_digits(value: float, error: float, max_digits: int, extra: int) -> int:
     magnitude = math.floor(math.log10(abs(value)))
     if math.isfinite(error) and error > 0:
         digits = magnitude - math.floor(math.log10(error)) + 1
     else:
         digits = 1 if not math.isfinite(error) else max_digits
-    digits = min(max(digits, 1), max_digits) + extra
-    return float(f"{value:.{min(digits, 17)}g}")
+    return min(min(max(digits, 1), max_digits) + extra, 17)

@@ -7,6 +7,7 @@ the file) refuses unsorted times.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,12 +39,17 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     if not path.is_file():
         raise TrajectoryFileError(f"{path}: no such file")
     try:
-        frame = pd.read_csv(path)
+        with warnings.catch_warnings():  # more values in a row than names in the header
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(path, index_col=False)  # never a column taken silently as the index
+    except pd.errors.ParserWarning:
+        raise TrajectoryFileError(f"{path}: some rows have more values than the header has names") from None
     except Exception as err:
         raise TrajectoryFileError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     if not {"t", "y"} <= set(frame.columns):
-        raise TrajectoryFileError(f"{path}: needs columns named t and y (found {', '.join(frame.columns) or 'none'})")
+        found = ", ".join(repr(c) for c in frame.columns) or "none"
+        raise TrajectoryFileError(f"{path}: needs a first line naming columns t and y, comma-separated (found {found})")
     try:
         t = pd.to_numeric(frame["t"], errors="raise").to_numpy(float)
         y = pd.to_numeric(frame["y"], errors="raise").to_numpy(float)

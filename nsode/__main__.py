@@ -154,7 +154,7 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="predict")
     pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
-    pr.add_argument("file", type=Path, help="CSV with columns t and y")
+    pr.add_argument("file", type=Path, help="CSV whose first line names columns t and y (rows in any order: they are sorted by t)")
     pr.add_argument("--checkpoint", type=Path, default=None,
                     help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
@@ -193,7 +193,7 @@ def main(argv=None) -> int:
         return 2
 
     from core.expressions import to_string
-    from core.fitting import round_to_error
+    from core.fitting import written_to_error
     from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
@@ -220,10 +220,10 @@ def main(argv=None) -> int:
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
     if fit:
-        print(f"y({t[0]:g}) = {fit.y0:g} +- {fit.y0_error:.2g} (fitted)")
+        print(f"y({t[0]:g}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
         template = chosen.template
         if fit.constants:
-            named = ", ".join(f"{c} = {round_to_error(v, e, extra=1):g} +- {e:.2g}"
+            named = ", ".join(f"{c} = {written_to_error(v, e, extra=1)} +- {e:.2g}"
                               for c, (v, e) in zip(template.params, fit.constants))
             print(f"as fitted: y' = {to_string(template.expr)} with {named}")
         print(f"(standard errors at the noise level read from the data: sigma = {result.info['noise_sigma']:.3g} "

@@ -721,15 +721,17 @@ def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:
 
 def identifiable_form(found: Found, t, y, sigma: float) -> Found:
     """`found` as `identifiable_expression` writes it, with constants the data can determine one by
-    one, so that their standard errors mean something; `found` itself when nothing changes."""
+    one, so that their standard errors mean something; `found` itself when nothing changes. Numbers
+    the fitted law has already merged (c0*cos(c1) is one number, c0*exp(c1)*y one coefficient) are
+    one constant here too."""
     if found.template is None:
         return found
     expr = identifiable_expression(found.expr, y)
-    if expr is found.expr:
-        return found
     params: list[sympy.Symbol] = []
     start: list[float] = []
     template = Template(abstract(expr, params, start), tuple(params))
+    if expr is found.expr and len(params) >= len(found.template.params):
+        return found
     r2_value, ic = _score(template, start, found.y0, t, y, sigma)
     return replace(found, expr=template.substitute(start), template=template, values=tuple(start), ic=ic,
                    constants=len(start), r2=r2_value)

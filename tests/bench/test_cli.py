@@ -65,6 +65,10 @@ def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
                  "equations": [{"id": "a", "expression": "-y", "y0": [1]}]}), "'name'"),
     (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
                  "equations": [{"id": "a", "expression": "y**2", "y0": [1]}]}), "blows up"),
+    (json.dumps({"format": "bench-dataset/1", "name": "textbook", "version": "1",
+                 "equations": [{"id": "a", "expression": "-y", "y0": [1]}]}), "built-in"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
+                 "equations": [{"id": "a", "expression": "10**10**10*y", "y0": [1]}]}), "beyond"),
 ])
 def test_malformed_dataset_file_is_refused(tmp_path, content, problem):
     spec = tmp_path / "bad.json"
@@ -81,6 +85,12 @@ def test_malformed_dataset_file_is_refused(tmp_path, content, problem):
 def test_bad_csv_trajectory_is_refused(tmp_path, trajectory, mutate, problem):
     file = write_csv(tmp_path / "traj.csv", *mutate(*trajectory))
     assert_one_line_error(bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), problem)
+
+
+def test_csv_rows_longer_than_the_header_are_refused(tmp_path):
+    """pandas would take the extra first value as an index and read y's values as t."""
+    (tmp_path / "x.csv").write_text("t,y\n" + "".join(f"{i},{i},{i}\n" for i in range(12)))
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "more values")
 
 
 def test_csv_without_columns_is_refused(tmp_path):

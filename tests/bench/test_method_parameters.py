@@ -57,6 +57,12 @@ def test_an_unknown_parameter_is_refused_with_the_known_ones(specs):
         registry.select(["nsode:beem=16"], specs)
 
 
+def test_a_broken_literal_is_refused_and_plain_text_stays_a_string():
+    with pytest.raises(registry.RegistryError, match="not a valid Python literal"):
+        registry.parse_method_argument("sindy:fd_degrees=(3,")
+    assert registry.parse_method_argument("sindy:optimizer=stlsq") == ("sindy", {"optimizer": "stlsq"})
+
+
 def test_a_variant_with_a_parameter_runs_from_the_command_line(tmp_path):
     t = np.linspace(0, 2, 64)
     csv = tmp_path / "decay.csv"

@@ -7,7 +7,7 @@ from nsode.__main__ import main
 
 
 @pytest.mark.parametrize("content, message", [
-    ("a,b\n1,2\n", "needs columns named t and y"),
+    ("a,b\n1,2\n", "naming columns t and y"),
     ("t,y\n" + "".join(f"{i},x\n" for i in range(12)), "numbers only"),
     ("t,y\n0,1\n1,2\n", "only 2 points"),
     ("t,y\n" + "".join(f"{i % 11},{i}\n" for i in range(12)), "duplicate time"),

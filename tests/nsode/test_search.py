@@ -52,7 +52,8 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, DECAY)))
     assert main(["predict", str(path), "--plot", str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("y' = -0.5*y\n") and "y(0) = 3 +- " in out and "c0 = -0.5 +- " in out and (tmp_path / "p.png").is_file()
+    # numbers written with the digits the data support, trailing zeros included
+    assert out.startswith("y' = -0.5*y\n") and "y(0) = 3.0000" in out and "c0 = -0.5000" in out and (tmp_path / "p.png").is_file()
     assert "beyond the data (to t = 4)" in out
 
 
@@ -239,6 +240,26 @@ def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
     (rate, rate_error), (half, half_error) = supported(shown, t, y, sigma).constants
     assert rate == pytest.approx(-2, abs=3 * rate_error) and half == pytest.approx(5, abs=3 * half_error)
     assert max(e for _, e in supported(found[0], t, y, sigma).constants) > 1e4  # as written: no digits
+
+
+def test_numbers_a_fitted_law_has_merged_are_shown_as_one_constant():
+    """A straight line reached through the beam's c0*cos(c1): one number, with a finite error."""
+    import sympy
+
+    from core.fitting import noise_level
+    from nsode.search import Found, identifiable_form
+
+    t = np.linspace(0, 2, 50)
+    y = (1 + 0.5 * t) * (1 + 0.005 * np.random.default_rng(0).normal(size=t.size))
+    c0, c1 = sympy.symbols("c0 c1", real=True)
+    template = Template(c0 * sympy.cos(c1), (c0, c1))
+    values = (0.5 / np.cos(1.0), 1.0)
+    found = Found(template.substitute(values), 1.0, 0.99, 0.0, 2, "model", template=template, values=values)
+    sigma = noise_level(t, y)
+    shown = identifiable_form(found, t, y, sigma)
+    assert shown.constants == 1 and shown.values == pytest.approx((0.5,))
+    (value, error), = supported(shown, t, y, sigma).constants
+    assert value == pytest.approx(0.5) and 0 < error < 0.01
 
 
 def test_a_logistic_is_not_read_as_nested_functions(predictor):
