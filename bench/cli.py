@@ -282,13 +282,13 @@ def _run(args) -> int:
 
 
 def _list(args) -> int:
+    specs = sorted(registry.discover(tuple(args.method_file)).items())  # a broken --method-file stops here
     print("datasets:")
     for name in datasets.builtin_names():
         print(f"  {name}")
     if "large" not in datasets.builtin_names():
         print("  large      (not generated yet: python -m nsode.data large)")
     print("\nmethods:")
-    specs = sorted(registry.discover(tuple(args.method_file)).items())
     width = max((len(spec.version) for _, spec in specs), default=1) + 1
     for name, spec in specs:
         reason = registry.unavailable_reason(spec)

@@ -242,7 +242,7 @@ def _classes_in_file(path: Path) -> list[type[Method]]:
             spec.loader.exec_module(module)
         except Exception as err:
             del sys.modules[module_name]
-            raise RegistryError(f"method file {path.name} failed to load: {type(err).__name__}: {err}") from None
+            raise RegistryError(f"method file {path} failed to load: {type(err).__name__}: {err}") from None
         _loaded[path] = [
             obj for obj in vars(module).values()
             if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name and obj.name
