@@ -330,6 +330,8 @@ def _compare(args) -> int:
         raise UserError(f"--by: no column {', '.join(unknown)} in the results (e.g. dataset, noise, n, seed)")
     stored = set(rows["method"])
     methods = [name if name in stored else registry.canonical_label(name) for name in args.methods]
+    if methods[0] == methods[1]:
+        raise UserError(f"--methods: compare {methods[0]} with another method")
     try:
         table = compare.paired(rows, *methods, by=tuple(args.by))
     except ValueError as err:
