@@ -20,6 +20,9 @@
 #    skeletons.parquet, searched earlier on a CPU machine with `python -m nsode.data generate
 #    --skeletons-only`): the machine only solves them, in
 #    rounds, so training starts within a minute or two;
+#    A carried folder may be a copy of another's list with a `solution_seed` in its config.json
+#    (`generate --solution-seed`): the same skeletons solved again with new constants and initial
+#    values, so a list whose family is exhausted still gives new solutions;
 #  - a fresh paper-family seed ($FRESH_SEED), searched and solved in rounds; its list comes back.
 # Training re-lists its folders' shards on every pass, so each round joins the run as it lands.
 set -uo pipefail
@@ -52,13 +55,14 @@ if [ "$cmd" = start ]; then
   gen="$PY -m nsode.data generate -q"
   solve_seeded=""  # one chain per carried folder, with its own seed and config; no searching past its list
   for d in "${seeded[@]}"; do
-    read -r seed count < <($PY -c "import sys, yaml, pyarrow.parquet as pq
+    read -r seed count solution_seed < <($PY -c "import sys, yaml, pyarrow.parquet as pq
 from nsode.data.shards import read_config
 config, provenance = read_config(sys.argv[1])
 yaml.safe_dump(config.to_dict(), open(sys.argv[1] + '.yaml', 'w'))
-print(provenance['seed'], pq.read_metadata(sys.argv[1] + '/skeletons.parquet').num_rows)" "$d")
+print(provenance['seed'], pq.read_metadata(sys.argv[1] + '/skeletons.parquet').num_rows,
+      provenance.get('solution_seed', provenance['seed']))" "$d")
     rounds=$(for n in $SEEDED_ROUNDS; do echo $((n < count ? n : count)); done | uniq | tr '\n' ' ')
-    solve_seeded+="(for n in $rounds; do $gen --out $d --n-skeletons \$n --seed $seed -j ${SEEDED_JOBS:-1} --config $d.yaml; done >> $RUNS/gen-$(basename "$d").log 2>&1) & "
+    solve_seeded+="(for n in $rounds; do $gen --out $d --n-skeletons \$n --seed $seed --solution-seed $solution_seed -j ${SEEDED_JOBS:-1} --config $d.yaml; done >> $RUNS/gen-$(basename "$d").log 2>&1) & "
   done
   data=("$fresh" "${seeded[@]}")
   science_chain=""

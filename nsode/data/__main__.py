@@ -19,7 +19,8 @@ def _generate(args) -> int:
 
     config = cfg.load(args.config)
     result = generate.generate(args.out, args.n_skeletons, args.seed, config, jobs=args.jobs,
-                               scheduler=args.scheduler, progress=not args.quiet, solve=not args.skeletons_only)
+                               scheduler=args.scheduler, progress=not args.quiet, solve=not args.skeletons_only,
+                               solution_seed=args.solution_seed)
     if args.skeletons_only:
         print(f"{args.out}: {args.n_skeletons} skeletons listed in skeletons.parquet (not solved)")
         return 0
@@ -59,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, metavar="DIR", help="output folder (created; resumed if it exists)")
     g.add_argument("--n-skeletons", type=int, required=True, metavar="N", help="number of distinct skeletons")
     g.add_argument("--seed", type=int, required=True, metavar="S", help="random seed: same seed, same data")
+    g.add_argument("--solution-seed", type=int, metavar="S", help="seed of the constants and initial values "
+                   "drawn for each skeleton (default: --seed); a copy of a folder's skeletons.parquet solved with "
+                   "another gives new solutions of the same skeletons without searching again")
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
     g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
                    "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")

@@ -251,16 +251,19 @@ def _range_text(skeletons: list[SkeletonRow]) -> str:
 
 # ---------------------------------------------------------------- the driver
 
-def provenance(config: Config, seed: int) -> dict:
+def provenance(config: Config, seed: int, solution_seed: int | None = None) -> dict:
     excluded = excluded_skeletons()
     digest = hashlib.sha256("\n".join(sorted(excluded)).encode()).hexdigest()[:16]
-    return {**json.loads(config.to_json()), "generator_version": GENERATOR_VERSION, "seed": int(seed),
-            "excluded_skeletons": len(excluded), "excluded_skeletons_sha256": digest}
+    out = {**json.loads(config.to_json()), "generator_version": GENERATOR_VERSION, "seed": int(seed),
+           "excluded_skeletons": len(excluded), "excluded_skeletons_sha256": digest}
+    if solution_seed is not None and solution_seed != seed:  # recorded only where it differs
+        out["solution_seed"] = int(solution_seed)
+    return out
 
 
-def prepare_folder(folder: Path, config: Config, seed: int) -> None:
+def prepare_folder(folder: Path, config: Config, seed: int, solution_seed: int | None = None) -> None:
     """Write config.json, or check that an existing one matches (else GenerateError)."""
-    wanted = provenance(config, seed)
+    wanted = provenance(config, seed, solution_seed)
     file = folder / store.CONFIG_FILE
     if file.exists():
         try:
@@ -270,7 +273,7 @@ def prepare_folder(folder: Path, config: Config, seed: int) -> None:
         diff = sorted(k for k in set(have) | set(wanted) if have.get(k) != wanted.get(k))
         if diff:
             raise GenerateError(f"{folder} was generated with different {', '.join(diff)}; "
-                                "resume with the same --seed and --config, or use a new --out folder")
+                                "resume with the same --seed, --solution-seed and --config, or use a new --out folder")
     else:
         folder.mkdir(parents=True, exist_ok=True)
         store.write_text_atomic(json.dumps(wanted, indent=1, sort_keys=True) + "\n", file)
@@ -361,18 +364,22 @@ def shard_is_done(path: Path, expected: str) -> bool:
 
 
 def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs: int = 1,
-             scheduler: str | None = None, progress: bool = True, solve: bool = True) -> dict:
+             scheduler: str | None = None, progress: bool = True, solve: bool = True,
+             solution_seed: int | None = None) -> dict:
     """Generate (or resume) a training set in `out`; returns the totals over all its shards.
 
     solve=False stops after the skeleton list (skeletons.parquet), the costly half: a list searched
     on a small machine can be carried to a large one and solved there with the same command.
+    `seed` fixes the skeleton list, `solution_seed` (default `seed`) the constants and initial
+    values drawn for each skeleton: a copy of a list solved with another solution seed gives new
+    solutions of the same laws, without searching again.
     """
     from tqdm.auto import tqdm
 
     if n_skeletons < 1:
         raise GenerateError("--n-skeletons must be at least 1")
     folder = Path(out)
-    prepare_folder(folder, config, seed)
+    prepare_folder(folder, config, seed, solution_seed)
     with Executor(jobs, scheduler) as run:
         rows = find_skeletons(folder, n_skeletons, seed, config, run, progress, workers=16 if scheduler else jobs)
         if not solve:
@@ -381,7 +388,8 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
         parts = [rows[k:k + size] for k in range(0, len(rows), size)]
         todo = [s for s, part in enumerate(parts)
                 if not shard_is_done(folder / "shards" / store.shard_name(s), _range_text(part))]
-        units = [(str(folder), s, parts[s], seed, config) for s in todo]
+        solving = seed if solution_seed is None else solution_seed
+        units = [(str(folder), s, parts[s], solving, config) for s in todo]
         for _ in tqdm(run(solve_shard, units, ordered=False), total=len(units), initial=len(parts) - len(todo),
                       desc="shards", unit="shard", disable=not progress):
             pass

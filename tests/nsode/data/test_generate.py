@@ -125,6 +125,24 @@ def test_a_list_searched_alone_is_solved_later_into_the_same_folder(tmp_path, ti
     _assert_same(tiny_folder, tmp_path / "s")
 
 
+def test_a_list_solved_with_another_solution_seed_gives_new_solutions_of_the_same_skeletons(tmp_path, tiny_folder,
+                                                                                             tiny_config):
+    folder = tmp_path / "again"
+    folder.mkdir()
+    shutil.copy(tiny_folder / store.SKELETON_FILE, folder / store.SKELETON_FILE)  # no search again
+    generate.generate(folder, 7, 3, tiny_config, progress=False, solution_seed=30)
+    assert json.loads((folder / "config.json").read_text())["solution_seed"] == 30
+    def solutions(f):
+        return {(r["skeleton"], r["expression"], r["y0"]) for r in store.iter_rows(f, columns=["skeleton", "expression", "y0"])}
+
+    first, again = solutions(tiny_folder), solutions(folder)
+    assert {s for s, *_ in again} <= {s for s, *_ in first}  # the same laws...
+    assert not first & again  # ...from other initial values, most with other numbers
+    assert len({e for _, e, _ in again} - {e for _, e, _ in first}) > len(again) // 4
+    with pytest.raises(generate.GenerateError, match="solution_seed"):  # resumed only as it was made
+        generate.generate(folder, 7, 3, tiny_config, progress=False)
+
+
 def test_large_skeletons_are_never_used_for_training(tmp_path, tiny_folder, tiny_config, monkeypatch):
     first = pq.read_table(tiny_folder / store.SKELETON_FILE).column("skeleton").to_pylist()[:2]
     excluded = tmp_path / "excluded.yaml"
