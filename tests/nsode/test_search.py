@@ -57,6 +57,19 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     assert "beyond the data (to t = 4)" in out
 
 
+def test_the_paper_s_model_says_when_the_data_lie_outside_its_training_range(tmp_path, capsys):
+    from nsode.__main__ import main
+
+    t = np.linspace(0, 6, 30)  # three times the span it was trained on
+    path = tmp_path / "long.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(3 * np.exp(-0.5 * a))!r}\n" for a in t))
+    assert main(["predict", str(path), "--paper"]) == 0
+    assert "lie outside" in capsys.readouterr().out
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, DECAY)))
+    assert main(["predict", str(path), "--paper"]) == 0
+    assert "lie outside" not in capsys.readouterr().out
+
+
 def test_noisy_data_print_only_the_digits_they_support(predictor):
     y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
     result = predictor.predict(T, y)
