@@ -84,6 +84,7 @@ class Settings:
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
     unit_cost: float = 5.0  # for a law that fixes the unit of y, sin(y) or exp(y), everywhere (version 15; "Session 35")
+    unit_logs: bool = False  # log(y) with no scale of its own and no term to absorb log(lambda) fixes it too
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
     forecast_weight: float = 1.0  # of the forecast error in the tie-break (0.25-0.75 measured, not kept: model card)
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
@@ -156,7 +157,34 @@ class _Skeleton:
 
     def unit_charge(self, settings: Settings) -> float:
         """`settings.unit_cost` when a term fixes the unit of y, else 0."""
-        return settings.unit_cost if settings.unit_cost and any(term.fixes_unit for term in self.terms) else 0.0
+        if not settings.unit_cost:
+            return 0.0
+        fixes = any(term.fixes_unit for term in self.terms) or (settings.unit_logs and not logs_have_scale(self.terms))
+        return settings.unit_cost if fixes else 0.0
+
+
+def logs_have_scale(terms: list[_Term]) -> bool:
+    """Whether every log of y in the sum has a scale: a number inside its argument (log(y/K)), or,
+    for a term h(y)*log(y), the term h(y) beside it (a constant term for log(y) alone), since
+    log(lambda*y) = log(y) + log(lambda) turns a change of the unit of y into that term. A log
+    without either fixes the unit: c*log(y), c*log(y)/y, sin(log(y))."""
+    keys = {term.key for term in terms}
+    for term in terms:
+        for factor in sympy.Mul.make_args(term.rest):
+            if isinstance(factor, sympy.log) and _scaleless(factor):
+                companion = term.rest / factor
+                if term_key(companion) not in keys:
+                    return False
+            elif any(isinstance(node, sympy.log) and _scaleless(node) for node in sympy.preorder_traversal(factor)):
+                return False  # log(y)**2, 1/log(y), sin(log(y)): no term absorbs log(lambda) there
+    return True
+
+
+def _scaleless(log: sympy.log) -> bool:
+    """A log of y whose argument holds no number of its own to carry the unit (log(y), log(y**2))."""
+    numbers: list[float] = []
+    abstract(log.args[0], [], numbers)
+    return log.has(Y) and not numbers
 
 
 def free_constants(terms: list[_Term]) -> int:

@@ -208,6 +208,19 @@ def test_a_law_that_fixes_the_unit_of_y_is_charged_when_asked():
     assert shortlist(pool, Settings(top_k=1, unit_cost=5.0))[0] is law
 
 
+def test_a_log_of_y_needs_a_scale_or_a_term_that_absorbs_the_unit():
+    from nsode.search import logs_have_scale, split, term_key
+
+    def terms(text):
+        return [_Term(term_key(rest), rest, np.zeros(3), 0) for _, rest in split(parse(text))]
+
+    for text, consistent in [("1.98*log(y)/y", False), ("1.39*log(y)", False), ("4.9*log(y) - 0.002*y**2", False),
+                             ("sin(log(y))", False), ("1.0 + log(y)**2", False),
+                             ("2.0 - 0.3*log(y)", True), ("0.69*y - 0.5*y*log(y)", True),  # Gompertz, expanded
+                             ("0.5*y*log(80.0/y)", True), ("0.7*log(0.4*y)", True), ("-0.1*y", True)]:
+        assert logs_have_scale(terms(text)) is consistent, text
+
+
 def test_constants_that_move_together_keep_the_digits_the_law_needs():
     # c and p of c*y**p (y near 1e6) are each poorly determined alone, well together: rounding
     # each at its own error would change the law, so digits are added until it fits as well
