@@ -84,7 +84,7 @@ class Settings:
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
     unit_cost: float = 5.0  # for a law that fixes the unit of y, sin(y) or exp(y), everywhere (version 15; "Session 35")
-    unit_logs: bool = False  # log(y) with no scale of its own and no term to absorb log(lambda) fixes it too
+    unit_logs: bool = False  # log(y) with no scale and no term to absorb log(lambda) fixes it too (measured, not kept)
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
     forecast_weight: float = 1.0  # of the forecast error in the tie-break (0.25-0.75 measured, not kept: model card)
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
