@@ -37,6 +37,7 @@ MXSTEP = 5000  # LSODA steps between two output points: the counted bound of one
 SOLVE_SAFETY_S = 5.0  # wall-clock safety net per solve; never reached on an ordinary fit
 PENALTY = 1e3  # scaled residual of a parameter set whose trajectory fails
 CONDITION_LIMIT = 1e-7  # relative sensitivities less independent than this are taken as degenerate
+RESOLVED = 1e-6  # a difference step must move the trajectory this much, relative to it (solver rtol 1e-10)
 NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
@@ -300,20 +301,28 @@ def sensitivities(template: Template, values, y0: float, t: np.ndarray, *,
     """(J, size): J[i, j] the trajectory's sensitivity at t_i to number j of (y0, *values) times
     that number's size (central differences of tightly integrated solutions, steps relative to
     each number, so units do not matter); None where a perturbed trajectory cannot be integrated
-    or J is not finite."""
+    or J is not finite. A number whose own step moves the trajectory less than the solver's error
+    can resolve (a slope fitted to 1e-16 on a straight line) is stepped tenfold larger, up to the
+    largest number's step."""
     x = np.array([y0, *values], dtype=float)
     t = np.asarray(t, float)
     size = np.where(x != 0, np.abs(x), 1.0)
+    largest = float(np.max(size))
     jac = np.empty((len(t), len(x)))
     for i in range(len(x)):
-        h = rel_step * size[i]
-        up, down = x.copy(), x.copy()
-        up[i] += h
-        down[i] -= h
-        try:
-            paths = [trajectory(template, p[1:], p[0], t, rtol=1e-10, atol=1e-12) for p in (up, down)]
-        except SOLVE_FAILURES:
-            return None
+        while True:
+            h = rel_step * size[i]
+            up, down = x.copy(), x.copy()
+            up[i] += h
+            down[i] -= h
+            try:
+                paths = [trajectory(template, p[1:], p[0], t, rtol=1e-10, atol=1e-12) for p in (up, down)]
+            except SOLVE_FAILURES:
+                return None
+            moved = np.max(np.abs(paths[0] - paths[1]), initial=0.0)
+            if moved > RESOLVED * np.max(np.abs(paths[0]), initial=0.0) or size[i] >= largest:
+                break
+            size[i] = min(10 * size[i], largest)
         jac[:, i] = (paths[0] - paths[1]) / (2 * h)
     if not np.all(np.isfinite(jac)):
         return None

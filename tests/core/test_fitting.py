@@ -113,6 +113,13 @@ def test_standard_errors_match_linear_regression_for_a_constant_rate():
     assert errors[0] == pytest.approx(0.01 * math.sqrt(1 / len(t) + (t[0] - t.mean()) ** 2 / spread), rel=1e-4)
 
 
+def test_a_number_fitted_to_round_off_still_has_its_standard_error():
+    # a straight line fitted as y' = a + b*y gives b near 1e-16; its error is that of any small b
+    t = np.linspace(0, 2, 50)
+    tiny, small = (standard_errors(Template(A + B * Y, (A, B)), [0.5, b], 1.0, t, 0.01) for b in (-2.4e-16, 1e-6))
+    assert np.all(np.isfinite(tiny)) and tiny == pytest.approx(small, rel=1e-3)
+
+
 def test_a_constant_the_data_cannot_determine_has_an_infinite_error():
     t = np.linspace(0, 2, 32)  # y' = a + b: only the sum is determined
     assert np.all(np.isinf(standard_errors(Template(A + B + 0 * Y, (A, B)), [0.3, 0.4], 1.0, t, 0.01)))
