@@ -131,14 +131,15 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     listing = bench("list")
     assert listing.returncode == 0 and "truth" in listing.stdout and "textbook" in listing.stdout
     out = tmp_path / "o"
-    bench("run", "--methods", "truth", "--out", out)
+    bench("run", "--methods", "truth", "truth-refit", "--noise", "0", "--out", out)
     report = bench("report", out)
-    assert report.returncode == 0 and "truth" in report.stdout
+    assert report.returncode == 0 and "truth-refit" in report.stdout
     rescored = bench("score", out)
-    assert rescored.returncode == 0 and "re-scored 12" in rescored.stdout
-    paired = bench("compare", out, "--methods", "truth", "truth")
-    assert paired.returncode == 0 and "12 / 12 (0 vs 0, p 1)" in paired.stdout
+    assert rescored.returncode == 0 and "re-scored 24" in rescored.stdout
+    paired = bench("compare", out, "--methods", "truth", "truth-refit")
+    assert paired.returncode == 0 and "12 / 12" in paired.stdout  # both solve every clean task
     assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"), "sindy")
+    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth"), "another method")
 
 
 def test_method_with_a_broken_dependency_is_listed_unavailable(tmp_path):
