@@ -57,6 +57,22 @@ def shown(expression: str, digits: int = 4) -> str:
     return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
 
 
+def numbered_as_read(expr, params, constants) -> tuple[str, list]:
+    """The fitted form as text with its constants renamed c0, c1, ... in the order they are read
+    (`c0 + c1*y`, not `c1 + c0*y`), and the (value, error) pairs in that order."""
+    import re
+
+    import sympy
+
+    from core.expressions import to_string
+
+    text = to_string(expr)
+    position = {p: m.start() for p in params for m in [re.search(rf"\b{p}\b", text)] if m}
+    order = sorted(range(len(params)), key=lambda i: position.get(params[i], len(text)))
+    renamed = expr.xreplace({params[i]: sympy.Symbol(f"c{k}", real=True) for k, i in enumerate(order)})
+    return to_string(renamed), [constants[i] for i in order]
+
+
 def readable(expression: str, y) -> str:
     """The expression with numbers that only rescale a term folded into its coefficient
     (`nsode.search.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
@@ -192,7 +208,6 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
-    from core.expressions import to_string
     from core.fitting import written_to_error
     from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
     from nsode.data.tokens import to_infix
@@ -222,11 +237,10 @@ def main(argv=None) -> int:
     print(f"y' = {label}")
     if fit:
         print(f"y({t[0]:g}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
-        template = chosen.template
         if fit.constants:
-            named = ", ".join(f"{c} = {written_to_error(v, e, extra=1)} +- {e:.2g}"
-                              for c, (v, e) in zip(template.params, fit.constants))
-            print(f"as fitted: y' = {to_string(template.expr)} with {named}")
+            form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
+            named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
+            print(f"as fitted: y' = {form} with {named}")
         print(f"(standard errors at the noise level read from the data: sigma = {result.info['noise_sigma']:.3g} "
               "in units of y)")
     print(f"R^2 on the data: {r2_text(result.r2)}")

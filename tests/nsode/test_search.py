@@ -70,6 +70,16 @@ def test_the_paper_s_model_says_when_the_data_lie_outside_its_training_range(tmp
     assert "lie outside" not in capsys.readouterr().out
 
 
+def test_the_fitted_form_numbers_its_constants_in_the_order_they_are_read():
+    import sympy
+
+    from nsode.__main__ import numbered_as_read
+
+    c0, c1 = sympy.symbols("c0 c1", real=True)
+    form, constants = numbered_as_read(c1 + c0 * Y, (c0, c1), [(-0.5, 0.01), (1.2, 0.02)])
+    assert form == "c0 + c1*y" and constants == [(1.2, 0.02), (-0.5, 0.01)]
+
+
 def test_noisy_data_print_only_the_digits_they_support(predictor):
     y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
     result = predictor.predict(T, y)
