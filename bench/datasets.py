@@ -54,13 +54,13 @@ def resolve(name_or_path: str) -> Path:
 def load(name_or_path: str) -> list[Trajectory]:
     """All ground-truth trajectories of a dataset (solving and caching them on first use)."""
     path = resolve(name_or_path)
-    if path.is_dir() or path.suffix.lower() == ".csv":
-        return load_csv(path)
-    spec = read_spec(path)
-    builtin = DATASETS_DIR / f"{spec['name']}.json"
+    csv = path.is_dir() or path.suffix.lower() == ".csv"
+    spec = None if csv else read_spec(path)
+    name = path.stem if csv else spec["name"]  # a CSV dataset is named by its file or folder
+    builtin = DATASETS_DIR / f"{name}.json"
     if builtin.exists() and builtin.resolve() != path.resolve():  # its rows would mix with the built-in's
-        raise DatasetError(f"{path}: 'name' {spec['name']!r} is a built-in dataset's; give yours another name")
-    return load_spec_trajectories(spec)
+        raise DatasetError(f"{path}: the name {name!r} is a built-in dataset's; give yours another name")
+    return load_csv(path) if csv else load_spec_trajectories(spec)
 
 
 def read_spec(path: Path) -> dict:

@@ -198,13 +198,13 @@ def parse_method_argument(text: str) -> tuple[str, dict[str, Any]]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip().isidentifier():
             raise RegistryError(f"method argument {text!r}: expected NAME:key=value,... (got {item!r})")
+        key, value = key.strip(), value.strip()
         try:
-            params[key.strip()] = ast.literal_eval(value.strip())
+            params[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            if value.strip()[:1] in "([{'\"" and value.strip():  # meant as a literal, and broken
-                raise RegistryError(f"method argument {text!r}: {key.strip()}={value.strip()} "
-                                    "is not a valid Python literal") from None
-            params[key.strip()] = value.strip()
+            if value and value[0] in "([{'\"":  # meant as a literal, and broken
+                raise RegistryError(f"method argument {text!r}: {key}={value} is not a valid Python literal") from None
+            params[key] = value
     return name.strip(), params
 
 

@@ -379,6 +379,7 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
     if n_skeletons < 1:
         raise GenerateError("--n-skeletons must be at least 1")
     folder = Path(out)
+    solution_seed = seed if solution_seed is None else solution_seed
     prepare_folder(folder, config, seed, solution_seed)
     with Executor(jobs, scheduler) as run:
         rows = find_skeletons(folder, n_skeletons, seed, config, run, progress, workers=16 if scheduler else jobs)
@@ -388,8 +389,7 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
         parts = [rows[k:k + size] for k in range(0, len(rows), size)]
         todo = [s for s, part in enumerate(parts)
                 if not shard_is_done(folder / "shards" / store.shard_name(s), _range_text(part))]
-        solving = seed if solution_seed is None else solution_seed
-        units = [(str(folder), s, parts[s], solving, config) for s in todo]
+        units = [(str(folder), s, parts[s], solution_seed, config) for s in todo]
         for _ in tqdm(run(solve_shard, units, ordered=False), total=len(units), initial=len(parts) - len(todo),
                       desc="shards", unit="shard", disable=not progress):
             pass

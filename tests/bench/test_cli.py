@@ -93,6 +93,11 @@ def test_csv_rows_longer_than_the_header_are_refused(tmp_path):
     assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "more values")
 
 
+def test_csv_named_like_a_built_in_dataset_is_refused(tmp_path, trajectory):
+    file = write_csv(tmp_path / "textbook.csv", *trajectory)
+    assert_one_line_error(bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), "built-in")
+
+
 def test_csv_without_columns_is_refused(tmp_path):
     (tmp_path / "x.csv").write_text("time,value\n0,1\n")
     assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "t and y")
