@@ -389,7 +389,7 @@ def written_to_error(value: float, error: float, max_digits: int = 6, extra: int
     rounded = round_to_error(value, error, max_digits, extra)
     if rounded == 0 or not math.isfinite(rounded):
         return f"{rounded:g}"
-    own = len(f"{rounded:.15e}".split("e")[0].replace("-", "").replace(".", "").rstrip("0"))
+    own = len(repr(abs(rounded)).split("e")[0].replace(".", "").strip("0"))  # shortest round-trip digits
     digits = max(_supported_digits(rounded, error, max_digits, extra), own)
     mantissa, _, exponent = f"{rounded:#.{digits}g}".partition("e")
     return mantissa.rstrip(".") + (f"e{exponent}" if exponent else "")

@@ -164,3 +164,9 @@ def test_numbers_are_rounded_at_their_standard_error(value, error, shown):
     (3.0, math.inf, "3"), (0.0, 0.1, "0"), (1.23456, 0.5, "1.2")])
 def test_numbers_are_written_with_the_digits_they_keep(value, error, written):
     assert written_to_error(value, error) == written
+
+
+def test_a_kept_digit_is_written_without_binary_round_off():
+    # -9.931 is -9.930999999999999... in binary; the extra digit must not print the round-off
+    assert written_to_error(-9.930999999999999, 0.088, extra=1) == "-9.931"
+    assert written_to_error(0.1 + 0.2, 0.0001) == "0.3000"
