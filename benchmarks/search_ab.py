@@ -20,6 +20,14 @@ perfect tie-break (some tied fit recovers the law):
     python benchmarks/search_ab.py window dev.json --out dev-window.json
     python benchmarks/search_ab.py ties dev-window.json
 
+A perfect tie-break often wins with a stand-in that happens to extrapolate. `bound` sets the
+search against the true law instead: per trajectory, whether the law refitted (the ceiling)
+recovers, and where the law fitted alone lies in criterion units above the best fit of the
+window record; a law the search misses more than the tie window above the best fit is one the
+data do not support, whatever the proposals:
+
+    python benchmarks/search_ab.py bound dev-window.json dev.json
+
 A candidate scale-invariant checkpoint is judged the same way: `beams --scaled FOLDER` caches the
 beams with it in the shipped one's place, and the two caches' `run`s are compared.
 """
@@ -57,17 +65,17 @@ def observed(points: int | None) -> np.ndarray:
 
 def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24,
           sigmas=SIGMAS):
-    """(name, truth on [0, 4], observations on [0, 2]) of every trajectory of a draw."""
+    """(name, truth on [0, 4], observations on [0, 2], f) of every trajectory of a draw."""
     out = []
     for sigma in sigmas:
         for scale in SCALES:
-            for i, (truth, y, _) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale)):
-                out.append((f"simple x{scale:g} s{sigma} #{i}", truth, y))
+            for i, (truth, y, f) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale)):
+                out.append((f"simple x{scale:g} s{sigma} #{i}", truth, y, f))
     for folder in folders:
         laws = generated_cases(folder, skeletons[1])[skeletons[0]:]
         for sigma in sigmas:
-            out += [(f"{Path(folder).name} s{sigma} {name}", truth, y)
-                    for name, truth, y, _ in generated_observations(laws, sigma, noise_seed)]
+            out += [(f"{Path(folder).name} s{sigma} {name}", truth, y, f)
+                    for name, truth, y, f in generated_observations(laws, sigma, noise_seed)]
     return out
 
 
@@ -122,7 +130,7 @@ def _recovery(text: str, truth: np.ndarray) -> float:
 
 def _search(job) -> tuple[str, str, float, float]:
     """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search) of one trajectory."""
-    (name, truth, y), exprs, overrides, index = job
+    (name, truth, y, _), exprs, overrides, index = job
     from core.expressions import to_string
     from nsode.search import search
 
@@ -139,7 +147,7 @@ def _window(job) -> dict:
     """One trajectory's search pick and its tie window widened to `wide` criterion units: each
     safe fit as MEMBER_FIELDS (its criterion with prior as "score", R^2 against the truth on
     [0, 4] as "r2"), the criterion's pick first."""
-    (name, truth, y), exprs, overrides, index, wide = job
+    (name, truth, y, _), exprs, overrides, index, wide = job
     from core.expressions import complexity, nested_functions, to_string
     from nsode.search import forecast_error, rivals, search
 
@@ -161,6 +169,46 @@ def _window(job) -> dict:
                                                         f.constants, text, _recovery(text, truth)))))
     pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
     return {"case": name, "pick": pick, "r2": _recovery(pick, truth), "members": members}
+
+
+ALONE = {"variants": False, "combine": 0, "steady": False, "snap": False, "snap_fitted": False, "per_capita": 0}
+
+
+def _bound(job) -> dict:
+    """One trajectory against its true law f: does the law refitted recover (the ceiling), and the
+    criterion of f's skeleton fitted alone (the search's fitter, no other candidate) minus that of
+    the best safe fit of the `window` record (inf where f's own fits are all unsafe)."""
+    (name, truth, y, f), record, index = job
+    from nsode.search import search
+    from nsode_quality import refitted_truth
+
+    t, y = SIMPLE_T[index], y[index]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ceiling = _recovery(refitted_truth(f, t, y), truth)
+        found, _ = search([f], t, y, Settings(**ALONE))
+    scores = [x.score for x in found if math.isfinite(x.score) and x.rejected is None]
+    best = record["members"][0]["score"] if record["members"] else math.nan
+    return {"case": name, "search": record["r2"] > 0.99, "ceiling": ceiling > 0.99,
+            "gap": min(scores) - best if scores else math.inf}
+
+
+def bound_table(rows: list[dict], window_units: float) -> pd.DataFrame:
+    """Recovered by the search, by the ceiling and by either, per family and noise level, and the
+    ceiling's recoveries the search misses split by where the law fitted alone lies: within the
+    tie window of the best fit (a choice the data leave open) or above it (the data prefer others)."""
+    table = pd.DataFrame(rows)
+    parts = table.case.str.split(" ")
+    table["set"] = parts.str[0] + " " + parts.map(lambda p: next(w for w in p[1:] if w.startswith("s")))
+    only = table.ceiling & ~table.search
+    table["ceiling only, law within window"] = only & (table.gap <= window_units)
+    table["ceiling only, law above window"] = only & ~(table.gap <= window_units)
+    table["either"] = table.search | table.ceiling
+    columns = ["search", "ceiling", "either", "ceiling only, law within window", "ceiling only, law above window"]
+    out = table.groupby("set")[columns].sum()
+    out.insert(0, "trajectories", table.groupby("set").size())
+    out.loc["all"] = out.sum()
+    return out
 
 
 def window(members: list[dict], settings: Settings) -> list[dict]:
@@ -246,10 +294,13 @@ def main() -> None:
     w.add_argument("--out", type=Path, required=True)
     t = sub.add_parser("ties", help="tie-break rules replayed on `window` records, beside a perfect tie-break")
     t.add_argument("records", type=Path, nargs="+")
+    o = sub.add_parser("bound", help="the search against the true law refitted, per family, from `window` records")
+    o.add_argument("records", type=Path, help="a `window` record file")
+    o.add_argument("beams", type=Path, help="the cached draw it was recorded on")
     c = sub.add_parser("compare", help="recovered per set, paired, for two runs")
     c.add_argument("first", type=Path)
     c.add_argument("second", type=Path)
-    for q in (b, r, w):
+    for q in (b, r, w, o):
         q.add_argument("-j", "--jobs", type=int, default=2)
     args = p.parse_args()
 
@@ -257,7 +308,7 @@ def main() -> None:
         draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas)
         index = observed(args.points)
         with Pool(args.jobs, initializer=_use_reader, initargs=(args.scaled, args.reads)) as pool:
-            beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y in draw], chunksize=4)
+            beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y, _ in draw], chunksize=4)
         args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
                                                  "noise_seed": args.noise_seed, "sigmas": args.sigmas,
@@ -288,6 +339,19 @@ def main() -> None:
         table.to_csv(args.out, index=False)
         print(f"recovered {int((table.r2 > 0.99).sum())} of {len(table)}, R^2 > 0.9 {int((table.r2 > 0.9).sum())}, "
               f"median search CPU {table.cpu_s.median():.2f} s -> {args.out}")
+    elif args.command == "bound":
+        missing = [str(path) for path in (args.records, args.beams) if not path.is_file()]
+        if missing:
+            raise SystemExit(f"error: no such file: {', '.join(missing)}")
+        records, cached = json.loads(args.records.read_text()), json.loads(args.beams.read_text())
+        d = cached["draw"]
+        draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
+                     d.get("sigmas", SIGMAS))
+        if [c[0] for c in draw] != [r["case"] for r in records]:
+            raise SystemExit(f"error: {args.records} was not recorded on the draw of {args.beams}")
+        with Pool(args.jobs) as pool:
+            rows = pool.map(_bound, [(c, r, observed(d.get("points"))) for c, r in zip(draw, records)], chunksize=2)
+        print(bound_table(rows, Settings().forecast).to_string())
     elif args.command == "ties":
         missing = [str(path) for path in args.records if not path.is_file()]
         if missing:
