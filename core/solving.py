@@ -63,13 +63,24 @@ def solve(
     except (ArithmeticError, ValueError, TypeError) as err:
         raise SolveError(f"right-hand side not real-valued on the path ({err})") from None
     if info["message"] != "Integration successful.":
-        reached = float(np.max(info["tcur"])) if len(info.get("tcur", ())) else float(t[0])
-        raise SolveError(f"LSODA stopped near t = {reached:.4g} (the solution blows up or leaves the "
+        where = _stopped(np.asarray(info.get("tcur", ()), float), np.asarray(t, float))
+        raise SolveError(f"LSODA stopped {where} (the solution blows up or leaves the "
                          f"right-hand side's domain there): {info['message'].strip()}")
     out = out[:, 0]
     if not np.all(np.isfinite(out)):
         raise SolveError("solution is not finite")
     return out
+
+
+def _stopped(tcur: np.ndarray, t: np.ndarray) -> str:
+    """Where a failed odeint call stopped, as text. tcur[i] is the time reached for output
+    t[i + 1]; it is valid up to the first entry short of its output (the entries after it are left
+    over from earlier calls), so the failure lies between that entry and its output time."""
+    short = np.flatnonzero(tcur < t[1: len(tcur) + 1])
+    if not len(short):
+        return f"near t = {(tcur[-1] if len(tcur) else t[0]):.4g}"
+    low, high = f"{tcur[short[0]]:.4g}", f"{t[short[0] + 1]:.4g}"
+    return f"near t = {high}" if low == high else f"between t = {low} and {high}"
 
 
 # central 9-point stencil (accuracy order 8, the closest even order to 9th-order differences;

@@ -170,3 +170,14 @@ def test_a_kept_digit_is_written_without_binary_round_off():
     # -9.931 is -9.930999999999999... in binary; the extra digit must not print the round-off
     assert written_to_error(-9.930999999999999, 0.088, extra=1) == "-9.931"
     assert written_to_error(0.1 + 0.2, 0.0001) == "0.3000"
+
+
+def test_a_blow_up_is_placed_where_it_happens_after_earlier_solves():
+    # odeint's tcur keeps values from earlier calls past the point where a call fails
+    from core.solving import SolveError
+
+    t = np.linspace(0, 4, 9)
+    solve(lambda v: -0.3 * v, 1.0, t)
+    solve(lambda v: -0.3 * v, 2.5, t)
+    with pytest.raises(SolveError, match=r"between t = 0\.500\d and 1 "):
+        solve(lambda v: v * v, 1.0, t)  # y' = y**2 from 1 blows up at t = 1
