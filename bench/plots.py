@@ -187,6 +187,9 @@ def dataset_statistics(names, out: Path, data_folder: str | Path | None = None) 
     if training is not None:
         records += [{"dataset": "training", "expression": e, "complexity": c} for e, c in training]
     frame = pd.DataFrame(records, columns=["dataset", "expression", "complexity"])
+    if frame.empty:
+        print("skipping dataset statistics: no true f(y) in " + ", ".join(map(str, names)))
+        return []
     ops = [{"dataset": name, "operator": op, "count": count}
            for name, part in frame.groupby("dataset") for op, count in operator_counts(part.expression).items()]
     ops = pd.DataFrame(ops, columns=["dataset", "operator", "count"])

@@ -98,3 +98,12 @@ def test_tables_give_medians_with_interquartile_ranges_and_failure_counts(rows, 
     counts = report.failure_counts(rows).set_index("method")
     assert counts.loc["fails", "error"] == 16 and "good" not in counts.index
     assert "RuntimeError: boom" in paths["failures_markdown"].read_text()
+
+
+def test_a_dataset_without_true_laws_has_no_statistics_figure(tmp_path, capsys):
+    folder = tmp_path / "observed"
+    folder.mkdir()
+    t = np.linspace(0, 2, 20)
+    pd.DataFrame({"t": t, "y": 3 * np.exp(-0.5 * t)}).to_csv(folder / "decay.csv", index=False)
+    assert plots.dataset_statistics([str(folder)], tmp_path / "figures") == []
+    assert "no true f(y)" in capsys.readouterr().out
