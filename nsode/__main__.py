@@ -159,6 +159,14 @@ def _figure_path(path: Path) -> Path:
         path = path.with_name(path.name + ".png")
     if not path.parent.is_dir():
         raise InputError(f"--plot {path}: the folder {path.parent} does not exist")
+    existed = path.exists()
+    try:  # before the fit, not after it: a place that cannot take the file is refused now
+        with open(path, "ab"):
+            pass
+    except OSError as err:
+        raise InputError(f"--plot {path}: cannot write there ({err.strerror or err})") from None
+    if not existed:
+        path.unlink()
     return path
 
 
@@ -257,7 +265,11 @@ def main(argv=None) -> int:
               "scale-invariant model")
     others = beyond_the_data(result, t) if result.chosen is not None else None
     if args.plot:
-        plot(args.plot, t, y, result.expression, result.y0, label, others)
+        try:
+            plot(args.plot, t, y, result.expression, result.y0, label, others)
+        except OSError as err:
+            print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
+            return 1
         print(f"plot written to {args.plot}")
     return 0
 

@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,6 +89,12 @@ def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_sea
         assert stop.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
     assert main(["predict", str(path), "--plot", str(tmp_path / "nowhere" / "p.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    if Path("/proc/self").is_dir():  # a folder that takes no new files, even from root
+        assert main(["predict", str(path), "--plot", "/proc/nsode-fit.png"]) == 2
+        assert "cannot write there" in capsys.readouterr().err
+    (tmp_path / "bad.csv").write_text("t,y\n0,1\n")
+    assert main(["predict", str(tmp_path / "bad.csv"), "--plot", str(tmp_path / "fine.png")]) == 2
+    assert not (tmp_path / "fine.png").exists()  # the probe leaves no empty file behind
 
 
 def test_options_the_run_would_ignore_or_cannot_use_are_refused(tmp_path, capsys):
