@@ -191,6 +191,9 @@ def finish(pending: Pending, result: dict) -> dict:
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
     digests = data_digests(sweep.datasets)
+    if digests:  # user files: a broken one says what is wrong with it, not that it changed
+        for name in sweep.datasets:
+            datasets.load(name)
     _check_data_unchanged(digests, store.folder)
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)

@@ -248,6 +248,9 @@ def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, traj
     write_csv(tmp_path / "a" / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)
     assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
                                 "--out", out), "changed since")
+    (tmp_path / "a" / "traj.csv").write_text("a,b\n1,2\n")  # broken, not merely changed: says what is wrong
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
+                                "--out", out), "t and y")
 
 
 def test_seeds_must_be_whole_numbers_from_zero_and_score_needs_a_result_folder(tmp_path):
