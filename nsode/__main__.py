@@ -20,6 +20,7 @@ not determine the extrapolation, whichever law is chosen.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -118,6 +119,16 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     plt.close(fig)
 
 
+def time_text(value: float, t: np.ndarray) -> str:
+    """A time written to about 1e-4 of the observed span, however far from zero the clock starts
+    (Unix seconds, years: 1.7e+09 would hide an hour of a month-long record)."""
+    span = float(t[-1] - t[0])
+    if span <= 0 or value == 0:
+        return f"{value:.4g}"
+    digits = max(4, math.floor(math.log10(abs(value))) - math.floor(math.log10(span)) + 5)
+    return f"{value:.{min(digits, 17)}g}"
+
+
 def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     """Print how far the fits the data cannot tell from the pick (`nsode.search.rivals`) part from
     it over twice the observed span; returns their trajectories for the plot."""
@@ -125,7 +136,7 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     from nsode.search import RIVAL_WINDOW, extrapolations
 
     grid, (pick, *paths) = extrapolations([result.chosen, *result.rivals], t)
-    end = f"to t = {grid[-1]:.4g}"
+    end = f"to t = {time_text(grid[-1], t)}"
     if not np.all(np.isfinite(pick)):
         print(f"beyond the data ({end}): this fit's solution does not reach it")
         return grid, []
@@ -244,7 +255,7 @@ def main(argv=None) -> int:
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
     if fit:
-        print(f"y({t[0]:g}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
+        print(f"y({time_text(t[0], t)}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
         if fit.constants:
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))

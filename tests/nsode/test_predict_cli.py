@@ -130,3 +130,12 @@ def test_candidates_outside_the_model_s_vocabulary_are_shown_too():
     from nsode.__main__ import shown
 
     assert shown("-0.502251234*Abs(y)") == "-0.5023*Abs(y)"  # abs comes from the search, not the model
+
+
+def test_times_are_written_to_a_fraction_of_the_span_however_late_the_clock_starts():
+    from nsode.__main__ import time_text
+
+    unix = 1700003600 + np.linspace(0, 2592000, 80)  # a month of Unix seconds
+    assert time_text(unix[0], unix) == "1.7000036e+09"  # 1.7e+09 would be an hour off
+    assert time_text(4.0, np.linspace(0, 2, 64)) == "4" and time_text(0.0, np.linspace(0, 2, 64)) == "0"
+    assert time_text(1950.5, np.linspace(1950, 2020, 71)) == "1950.5"
