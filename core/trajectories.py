@@ -38,10 +38,12 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
         raise TrajectoryFileError(f"{path}: is a folder; give a CSV file")
     if not path.is_file():
         raise TrajectoryFileError(f"{path}: no such file")
+    skip, names = _comment_lines(path)
     try:
         with warnings.catch_warnings():  # more values in a row than names in the header
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(path, index_col=False)  # never a column taken silently as the index
+            frame = pd.read_csv(path, index_col=False, skiprows=skip,  # never a column taken silently as the index
+                                **({"header": None, "names": names} if names else {}))
     except pd.errors.ParserWarning:
         raise TrajectoryFileError(f"{path}: some rows have more values than the header has names") from None
     except Exception as err:
@@ -50,6 +52,10 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     if not {"t", "y"} <= set(frame.columns):
         found = ", ".join(repr(c) for c in frame.columns) or "none"
         raise TrajectoryFileError(f"{path}: needs a first line naming columns t and y, comma-separated (found {found})")
+    twice = sorted({c for c in ("t", "y") if list(frame.columns).count(c) > 1})
+    if twice:
+        raise TrajectoryFileError(f"{path}: more than one column is named {' and '.join(twice)} "
+                                  "(names are read without case or spaces); keep one")
     try:
         t = pd.to_numeric(frame["t"], errors="raise").to_numpy(float)
         y = pd.to_numeric(frame["y"], errors="raise").to_numpy(float)
@@ -63,6 +69,30 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     except ValueError as err:
         raise TrajectoryFileError(f"{path}: {err}") from None
     return TrajectoryFile(t, y, _expression(path, frame))
+
+
+def _comment_lines(path: Path) -> tuple[int, list[str] | None]:
+    """Lines starting with # before the header are skipped; when the last of them names the
+    columns and the next line does not (numpy.savetxt writes `# t,y`), it is the header."""
+    skip, last = 0, None
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as lines:
+            for line in lines:
+                if not line.lstrip().startswith("#"):
+                    following = line
+                    break
+                skip, last = skip + 1, line
+            else:
+                following = ""
+    except OSError:
+        return 0, None
+    def named(text: str) -> list[str]:
+        return [part.strip() for part in text.split(",")]
+    if last is not None:
+        header = named(last.lstrip().lstrip("#"))
+        if {"t", "y"} <= {h.lower() for h in header} and not {"t", "y"} <= {h.lower() for h in named(following)}:
+            return skip, header
+    return skip, None
 
 
 def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MIN_POINTS) -> None:

@@ -189,7 +189,8 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="predict")
     pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
-    pr.add_argument("file", type=Path, help="CSV whose first line names columns t and y (rows in any order: they are sorted by t)")
+    pr.add_argument("file", type=Path, help="CSV whose first line names columns t and y (lines starting with # before it are skipped; "
+                    "rows in any order: they are sorted by t)")
     pr.add_argument("--checkpoint", type=Path, default=None,
                     help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "

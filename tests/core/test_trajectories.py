@@ -1,0 +1,36 @@
+"""The one reader of trajectory files: what a CSV may look like, and what is refused."""
+import numpy as np
+import pytest
+
+from core.trajectories import TrajectoryFileError, read_trajectory
+
+T = np.linspace(0, 2, 20)
+ROWS = "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, 3 * np.exp(-0.5 * T)))
+
+
+@pytest.mark.parametrize("text", [
+    "t,y\n" + ROWS,
+    "# measured 2026-11-27\n# lab 3\nt,y\n" + ROWS,  # comment lines before the header are skipped
+    "# t,y\n" + ROWS,  # numpy.savetxt's header: the comment is the header
+    " T , Y \n" + ROWS,
+])
+def test_a_trajectory_is_read_with_or_without_comment_lines(tmp_path, text):
+    (tmp_path / "d.csv").write_text(text)
+    read = read_trajectory(tmp_path / "d.csv")
+    assert len(read.t) == 20 and read.y[0] == 3.0
+
+
+def test_numpy_savetxt_output_is_read(tmp_path):
+    np.savetxt(tmp_path / "d.csv", np.c_[T, 2 * T], delimiter=",", header="t,y")
+    assert np.allclose(read_trajectory(tmp_path / "d.csv").y, 2 * T)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("t,y,Y\n" + "".join(f"{a},{a},{a}\n" for a in T), "more than one column is named y"),
+    ("# just a note\n" + ROWS, "naming columns t and y"),
+    ("t,y\n" + "".join(f"{a},{a},{a}\n" for a in T), "more values than the header"),
+])
+def test_ambiguous_columns_are_refused_by_name(tmp_path, text, message):
+    (tmp_path / "d.csv").write_text(text)
+    with pytest.raises(TrajectoryFileError, match=message):
+        read_trajectory(tmp_path / "d.csv")
