@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -117,6 +118,9 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+NUMBER = re.compile(r"(?<![\w.])\d+(\.\d*)?([eE][-+]?\d+)?")
 
 
 def time_text(value: float, t: np.ndarray) -> str:
@@ -265,9 +269,15 @@ def main(argv=None) -> int:
               "in units of y)")
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
-    print(f"top {min(args.top, len(result.candidates))} candidates ({order}; R^2 of the integrated trajectory):")
-    for expr, r2 in result.candidates[: args.top]:
-        print(f"  {r2_text(r2):>10}  {shown(readable(expr, y))}")
+    listed: dict[str, tuple[str, str]] = {}  # each law once as printed (0 and 0.0 are one law)
+    for expr, r2 in result.candidates:
+        if len(listed) == args.top:
+            break
+        text = shown(readable(expr, y))
+        listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2_text(r2)))
+    print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
+    for text, r2 in listed.values():
+        print(f"  {r2:>10}  {text}")
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.paper and not args.checkpoint and not in_raw_range(t, y):
