@@ -41,7 +41,7 @@ def _cell(wide: pd.DataFrame) -> dict:
         scored = wide[wide[f"r2_{part}_1"].notna() & wide[f"r2_{part}_2"].notna()]
         one, two = scored[f"r2_{part}_1"] > GOOD_R2, scored[f"r2_{part}_2"] > GOOD_R2
         only_one, only_two = int((one & ~two).sum()), int((two & ~one).sum())
-        out |= {f"{part} solved 1": int(one.sum()), f"{part} solved 2": int(two.sum()),
+        out |= {f"{part} scored": len(scored), f"{part} solved 1": int(one.sum()), f"{part} solved 2": int(two.sum()),
                 f"{part} only 1": only_one, f"{part} only 2": only_two,
                 f"{part} p": binomtest(only_one, only_one + only_two).pvalue if only_one + only_two else 1.0}
     out |= {"median fit 1 (s)": wide["fit_time_1"].median(), "median fit 2 (s)": wide["fit_time_2"].median()}
@@ -55,7 +55,7 @@ def format_markdown(table: pd.DataFrame, first: str, second: str) -> str:
     for part in ("interp", "extrap"):
         shown[f"{part}: solved"] = [
             f"{r[f'{part} solved 1']} / {r[f'{part} solved 2']} ({r[f'{part} only 1']} vs {r[f'{part} only 2']}, "
-            f"p {r[f'{part} p']:.2g})" for r in records]
+            f"p {r[f'{part} p']:.2g})" if r[f"{part} scored"] else "not scored (no truth there)" for r in records]
     shown["median fit (s)"] = [f"{r['median fit 1 (s)']:.1f} / {r['median fit 2 (s)']:.1f}" for r in records]
     legend = (f"{first} / {second}: tasks with R^2 > {GOOD_R2:g} (failures unsolved); in brackets the tasks only "
               f"{first} solves vs only {second}, and the two-sided sign test's p on them")

@@ -42,3 +42,10 @@ def test_an_unknown_method_or_no_shared_task_is_a_clear_error():
         compare.paired(frame, "a", "c")
     with pytest.raises(ValueError, match="share no task"):
         compare.paired(frame, "a", "b")
+
+
+def test_observations_without_a_truth_beyond_them_are_not_scored_there():
+    frame = pd.DataFrame(rows("a", [0.99, 0.5]) + rows("b", [0.99, 0.99]))
+    frame["r2_extrap"] = np.nan  # CSV observations: no truth on [T, T_extra]
+    shown = compare.format_markdown(compare.paired(frame, "a", "b", by=()), "a", "b")
+    assert "not scored (no truth there)" in shown and "1 / 2 (0 vs 1, p 1)" in shown
