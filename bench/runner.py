@@ -191,9 +191,6 @@ def finish(pending: Pending, result: dict) -> dict:
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
     digests = data_digests(sweep.datasets)
-    if digests:  # user files: a broken one says what is wrong with it, not that it changed
-        for name in sweep.datasets:
-            datasets.load(name)
     _check_data_unchanged(digests, store.folder)
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
@@ -245,8 +242,17 @@ def _check_data_unchanged(digests: dict[str, str], folder: Path) -> None:
     before = _previous_config(folder).get("data_digests", {})
     for file, digest in digests.items():
         if before.get(file, digest) != digest:
+            _read_data_file(Path(file))  # a broken file says what is wrong with it, not that it changed
             raise datasets.DatasetError(f"{file} changed since {folder} stored results for it: "
                                         "write to a new --out folder, or delete the old one")
+
+
+def _read_data_file(file: Path) -> None:
+    """Read one user data file as its dataset would be read; DatasetError if it cannot be used."""
+    if file.suffix.lower() == ".csv":
+        datasets.load_csv(file)
+    else:
+        datasets.load_spec_trajectories(datasets.read_spec(file))
 
 
 def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, str]) -> None:
