@@ -39,6 +39,7 @@ PENALTY = 1e3  # scaled residual of a parameter set whose trajectory fails
 CONDITION_LIMIT = 1e-7  # relative sensitivities less independent than this are taken as degenerate
 RESOLVED = 1e-6  # a difference step must move the trajectory this much, relative to it (solver rtol 1e-10)
 NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
+UNDETERMINED_DIGITS = 4  # significant digits shown of a number with an infinite standard error
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
@@ -377,7 +378,8 @@ def round_to_error(value: float, error: float, max_digits: int = 6, extra: int =
     """`value` rounded at the decimal place of the first significant digit of its standard
     error (the digits the data support), to at least one and at most `max_digits` significant
     digits, plus `extra`: 0.49873 +- 0.0021 reads 0.499; a number the data cannot tell from zero
-    keeps one digit."""
+    keeps one digit. An infinite error (the number trades off exactly against others, so the
+    data fix none of its digits alone) keeps UNDETERMINED_DIGITS, as the candidate list does."""
     if value == 0 or not math.isfinite(value):
         return value
     return float(f"{value:.{_supported_digits(value, error, max_digits, extra)}g}")
@@ -387,8 +389,8 @@ def written_to_error(value: float, error: float, max_digits: int = 6, extra: int
     """`value` as `round_to_error` rounds it, written with every digit it keeps, trailing zeros
     included (4.00 +- 0.012, not 4); a value already rounded further keeps its own digits."""
     rounded = round_to_error(value, error, max_digits, extra)
-    if rounded == 0 or not math.isfinite(rounded):
-        return f"{rounded:g}"
+    if rounded == 0 or not math.isfinite(rounded) or not math.isfinite(error):
+        return f"{rounded:g}"  # no padding zeros: they would claim digits the data do not fix
     own = len(repr(abs(rounded)).split("e")[0].replace(".", "").strip("0"))  # shortest round-trip digits
     digits = max(_supported_digits(rounded, error, max_digits, extra), own)
     mantissa, _, exponent = f"{rounded:#.{digits}g}".partition("e")
@@ -400,5 +402,5 @@ def _supported_digits(value: float, error: float, max_digits: int, extra: int) -
     if math.isfinite(error) and error > 0:
         digits = magnitude - math.floor(math.log10(error)) + 1
     else:
-        digits = 1 if not math.isfinite(error) else max_digits
+        digits = UNDETERMINED_DIGITS if not math.isfinite(error) else max_digits
     return min(min(max(digits, 1), max_digits) + extra, 17)

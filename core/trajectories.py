@@ -38,7 +38,12 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
         raise TrajectoryFileError(f"{path}: is a folder; give a CSV file")
     if not path.is_file():
         raise TrajectoryFileError(f"{path}: no such file")
-    skip, names = _comment_lines(path)
+    skip, names, header = _comment_lines(path)
+    separator = next((mark for mark in (";", "\t", "|") if mark in header and "," not in header), None)
+    if names is None and separator:
+        shown = {"\t": "tabs"}.get(separator, repr(separator))
+        raise TrajectoryFileError(f"{path}: the header {header.strip()!r} separates its columns with {shown}; "
+                                  "write them comma-separated (t,y), with a decimal point")
     try:
         with warnings.catch_warnings():  # more values in a row than names in the header
             warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -71,9 +76,10 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     return TrajectoryFile(t, y, _expression(path, frame))
 
 
-def _comment_lines(path: Path) -> tuple[int, list[str] | None]:
-    """Lines starting with # before the header are skipped; when the last of them names the
-    columns and the next line does not (numpy.savetxt writes `# t,y`), it is the header."""
+def _comment_lines(path: Path) -> tuple[int, list[str] | None, str]:
+    """(lines to skip, header names or None, the first line after them). Lines starting with #
+    before the header are skipped; when the last of them names the columns and the next line
+    does not (numpy.savetxt writes `# t,y`), it is the header."""
     skip, last = 0, None
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as lines:
@@ -85,14 +91,14 @@ def _comment_lines(path: Path) -> tuple[int, list[str] | None]:
             else:
                 following = ""
     except OSError:
-        return 0, None
+        return 0, None, ""
     def named(text: str) -> list[str]:
         return [part.strip() for part in text.split(",")]
     if last is not None:
         header = named(last.lstrip().lstrip("#"))
         if {"t", "y"} <= {h.lower() for h in header} and not {"t", "y"} <= {h.lower() for h in named(following)}:
-            return skip, header
-    return skip, None
+            return skip, header, following
+    return skip, None, following
 
 
 def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MIN_POINTS) -> None:

@@ -144,8 +144,12 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     if not np.all(np.isfinite(pick)):
         print(f"beyond the data ({end}): this fit's solution does not reach it")
         return grid, []
+    if result.info.get("all_rejected"):
+        print(f"beyond the data ({end}): every fit failed the stability check, this one {result.chosen.rejected}; "
+              "it is the best by the criterion, and its course beyond the data is not to be trusted")
+        return grid, paths
     if not result.rivals:
-        print(f"beyond the data ({end}): no other fit is statistically as good (criterion within {RIVAL_WINDOW:g})")
+        print(f"beyond the data ({end}): no other safe fit is statistically as good (criterion within {RIVAL_WINDOW:g})")
         return grid, paths
     agreement = [r2(path, pick) if np.all(np.isfinite(path)) else -np.inf for path in paths]
     far = int(np.argmin(agreement))
@@ -269,15 +273,16 @@ def main(argv=None) -> int:
               "in units of y)")
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
-    listed: dict[str, tuple[str, str]] = {}  # each law once as printed (0 and 0.0 are one law)
+    listed: dict[str, tuple[str, str, str]] = {}  # each law once as printed (0 and 0.0 are one law)
     for expr, r2 in result.candidates:
         if len(listed) == args.top:
             break
         text = shown(readable(expr, y))
-        listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2_text(r2)))
+        unsafe = "  [unstable beyond the data]" if expr in result.rejected else ""
+        listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2_text(r2), unsafe))
     print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
-    for text, r2 in listed.values():
-        print(f"  {r2:>10}  {text}")
+    for text, r2, unsafe in listed.values():
+        print(f"  {r2:>10}  {text}{unsafe}")
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.paper and not args.checkpoint and not in_raw_range(t, y):

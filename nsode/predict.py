@@ -39,6 +39,7 @@ class Prediction:
     y0: float | None = None  # the fitted initial value (search only; else the first observation)
     chosen: Found | None = None  # the search's pick with its template (nsode.search.supported rounds it for display)
     rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
+    rejected: dict[str, str] = field(default_factory=dict)  # candidate -> why it is unsafe to extrapolate (search only)
 
 
 def model_view(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -159,5 +160,10 @@ class Predictor:
         ranked = list(first.items())
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
+        near = rivals(found, t, y, info["noise_sigma"], distinct=True)  # checks their stability too
+        rejected = {}
+        for f in found:
+            if f.rejected:
+                rejected.setdefault(to_infix(f.expr), f.rejected)
         return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0],
-                          rivals=rivals(found, t, y, info["noise_sigma"], distinct=True))
+                          rivals=near, rejected=rejected)

@@ -154,14 +154,14 @@ def test_predictive_error_forgives_a_level_the_first_part_cannot_pin_down():
 
 @pytest.mark.parametrize("value, error, shown", [
     (-0.49873, 0.0021, -0.499), (1.3771603107452393, 1e-12, 1.37716), (0.0312, 0.5, 0.03),
-    (123.456, 2.5, 123.0), (0.2, math.inf, 0.2), (0.0, 0.1, 0.0)])
+    (123.456, 2.5, 123.0), (0.2, math.inf, 0.2), (368.0314, math.inf, 368.0), (0.0, 0.1, 0.0)])
 def test_numbers_are_rounded_at_their_standard_error(value, error, shown):
     assert round_to_error(value, error) == shown
 
 
 @pytest.mark.parametrize("value, error, written", [
     (4.0003, 0.012, "4.00"), (2000123.0, 1600.0, "2.000e+06"), (-0.49873, 0.0021, "-0.499"),
-    (3.0, math.inf, "3"), (0.0, 0.1, "0"), (1.23456, 0.5, "1.2")])
+    (3.0, math.inf, "3"), (368.0314, math.inf, "368"), (0.0, 0.1, "0"), (1.23456, 0.5, "1.2")])
 def test_numbers_are_written_with_the_digits_they_keep(value, error, written):
     assert written_to_error(value, error) == written
 

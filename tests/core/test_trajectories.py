@@ -29,6 +29,8 @@ def test_numpy_savetxt_output_is_read(tmp_path):
     ("t,y,Y\n" + "".join(f"{a},{a},{a}\n" for a in T), "more than one column is named y"),
     ("# just a note\n" + ROWS, "naming columns t and y"),
     ("t,y\n" + "".join(f"{a},{a},{a}\n" for a in T), "more values than the header"),
+    ("t;y\n" + "".join(f"{a};{2 * a}\n".replace(".", ",") for a in T), "separates its columns with ';'"),
+    ("t\ty\n" + "".join(f"{a}\t{2 * a}\n" for a in T), "separates its columns with tabs"),
 ])
 def test_ambiguous_columns_are_refused_by_name(tmp_path, text, message):
     (tmp_path / "d.csv").write_text(text)

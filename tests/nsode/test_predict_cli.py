@@ -139,3 +139,22 @@ def test_times_are_written_to_a_fraction_of_the_span_however_late_the_clock_star
     assert time_text(unix[0], unix) == "1.7000036e+09"  # 1.7e+09 would be an hour off
     assert time_text(4.0, np.linspace(0, 2, 64)) == "4" and time_text(0.0, np.linspace(0, 2, 64)) == "0"
     assert time_text(1950.5, np.linspace(1950, 2020, 71)) == "1950.5"
+
+
+def test_when_every_fit_fails_the_stability_check_the_user_is_told(capsys):
+    from types import SimpleNamespace
+
+    from core.expressions import parse
+    from nsode.__main__ import beyond_the_data
+    from nsode.predict import Predictor
+    from nsode.search import Settings
+
+    t = np.linspace(0, 2, 40)
+    y = np.sqrt(1e-4 + t) + 0.01 * np.random.default_rng(0).normal(size=t.size)  # y' = 0.5/y from 0.01
+    # only laws in 1/y, which cannot start at rest, and rest lies within the noise of y0
+    searcher = SimpleNamespace(search=Settings(variants=False, steady=False, drift=False))
+    result = Predictor._searched(searcher, [parse("0.5/y"), parse("0.4/y")], t, y)
+    assert result.info["all_rejected"] and result.expression in result.rejected
+    beyond_the_data(result, t)
+    out = capsys.readouterr().out
+    assert "every fit failed the stability check" in out and "statistically as good" not in out
