@@ -40,6 +40,7 @@ CONDITION_LIMIT = 1e-7  # relative sensitivities less independent than this are 
 RESOLVED = 1e-6  # a difference step must move the trajectory this much, relative to it (solver rtol 1e-10)
 NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
 UNDETERMINED_DIGITS = 4  # significant digits shown of a number with an infinite standard error
+CURVATURE_RATIO = 2.0  # a line-fit noise estimate this many times the cubic's is mostly curvature
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
@@ -235,25 +236,54 @@ def _rss(scaled_residual: np.ndarray, scale: float) -> float:
     return scale**2 * rss if rss < 0.999 * len(scaled_residual) * PENALTY**2 else math.inf
 
 
-def estimate_noise(t: np.ndarray, y: np.ndarray) -> float:
+def estimate_noise(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> float:
     """Standard deviation of the observation noise (root mean square over the trajectory), from
-    each point's deviation from the straight line through its two neighbours; irregular times
-    allowed. The curvature of a smooth trajectory adds O(h^2 y''), negligible at the usual
-    64-256 points. The mean square, not a median: a median's estimate from 64 points is so
-    noisy that the criterion's penalty of log n per constant drowns in it."""
+    each point's miss of the straight line through its two neighbours; irregular times allowed.
+    The curvature of a smooth trajectory adds O(h^2 y'') to that miss: negligible at the usual
+    64-256 points, but on a dozen clean points it reads the curve as noise. The search keeps
+    that estimate (its integral-form stages need the slack: model card, "Session 41"). With
+    `curvature`, the miss of the cubic through the four nearest neighbours, O(h^4), is read too
+    and taken instead when the line's estimate exceeds it by more than pure noise explains
+    (`CURVATURE_RATIO`): the noise alone, for standard errors. The mean square, not a median: a
+    median's estimate from 64 points is so noisy that the criterion's penalty of log n per
+    constant drowns in it."""
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < 5:
         return 0.0
     w = (t[2:] - t[1:-1]) / (t[2:] - t[:-2])  # weight of the left neighbour
     residual = y[1:-1] - (w * y[:-2] + (1 - w) * y[2:])
     spread = np.sqrt(1 + w**2 + (1 - w) ** 2)  # the residual's noise is sigma times this
-    return float(np.sqrt(np.mean((residual / spread) ** 2)))
+    line = _root_mean_square(residual / spread)
+    if not curvature or len(y) < 10:  # fewer than 6 cubic misses: too loose to overrule the line
+        return line
+    cubic_misses = _interpolation_misses(t, y, 2)
+    cubic = _root_mean_square(cubic_misses)
+    limit = max(CURVATURE_RATIO, 1 + 4 / math.sqrt(len(cubic_misses)))
+    return cubic if line > limit * cubic else line
 
 
-def noise_level(t: np.ndarray, y: np.ndarray) -> float:
+def _interpolation_misses(t: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:
+    """Each point's miss of the polynomial through its `width` neighbours on either side (the
+    point itself left out), divided by the miss's spread under unit noise, sqrt(1 + sum w^2)."""
+    inner = np.arange(width, len(y) - width)
+    around = inner[:, None] + np.r_[-width:0, 1:width + 1]
+    ti, tn = t[inner][:, None], t[around]
+    weights = np.ones_like(tn)  # Lagrange weights of the neighbours at t_i
+    for j in range(around.shape[1]):
+        for k in range(around.shape[1]):
+            if j != k:
+                weights[:, j] *= (ti[:, 0] - tn[:, k]) / (tn[:, j] - tn[:, k])
+    return (y[inner] - np.sum(weights * y[around], axis=1)) / np.sqrt(1 + np.sum(weights**2, axis=1))
+
+
+def _root_mean_square(values: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(values**2)))
+
+
+def noise_level(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> float:
     """`estimate_noise`, but never below NOISE_FLOOR of the data's scale (clean data, solver error)."""
     scale = float(np.std(y)) + 1e-3 * float(np.max(np.abs(y)))
-    return max(estimate_noise(t, y), NOISE_FLOOR * (scale or 1.0))
+    return max(estimate_noise(t, y, curvature=curvature), NOISE_FLOOR * (scale or 1.0))
 
 
 def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:

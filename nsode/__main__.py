@@ -236,7 +236,7 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
-    from core.fitting import written_to_error
+    from core.fitting import noise_level, written_to_error
     from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
@@ -258,7 +258,9 @@ def main(argv=None) -> int:
     if not result.expression:
         print("error: no candidate could be integrated over the observed interval", file=sys.stderr)
         return 1
-    sigma = result.info.get("noise_sigma")
+    # the noise alone, curvature removed: the search's own level also covers its integral form's
+    # trapezoid error, which on a dozen clean points would make every printed error wide
+    sigma = noise_level(t, y, curvature=True)
     chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)  # constants one by one
     fit = chosen and supported(chosen, t, y, sigma)
     label = to_infix(fit.expr) if fit else shown(result.expression)
@@ -269,8 +271,7 @@ def main(argv=None) -> int:
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
             print(f"as fitted: y' = {form} with {named}")
-        print(f"(standard errors at the noise level read from the data: sigma = {result.info['noise_sigma']:.3g} "
-              "in units of y)")
+        print(f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y)")
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, str, str]] = {}  # each law once as printed (0 and 0.0 are one law)

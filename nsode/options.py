@@ -24,6 +24,8 @@ SEARCH_OPTIONS = {
     "drift": (bool, "also consider y' = c (zero-order kinetics); off by default because a slow relaxation whose "
                     "curvature is below the noise then reads as a straight line"),
     "robust": (bool, "reject fits whose solution fails from a perturbed initial value or on twice the span"),
+    "stability_noise": (bool, "in that check, perturb the initial value by the noise level with the trajectory's "
+                              "curvature removed (few observations)"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "

@@ -80,6 +80,7 @@ class Settings:
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
+    stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (rule 22, session 41)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -463,23 +464,25 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     by = (lambda f: f.score) if settings.criterion == "bic" else (lambda f: -f.r2)
     found.sort(key=lambda f: (by(f), f.constants))
     chosen = None
+    checked = noise_level(t, y, curvature=True) if settings.stability_noise else sigma  # the check's level
     for f in found:
         if not math.isfinite(f.r2):
             break
         if settings.robust:
-            f.rejected = _unsafe(f, t, y, sigma)
+            f.rejected = _unsafe(f, t, y, checked)
         if f.rejected is None:
             chosen = f
             break
     compared = 1
     if chosen is not None and settings.forecast > 0:
-        chosen, compared = _best_forecast(found, chosen, t, y, sigma, settings)
+        chosen, compared = _best_forecast(found, chosen, t, y, sigma, settings, checked)
     if chosen is not None and settings.consensus:
-        chosen = _consensus(found, chosen, t, y, sigma)
+        chosen = _consensus(found, chosen, t, y, checked)
     if chosen is not None:
         found.remove(chosen)
         found.insert(0, chosen)
-    info = {"skeletons": len(skeletons), "fitted": len(found), "noise_sigma": sigma, "forecast_compared": compared,
+    info = {"skeletons": len(skeletons), "fitted": len(found), "noise_sigma": sigma, "stability_sigma": checked,
+            "forecast_compared": compared,
             "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
             "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
     return found, info
@@ -530,7 +533,8 @@ def _unsafe(f: Found, t, y, sigma: float) -> str | None:
     return unstable_reason(f.template, f.values, f.y0, t, sigma, y=y)
 
 
-def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings) -> tuple[Found, int]:
+def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings,
+                   checked: float | None = None) -> tuple[Found, int]:
     """Among the safe candidates whose criterion is within `settings.forecast` of the chosen
     one's (statistically about as good), the one with the lowest criterion plus forecast error
     (fitted on the first FORECAST_SHARE of the observations, its error on the rest, both in noise
@@ -540,7 +544,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     only the fits whose course the most tied fits follow compete (`most_followed`); with
     `settings.course_tolerance` the fits that follow the heaviest course (`heaviest_course`).
     Returns the winner and how many were compared."""
-    near = [chosen, *rivals(found, t, y, sigma, settings.forecast, pick=chosen, robust=settings.robust)]
+    near = [chosen, *rivals(found, t, y, checked or sigma, settings.forecast, pick=chosen, robust=settings.robust)]
     if len(near) == 1:
         return chosen, 1
     for f in near:

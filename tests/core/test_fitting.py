@@ -69,6 +69,23 @@ def test_noise_estimate_reads_the_noise_level_of_irregular_samples():
     assert estimate_noise(t, 3 * np.exp(-0.5 * t)) < 1e-4
 
 
+def test_noise_estimate_on_a_dozen_points_does_not_read_curvature_as_noise():
+    rng = np.random.default_rng(2)
+    t = np.sort(rng.uniform(0, 2, 12))
+    curve = 1 + 3 * np.exp(-2 * t)  # fast: the line through two neighbours misses it by ~0.01
+    assert estimate_noise(t, curve) > 0.01  # the search's estimate: the line's miss, curvature and all
+    assert estimate_noise(t, curve, curvature=True) < 1e-3
+    noisy = curve + 0.003 * rng.normal(size=t.size)
+    assert 0.0015 < estimate_noise(t, noisy, curvature=True) < 0.006
+
+
+def test_noise_estimate_on_pure_noise_keeps_the_line_estimate_almost_always():
+    rng = np.random.default_rng(3)
+    t = np.linspace(0, 2, 16)
+    estimates = [estimate_noise(t, rng.normal(size=t.size), curvature=True) for _ in range(200)]
+    assert np.mean(np.abs(np.log(estimates)) > np.log(2)) < 0.05
+
+
 def test_a_pole_just_beside_the_data_is_unstable():
     # y' = 1 / (c - y) with y rising towards c: fine on the data, a pole soon after
     t = np.linspace(0, 2, 64)
