@@ -703,10 +703,11 @@ def supported(found: Found, t, y, sigma: float) -> Supported:
         return Supported(found.expr, found.y0, math.inf, ())
     t, y = np.asarray(t, float), np.asarray(y, float)
     errors = standard_errors(found.template, found.values, found.y0, t, sigma)
+    unrounded = _score(found.template, found.values, found.y0, t, y, sigma)[1]  # at this sigma, not the search's
     for extra in range(17):  # same constants, so a criterion 1 higher is a residual one noise variance higher
         values = [round_to_error(v, e, extra=extra) for v, e in zip(found.values, errors[1:])]
         y0 = round_to_error(found.y0, errors[0], extra=extra)
-        if _score(found.template, values, y0, t, y, sigma)[1] <= found.ic + 1:
+        if _score(found.template, values, y0, t, y, sigma)[1] <= unrounded + 1:
             break
     return Supported(found.template.substitute(values), y0, float(errors[0]),
                      tuple(zip(found.values, map(float, errors[1:]))))

@@ -244,6 +244,18 @@ def test_constants_that_move_together_keep_the_digits_the_law_needs():
     assert trajectory_rss(found[0].template.substitute(naive), t, y) > trajectory_rss(fit.expr, t, y) + sigma**2
 
 
+def test_digits_are_judged_at_the_sigma_they_are_printed_at():
+    # nsode predict prints at the noise level with the curvature removed, which can lie far below
+    # the search's: the rounded law is held to the unrounded one at that same level (it was once
+    # held to the search's criterion and kept all 17 digits)
+    t = np.linspace(0, 2, 40)
+    y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * np.random.default_rng(1).normal(size=t.size))
+    found, info = search([-0.5 * Y + 0.01 * Y**2], t, y, Settings(variants=False, combine=0))
+    fit = supported(found[0], t, y, info["noise_sigma"] / 10)
+    digits = [len(repr(abs(float(n))).split("e")[0].replace(".", "").strip("0")) for n in fit.expr.atoms(sympy.Float)]
+    assert digits and max(digits) <= 7
+
+
 def test_the_scale_invariant_model_reads_what_lies_outside_the_raw_model_s_range(predictor):
     assert predictor.predict(T, DECAY).timings["reader"] == "model"
     scaled = predictor.predict(T, 100 * DECAY)
