@@ -80,7 +80,7 @@ class Settings:
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
-    stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (rule 22, session 41)
+    stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
