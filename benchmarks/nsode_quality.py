@@ -180,11 +180,14 @@ def simple_laws(count: int, seed: int = 11):
         yield (*forms[k % len(forms)], a, b, y0)
 
 
-def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
+def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0,
+                 rate: float = 1.0) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
     """(truth on SIMPLE_GRID, noisy observations on SIMPLE_T, f) for `count` simple ODEs with
     random constants (y0 in U(1, 4)), the forms of SIMPLE_FORMS in turn; the same cases for
     every noise level (noise drawn from its own stream). `scale` s gives the same laws in other
-    units of y: trajectories s y(t) of y' = s f(y / s) (values of 100s for s = 100)."""
+    units of y: trajectories s y(t) of y' = s f(y / s) (values of 100s for s = 100). `rate` r
+    runs them r times as fast, y' = r f(y): the observed span then holds r times as many time
+    constants (a long record, such as decades of a population)."""
     from core.solving import solve
 
     both = np.union1d(SIMPLE_T, SIMPLE_GRID)
@@ -192,9 +195,9 @@ def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0) -
     noise_rng = np.random.default_rng(seed + 1)
     cases = []
     for _, f, a, b, y0 in simple_laws(count, seed):
-        truth = solve(lambda v: f(v, a, b), y0, both)
+        truth = solve(lambda v: rate * f(v, a, b), y0, both)
         noisy = truth[at_t] * (1 + sigma * noise_rng.normal(size=SIMPLE_T.size))
-        cases.append((scale * truth[at_grid], scale * noisy, scale * f(Y / scale, a, b)))
+        cases.append((scale * truth[at_grid], scale * noisy, scale * rate * f(Y / scale, a, b)))
     return cases
 
 

@@ -64,12 +64,13 @@ def observed(points: int | None) -> np.ndarray:
 
 
 def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24,
-          sigmas=SIGMAS):
-    """(name, truth on [0, 4], observations on [0, 2], f) of every trajectory of a draw."""
+          sigmas=SIGMAS, rate: float = 1.0):
+    """(name, truth on [0, 4], observations on [0, 2], f) of every trajectory of a draw (the
+    simple ODEs run `rate` times as fast)."""
     out = []
     for sigma in sigmas:
         for scale in SCALES:
-            for i, (truth, y, f) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale)):
+            for i, (truth, y, f) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale, rate=rate)):
                 out.append((f"simple x{scale:g} s{sigma} #{i}", truth, y, f))
     for folder in folders:
         laws = generated_cases(folder, skeletons[1])[skeletons[0]:]
@@ -276,6 +277,9 @@ def main() -> None:
     b.add_argument("--sigmas", type=float, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
     b.add_argument("--points", type=int, default=None,
                    help="observations kept of the 128 on [0, 2], evenly spaced (default: all)")
+    b.add_argument("--rate", type=float, default=1.0,
+                   help="run the simple ODEs this many times as fast: long records over many time constants "
+                        "(with --points, sparse ones; default 1)")
     b.add_argument("--scaled", metavar="FOLDER",
                    help="scale-invariant checkpoint that reads the routed trajectories (default: the shipped one)")
     b.add_argument("--reads", type=int, default=None, metavar="N",
@@ -305,7 +309,8 @@ def main() -> None:
     args = p.parse_args()
 
     if args.command == "beams":
-        draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas)
+        draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas,
+                     args.rate)
         index = observed(args.points)
         with Pool(args.jobs, initializer=_use_reader, initargs=(args.scaled, args.reads)) as pool:
             beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y, _ in draw], chunksize=4)
@@ -313,7 +318,7 @@ def main() -> None:
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
                                                  "noise_seed": args.noise_seed, "sigmas": args.sigmas,
                                                  "scaled": args.scaled, "points": args.points,
-                                                 "reads": args.reads},
+                                                 "reads": args.reads, "rate": args.rate},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command in ("run", "window"):
@@ -322,7 +327,7 @@ def main() -> None:
         cached = json.loads(args.beams.read_text())
         d = cached["draw"]
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
-                     d.get("sigmas", SIGMAS))
+                     d.get("sigmas", SIGMAS), d.get("rate", 1.0))
         index = observed(d.get("points"))
         if args.command == "window":
             with Pool(args.jobs) as pool:
@@ -346,7 +351,7 @@ def main() -> None:
         records, cached = json.loads(args.records.read_text()), json.loads(args.beams.read_text())
         d = cached["draw"]
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
-                     d.get("sigmas", SIGMAS))
+                     d.get("sigmas", SIGMAS), d.get("rate", 1.0))
         if [c[0] for c in draw] != [r["case"] for r in records]:
             raise SystemExit(f"error: {args.records} was not recorded on the draw of {args.beams}")
         with Pool(args.jobs) as pool:

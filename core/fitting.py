@@ -295,7 +295,7 @@ def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
 
 def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
                     y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
-                    bound: float = 1e4) -> str | None:
+                    bound: float = 1e4, keep_sign: bool = False) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
     within `bound` times the size of the observations `y` (default |y0|). delta is the largest
@@ -305,7 +305,10 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     (steep, so that it can follow the data's slope right up to it) fails from where the data
     start. When 0 lies within delta of y0 the solution must also exist from exactly 0: many
     experiments start there (at rest, empty, uncharged), and a law with a removable singularity
-    at 0 (sin(y)/y) fits the data beside it but cannot be integrated from it."""
+    at 0 (sin(y)/y) fits the data beside it but cannot be integrated from it. With `keep_sign`,
+    a perturbed start that crosses 0 where the observations `y` never do is left out (0 itself,
+    the start at rest, is then checked instead): a population or a concentration recorded
+    sparsely moves more than its own size in one interval, and no law need hold below 0."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -317,6 +320,8 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
     delta = max(2 * sigma, 1e-3 * size, 2 * miss, slope * step if math.isfinite(slope) else 0.0)
     starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= delta else ())
+    if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
+        starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))
     for start in starts:
         try:
             path = trajectory(template, values, start, grid)

@@ -26,6 +26,8 @@ SEARCH_OPTIONS = {
     "robust": (bool, "reject fits whose solution fails from a perturbed initial value or on twice the span"),
     "stability_noise": (bool, "in that check, perturb the initial value by the noise level with the trajectory's "
                               "curvature removed (few observations)"),
+    "keep_sign": (bool, "in that check, leave out a perturbed initial value on the other side of 0 from "
+                        "observations that never cross it (sparse records of populations or concentrations)"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "

@@ -116,6 +116,19 @@ def test_a_law_that_cannot_start_from_zero_is_unstable_when_the_data_start_besid
     assert unstable_reason(Template(A - B * Y, (A, B)), [24.0, 8.0], 0.004, t, 0.03) is None
 
 
+def test_a_sparse_record_keeps_its_sign_only_when_asked():
+    # a logistic from 5 towards 100, 10 observations over 20 time units: the law moves y by more
+    # than y0 in one interval, so the lower start lies below 0, where the logistic blows up
+    t = np.linspace(0, 20, 10)
+    logistic = Template(A * Y - B * Y**2, (A, B))
+    y = solve(compile_scalar(0.5 * Y - 0.005 * Y**2), 5.0, t)
+    assert "from y0 = -" in unstable_reason(logistic, [0.5, 0.005], 5.0, t, 0.01, y=y)
+    assert unstable_reason(logistic, [0.5, 0.005], 5.0, t, 0.01, y=y, keep_sign=True) is None
+    # the start at rest is still checked: Gompertz's y log(y) is not a number at 0
+    gompertz = Template(-A * Y * sympy.log(B * Y), (A, B))
+    assert "from y0 = 0" in unstable_reason(gompertz, [0.3, 0.01], 5.0, t, 0.01, y=y, keep_sign=True)
+
+
 def test_criterion_charges_log_n_per_constant():
     assert information_criterion(1.0, 100, 2, 1.0) == pytest.approx(1 + 2 * math.log(100))
     assert information_criterion(math.inf, 100, 1, 1.0) == math.inf
