@@ -295,7 +295,7 @@ def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
 
 def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
                     y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
-                    bound: float = 1e4, keep_sign: bool = False) -> str | None:
+                    bound: float = 1e4, keep_sign: bool = False, rest_in_noise: bool = False) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
     within `bound` times the size of the observations `y` (default |y0|). delta is the largest
@@ -308,7 +308,9 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     at 0 (sin(y)/y) fits the data beside it but cannot be integrated from it. With `keep_sign`,
     a perturbed start that crosses 0 where the observations `y` never do is left out (0 itself,
     the start at rest, is then checked instead): a population or a concentration recorded
-    sparsely moves more than its own size in one interval, and no law need hold below 0."""
+    sparsely moves more than its own size in one interval, and no law need hold below 0. With
+    `rest_in_noise`, 0 is checked only when y0 lies within the noise part of delta (not within
+    the law's motion alone): a record that moves more than y0 per interval did not start at rest."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -318,8 +320,9 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     except (ArithmeticError, ValueError, TypeError):
         return f"not real-valued at y0 = {y0:.4g}"
     step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
-    delta = max(2 * sigma, 1e-3 * size, 2 * miss, slope * step if math.isfinite(slope) else 0.0)
-    starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= delta else ())
+    noise = max(2 * sigma, 1e-3 * size, 2 * miss)
+    delta = max(noise, slope * step if math.isfinite(slope) else 0.0)
+    starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= (noise if rest_in_noise else delta) else ())
     if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
         starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))
     for start in starts:

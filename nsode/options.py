@@ -28,6 +28,8 @@ SEARCH_OPTIONS = {
                               "curvature removed (few observations)"),
     "keep_sign": (bool, "in that check, leave out a perturbed initial value on the other side of 0 from "
                         "observations that never cross it (sparse records of populations or concentrations)"),
+    "rest_in_noise": (bool, "in that check, start from 0 only when the initial value lies within the noise of 0, "
+                            "not merely within the law's motion over one sampling interval"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "

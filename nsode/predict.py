@@ -161,7 +161,7 @@ class Predictor:
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
         near = rivals(found, t, y, info["stability_sigma"], distinct=True,  # checks their stability too
-                      keep_sign=self.search.keep_sign)
+                      settings=self.search)
         rejected = {}
         for f in found:
             if f.rejected:

@@ -82,6 +82,7 @@ class Settings:
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
     keep_sign: bool = False  # the check's perturbed starts never cross 0 where the observations do not (measured)
+    rest_in_noise: bool = False  # the check starts from 0 only when y0 lies within the noise of it (measured)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -470,7 +471,7 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
         if not math.isfinite(f.r2):
             break
         if settings.robust:
-            f.rejected = _unsafe(f, t, y, checked, settings.keep_sign)
+            f.rejected = _unsafe(f, t, y, checked, settings)
         if f.rejected is None:
             chosen = f
             break
@@ -478,7 +479,7 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     if chosen is not None and settings.forecast > 0:
         chosen, compared = _best_forecast(found, chosen, t, y, sigma, settings, checked)
     if chosen is not None and settings.consensus:
-        chosen = _consensus(found, chosen, t, y, checked, settings.keep_sign)
+        chosen = _consensus(found, chosen, t, y, checked, settings)
     if chosen is not None:
         found.remove(chosen)
         found.insert(0, chosen)
@@ -489,12 +490,12 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     return found, info
 
 
-def _consensus(found: list[Found], chosen: Found, t, y, sigma: float, keep_sign: bool = False) -> Found:
+def _consensus(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings | None = None) -> Found:
     """Among `chosen` and its rivals, the fit whose course over twice the span lies nearest the
     others' (squared distance, each other fit weighted by exp(-criterion difference / 2), its
     likelihood relative to the best): where the data leave the course open, the middle of what
     fits them is the smaller expected miss."""
-    near = [chosen, *rivals(found, t, y, sigma, pick=chosen, keep_sign=keep_sign)]
+    near = [chosen, *rivals(found, t, y, sigma, pick=chosen, settings=settings)]
     _, paths = extrapolations(near, t)
     usable = [(f, p) for f, p in zip(near, paths) if np.all(np.isfinite(p))]
     if len(usable) < 2 or usable[0][0] is not chosen:
@@ -529,9 +530,12 @@ def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings,
     return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)), charge)
 
 
-def _unsafe(f: Found, t, y, sigma: float, keep_sign: bool = False) -> str | None:
-    """Why the fitted candidate is unsafe to extrapolate (core.fitting.unstable_reason), or None."""
-    return unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=keep_sign)
+def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> str | None:
+    """Why the fitted candidate is unsafe to extrapolate (core.fitting.unstable_reason, with the
+    starts `settings` asks for), or None."""
+    settings = settings or Settings()
+    return unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
+                           rest_in_noise=settings.rest_in_noise)
 
 
 def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings,
@@ -546,7 +550,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     `settings.course_tolerance` the fits that follow the heaviest course (`heaviest_course`).
     Returns the winner and how many were compared."""
     near = [chosen, *rivals(found, t, y, checked or sigma, settings.forecast, pick=chosen, robust=settings.robust,
-                            keep_sign=settings.keep_sign)]
+                            settings=settings)]
     if len(near) == 1:
         return chosen, 1
     for f in near:
@@ -647,7 +651,7 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
 
 
 def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW, *, pick: Found | None = None,
-           robust: bool = True, distinct: bool = False, keep_sign: bool = False) -> list[Found]:
+           robust: bool = True, distinct: bool = False, settings: Settings | None = None) -> list[Found]:
     """The fits other than `pick` (default `found[0]`) whose criterion is at most `window` above
     the pick's and that are safe to extrapolate (checked unless `robust` is False), in the order
     of `found` (with `distinct`, each expression once, as shown to the user): laws the
@@ -666,7 +670,7 @@ def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW,
                 continue
             seen.add(str(f.expr))
         if robust and f.rejected is None:
-            f.rejected = _unsafe(f, t, y, sigma, keep_sign)
+            f.rejected = _unsafe(f, t, y, sigma, settings)
         if f.rejected is None:
             out.append(f)
     return out

@@ -112,6 +112,7 @@ def test_a_law_that_cannot_start_from_zero_is_unstable_when_the_data_start_besid
     t = np.linspace(0, 2, 128)
     sinc = Template(A + B * sympy.sin(Y) / Y, (A, B))
     assert unstable_reason(sinc, [-1.0, 20.0], 0.004, t, 0.03) is not None
+    assert unstable_reason(sinc, [-1.0, 20.0], 0.004, t, 0.03, rest_in_noise=True) is not None  # within the noise
     assert unstable_reason(sinc, [-1.0, 20.0], 0.5, t, 0.03) is None  # 0 is not a plausible start
     assert unstable_reason(Template(A - B * Y, (A, B)), [24.0, 8.0], 0.004, t, 0.03) is None
 
@@ -127,6 +128,8 @@ def test_a_sparse_record_keeps_its_sign_only_when_asked():
     # the start at rest is still checked: Gompertz's y log(y) is not a number at 0
     gompertz = Template(-A * Y * sympy.log(B * Y), (A, B))
     assert "from y0 = 0" in unstable_reason(gompertz, [0.3, 0.01], 5.0, t, 0.01, y=y, keep_sign=True)
+    # ... unless only the law's motion over one interval brings 0 within reach of y0
+    assert unstable_reason(gompertz, [0.3, 0.01], 5.0, t, 0.01, y=y, keep_sign=True, rest_in_noise=True) is None
 
 
 def test_criterion_charges_log_n_per_constant():
