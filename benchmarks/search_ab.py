@@ -4,7 +4,9 @@ then runs only the search, trajectory by trajectory on the same candidates, so t
 is paired and a setting costs minutes, not the beam's hour. Generated ODEs only (the simple ODEs
 of nsode_quality.py at three units of y, and the first ODE of held-out skeletons of data
 folders); recovered = R^2 > 0.99 against the truth on [0, 4] from 128 points on [0, 2]
-(`beams --points N`: N of them, evenly spaced).
+(`beams --points N`: N of them, evenly spaced). Long sparse records: `beams --rate R` runs the
+simple laws R times as fast (R times as many time constants in view), `--start S` starts them
+from S times their initial values (growth from far below the equilibrium).
 
     python benchmarks/search_ab.py beams --data DATA/cpu-s2032 DATA/science-s2041 --skeletons 0 40 \\
         --simple-seed 27 --noise-seed 17 --out dev.json
