@@ -1,0 +1,27 @@
+"""benchmarks/nsode_quality.py's simple draws: the same laws faster (`rate`) and from lower
+starts (`start`), as search_ab.py's long sparse records use them."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import sympy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from nsode_quality import simple_cases  # noqa: E402
+
+
+def test_a_faster_draw_is_the_same_laws_on_a_compressed_clock():
+    slow, fast = simple_cases(6, 0.0, seed=3), simple_cases(6, 0.0, seed=3, rate=2.0)
+    for (truth, _, f), (truth2, _, f2) in zip(slow, fast):
+        assert sympy.simplify(f2 - 2 * f) == 0
+        # y2(t) = y(2 t): the fast truth at grid point k is the slow one at point 2 k
+        assert np.allclose(truth2[:128], truth[::2], rtol=1e-5, atol=1e-7)
+
+
+def test_a_low_start_scales_the_first_observation_and_leaves_out_collapsing_laws():
+    base, low = simple_cases(24, 0.0, seed=46), simple_cases(24, 0.0, seed=46, start=0.1)
+    assert len(low) < len(base)  # harvested logistics below their threshold collapse
+    firsts = {str(f): y[0] for _, y, f in base}
+    for _, y, f in low:
+        assert np.isclose(y[0], 0.1 * firsts[str(f)])
