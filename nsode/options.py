@@ -26,7 +26,7 @@ SEARCH_OPTIONS = {
     "robust": (bool, "reject fits whose solution fails from a perturbed initial value or on twice the span"),
     "stability_noise": (bool, "in that check, perturb the initial value by the noise level with the trajectory's "
                               "curvature removed (few observations)"),
-    "keep_sign": (bool, "in that check, leave out a perturbed initial value on the other side of 0 from "
+    "keep_sign": (bool, "leave out, in that check, a perturbed initial value on the other side of 0 from "
                         "observations that never cross it (sparse records of populations or concentrations)"),
     "rest_in_noise": (bool, "in that check, start from 0 only when the initial value lies within the noise of 0, "
                             "not merely within the law's motion over one sampling interval"),

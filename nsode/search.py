@@ -81,7 +81,7 @@ class Settings:
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
-    keep_sign: bool = False  # the check's perturbed starts never cross 0 where the observations do not (measured)
+    keep_sign: bool = True  # the check's perturbed starts never cross 0 where the observations do not (version 16)
     rest_in_noise: bool = False  # the check starts from 0 only when y0 lies within the noise of it (measured)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression

@@ -422,3 +422,17 @@ def test_consensus_chooses_the_medoid_course_of_the_pick_and_its_rivals():
     found, _ = search(proposals, T, y, Settings(consensus=True, unit_cost=0))
     assert skeleton_key(found[0].expr) == skeleton_key(medoid.expr) != skeleton_key(plain[0].expr)
     assert skeleton_key(found[0].expr) == skeleton_key(law)  # here the middle course is the law's
+
+
+def test_a_sparse_logistic_from_far_below_its_capacity_is_read_as_the_logistic():
+    # 10 points over 20 time units: the law moves y by more than y0 in one interval, so a start
+    # moved that far lies below 0, where the logistic blows up; version 15 rejected the exact law
+    # there and picked a cubic stand-in (model card, "Session 42")
+    t = np.linspace(0, 20, 10)
+    law = 0.5 * Y - 0.005 * Y**2
+    y = solve(compile_scalar(law), 5.0, t)
+    candidates = [law, 30 * sympy.sin(0.02 * Y)]
+    found, _ = search(candidates, t, y)
+    assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].rejected is None
+    found, _ = search(candidates, t, y, Settings(keep_sign=False))
+    assert skeleton_key(found[0].expr) != skeleton_key(law)
