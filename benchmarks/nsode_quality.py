@@ -190,8 +190,7 @@ def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0, r
     constants (a long record, such as decades of a population). `start` multiplies each y0 (0.1:
     growth from far below the equilibrium); a law whose solution then fails before t = 4 (the
     harvested logistic below its threshold collapses) is left out."""
-    from core.solving import SolveError
-    from core.solving import solve
+    from core.solving import SolveError, solve
 
     both = np.union1d(SIMPLE_T, SIMPLE_GRID)
     at_t, at_grid = np.searchsorted(both, SIMPLE_T), np.searchsorted(both, SIMPLE_GRID)

@@ -49,11 +49,10 @@ class NSODE(Method):
     heaviest course), `multiplicity` (the extended BIC's charge for the
     skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `per_capita` (the first
-    beam expressions g also read as y' = y*g) and `stability_noise` (the stability check's start
+    beam expressions g also read as y' = y*g), `stability_noise` (the stability check's start
     perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts kept on
     the observations' side of 0) and `rest_in_noise` (its start from 0 only where y0 is within the
-    noise of 0; nsode.search.Settings); `threads` are
-    torch's CPU threads per worker."""
+    noise of 0; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "1"
