@@ -164,7 +164,7 @@ def _window(job) -> dict:
         first = next((f for f in ranked if math.isfinite(f.r2) and f.rejected is None), None)  # every fit before it was checked
         members = []
         if first is not None:
-            near = [first, *rivals(ranked, t, y[index], info["stability_sigma"], wide, pick=first, robust=settings.robust)]
+            near = [first, *rivals(ranked, t, y[index], info["stability_sigma"], wide, pick=first, settings=settings)]
             for f in near:
                 if math.isnan(f.forecast):  # those within the search's own window have theirs
                     f.forecast = forecast_error(f, t, y[index], info["noise_sigma"], settings)

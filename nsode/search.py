@@ -549,8 +549,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     only the fits whose course the most tied fits follow compete (`most_followed`); with
     `settings.course_tolerance` the fits that follow the heaviest course (`heaviest_course`).
     Returns the winner and how many were compared."""
-    near = [chosen, *rivals(found, t, y, checked or sigma, settings.forecast, pick=chosen, robust=settings.robust,
-                            settings=settings)]
+    near = [chosen, *rivals(found, t, y, checked or sigma, settings.forecast, pick=chosen, settings=settings)]
     if len(near) == 1:
         return chosen, 1
     for f in near:
@@ -651,13 +650,15 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
 
 
 def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW, *, pick: Found | None = None,
-           robust: bool = True, distinct: bool = False, settings: Settings | None = None) -> list[Found]:
+           distinct: bool = False, settings: Settings | None = None) -> list[Found]:
     """The fits other than `pick` (default `found[0]`) whose criterion is at most `window` above
-    the pick's and that are safe to extrapolate (checked unless `robust` is False), in the order
+    the pick's and that are safe to extrapolate (checked as `settings` say: not at all without
+    `settings.robust`), in the order
     of `found` (with `distinct`, each expression once, as shown to the user): laws the
     observations cannot tell from the pick. Where they part beyond the data,
     the data do not determine the extrapolation, whichever law is chosen (on simple ODEs at 1%
     noise most misses are of this kind: model card, "Simple ODEs: the search against the ceiling")."""
+    settings = settings or Settings()
     pick = pick if pick is not None else (found[0] if found else None)
     if pick is None or not math.isfinite(pick.r2):
         return []
@@ -669,7 +670,7 @@ def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW,
             if str(f.expr) in seen:
                 continue
             seen.add(str(f.expr))
-        if robust and f.rejected is None:
+        if settings.robust and f.rejected is None:
             f.rejected = _unsafe(f, t, y, sigma, settings)
         if f.rejected is None:
             out.append(f)

@@ -383,6 +383,16 @@ def candidate(expr: sympy.Expr, score: float) -> Found:
     return Found(expr, 1.0, 1.0, score, len(start), "test", "trajectory", template=template, values=tuple(start))
 
 
+def test_rivals_are_checked_only_when_the_search_is_robust():
+    # `nsode predict --no-robust` shows every tied fit, as its search chose among them unchecked
+    y = np.exp(-0.5 * T)
+    pick, blowing_up = candidate(-0.5 * Y, 100.0), candidate(-0.5 * Y + 0.6 * Y**3, 101.0)  # blows up
+    assert rivals([pick, blowing_up], T, y, 0.01) == []
+    blowing_up.rejected = None
+    assert rivals([pick, blowing_up], T, y, 0.01, settings=Settings(robust=False)) == [blowing_up]
+    assert blowing_up.rejected is None
+
+
 def test_agreement_keeps_the_course_most_tied_fits_follow():
     law = [candidate(-0.5 * Y, 100.0), candidate(-0.5 * Y + 1e-4, 101.0), candidate(-0.499 * Y - 1e-3 * Y**2, 102.0)]
     stand_ins = [candidate(-0.3 * sympy.sqrt(Y), 99.0), candidate(-0.2 - 0.3 * Y, 100.5)]
