@@ -165,15 +165,24 @@ SIMPLE_FORMS = {  # textbook-sized ODEs f(y, a, b) with a in U(0.1, 2), b in U(0
         lambda y, a, b: a * y * (1 - y / (3 * b)) - 3 * a * b / 8,
     "a - (a + b)*y/(1 + y) (saturating)": lambda y, a, b: a - (a + b) * y / (1 + y),
 }
+GROWTH_FORMS = {  # laws that are not numbers at y = 0 but tend to 0 there (the stability check's start at rest)
+    "a*y*log(3*b/y) (Gompertz)": lambda y, a, b: a * y * _log(3 * b / y),
+}
+LAW_SETS = {"simple": SIMPLE_FORMS, "growth": GROWTH_FORMS}
+
+
+def _log(x):
+    """log of a number, an array or a sympy expression (the forms serve the solver and the truth)."""
+    return sympy.log(x) if isinstance(x, sympy.Basic) else np.log(x)
 
 
 SIMPLE_T, SIMPLE_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
 
-def simple_laws(count: int, seed: int = 11):
+def simple_laws(count: int, seed: int = 11, forms: dict = SIMPLE_FORMS):
     """(name, f(y, a, b), a, b, y0) of `count` simple ODEs with random constants (y0 in U(1, 4)),
-    the forms of SIMPLE_FORMS in turn."""
-    forms = list(SIMPLE_FORMS.items())
+    the `forms` (default SIMPLE_FORMS) in turn."""
+    forms = list(forms.items())
     rng = np.random.default_rng(seed)
     for k in range(count):
         a, b, y0 = rng.uniform(0.1, 2.0), rng.uniform(0.5, 3.0), rng.uniform(1.0, 4.0)
@@ -181,7 +190,7 @@ def simple_laws(count: int, seed: int = 11):
 
 
 def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0, rate: float = 1.0,
-                 start: float = 1.0) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
+                 start: float = 1.0, forms: dict = SIMPLE_FORMS) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
     """(truth on SIMPLE_GRID, noisy observations on SIMPLE_T, f) for `count` simple ODEs with
     random constants (y0 in U(1, 4)), the forms of SIMPLE_FORMS in turn; the same cases for
     every noise level (noise drawn from its own stream). `scale` s gives the same laws in other
@@ -189,14 +198,15 @@ def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0, r
     runs them r times as fast, y' = r f(y): the observed span then holds r times as many time
     constants (a long record, such as decades of a population). `start` multiplies each y0 (0.1:
     growth from far below the equilibrium); a law whose solution then fails before t = 4 (the
-    harvested logistic below its threshold collapses) is left out."""
+    harvested logistic below its threshold collapses) is left out. `forms` are the laws drawn
+    (GROWTH_FORMS: Gompertz growth)."""
     from core.solving import SolveError, solve
 
     both = np.union1d(SIMPLE_T, SIMPLE_GRID)
     at_t, at_grid = np.searchsorted(both, SIMPLE_T), np.searchsorted(both, SIMPLE_GRID)
     noise_rng = np.random.default_rng(seed + 1)
     cases = []
-    for _, f, a, b, y0 in simple_laws(count, seed):
+    for _, f, a, b, y0 in simple_laws(count, seed, forms):
         try:
             truth = solve(lambda v: rate * f(v, a, b), start * y0, both)
         except SolveError:

@@ -49,7 +49,7 @@ import pandas as pd
 
 from nsode.options import setting_value
 from nsode.search import Settings, tie_cost
-from nsode_quality import SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
+from nsode_quality import LAW_SETS, SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
 from selection_study import generated_cases
 
 SIGMAS = (0.01, 0.02)
@@ -66,14 +66,15 @@ def observed(points: int | None) -> np.ndarray:
 
 
 def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24,
-          sigmas=SIGMAS, rate: float = 1.0, start: float = 1.0):
+          sigmas=SIGMAS, rate: float = 1.0, start: float = 1.0, laws: str = "simple"):
     """(name, truth on [0, 4], observations on [0, 2], f) of every trajectory of a draw (the
-    simple ODEs run `rate` times as fast, from `start` times their initial values)."""
+    simple ODEs, or the `laws` of nsode_quality.LAW_SETS, run `rate` times as fast, from `start`
+    times their initial values)."""
     out = []
     for sigma in sigmas:
         for scale in SCALES:
             for i, (truth, y, f) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale, rate=rate,
-                                                                    start=start)):
+                                                                    start=start, forms=LAW_SETS[laws])):
                 out.append((f"simple x{scale:g} s{sigma} #{i}", truth, y, f))
     for folder in folders:
         laws = generated_cases(folder, skeletons[1])[skeletons[0]:]
@@ -286,6 +287,8 @@ def main() -> None:
     b.add_argument("--start", type=float, default=1.0,
                    help="start the simple ODEs from this many times their initial values (0.1: growth from far "
                         "below the equilibrium; laws that then fail before t = 4 are left out; default 1)")
+    b.add_argument("--laws", choices=sorted(LAW_SETS), default="simple",
+                   help="the laws of the simple draw: the simple ODEs, or growth (Gompertz; default simple)")
     b.add_argument("--scaled", metavar="FOLDER",
                    help="scale-invariant checkpoint that reads the routed trajectories (default: the shipped one)")
     b.add_argument("--reads", type=int, default=None, metavar="N",
@@ -316,7 +319,7 @@ def main() -> None:
 
     if args.command == "beams":
         draw = cases(args.data, tuple(args.skeletons), args.simple_seed, args.noise_seed, args.simple, args.sigmas,
-                     args.rate, args.start)
+                     args.rate, args.start, args.laws)
         index = observed(args.points)
         with Pool(args.jobs, initializer=_use_reader, initargs=(args.scaled, args.reads)) as pool:
             beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y, _ in draw], chunksize=4)
@@ -325,7 +328,7 @@ def main() -> None:
                                                  "noise_seed": args.noise_seed, "sigmas": args.sigmas,
                                                  "scaled": args.scaled, "points": args.points,
                                                  "reads": args.reads, "rate": args.rate,
-                                                 "start": args.start},
+                                                 "start": args.start, "laws": args.laws},
                                         "beams": beams}))
         print(f"{len(beams)} trajectories -> {args.out}")
     elif args.command in ("run", "window"):
@@ -334,7 +337,7 @@ def main() -> None:
         cached = json.loads(args.beams.read_text())
         d = cached["draw"]
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
-                     d.get("sigmas", SIGMAS), d.get("rate", 1.0), d.get("start", 1.0))
+                     d.get("sigmas", SIGMAS), d.get("rate", 1.0), d.get("start", 1.0), d.get("laws", "simple"))
         index = observed(d.get("points"))
         if args.command == "window":
             with Pool(args.jobs) as pool:
@@ -358,7 +361,7 @@ def main() -> None:
         records, cached = json.loads(args.records.read_text()), json.loads(args.beams.read_text())
         d = cached["draw"]
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
-                     d.get("sigmas", SIGMAS), d.get("rate", 1.0), d.get("start", 1.0))
+                     d.get("sigmas", SIGMAS), d.get("rate", 1.0), d.get("start", 1.0), d.get("laws", "simple"))
         if [c[0] for c in draw] != [r["case"] for r in records]:
             raise SystemExit(f"error: {args.records} was not recorded on the draw of {args.beams}")
         with Pool(args.jobs) as pool:

@@ -295,7 +295,8 @@ def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
 
 def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
                     y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
-                    bound: float = 1e4, keep_sign: bool = False, rest_in_noise: bool = False) -> str | None:
+                    bound: float = 1e4, keep_sign: bool = False, rest_in_noise: bool = False,
+                    rest_limit: bool = False) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
     within `bound` times the size of the observations `y` (default |y0|). delta is the largest
@@ -310,7 +311,10 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     the start at rest, is then checked instead): a population or a concentration recorded
     sparsely moves more than its own size in one interval, and no law need hold below 0. With
     `rest_in_noise`, 0 is checked only when y0 lies within the noise part of delta (not within
-    the law's motion alone): a record that moves more than y0 per interval did not start at rest."""
+    the law's motion alone): a record that moves more than y0 per interval did not start at rest.
+    With `rest_limit`, a law that is not a number at 0 but tends to 0 there from the observations'
+    side (Gompertz's y log y) passes the start at rest: rest is its equilibrium in the limit, and
+    what starts empty stays empty; a finite nonzero limit (sin(y)/y) or a pole still fails."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -326,6 +330,9 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
         starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))
     for start in starts:
+        at_rest = start == 0 and rest_limit and y is not None
+        if at_rest and _rest_in_the_limit(template, values, y, noise / (grid[-1] - grid[0])):
+            continue  # what starts empty stays empty
         try:
             path = trajectory(template, values, start, grid)
         except SOLVE_FAILURES as err:
@@ -333,6 +340,26 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
         if np.max(np.abs(path)) > bound * max(size, sigma):
             return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"
     return None
+
+
+def _rest_in_the_limit(template: Template, values, y: np.ndarray, tolerance: float) -> bool:
+    """Whether f is not a number at 0 but tends to 0 from the observations' side: |f| within
+    `tolerance` (a rate that moves y less than the noise over the check's span) at 1e-9 and 1e-12
+    of the observations' size, and shrinking between them."""
+    values = tuple(float(v) for v in values)
+    side = float(np.sign(y[np.argmax(np.abs(y))]))
+    size = float(np.max(np.abs(y)))
+    try:
+        at_zero = float(template.scalar(0.0, *values))
+    except (ArithmeticError, ValueError, TypeError):
+        at_zero = math.nan
+    if math.isfinite(at_zero):
+        return False  # a number at 0: integrated from there as any start
+    try:
+        near, nearer = (abs(float(template.scalar(side * scale * size, *values))) for scale in (1e-9, 1e-12))
+    except (ArithmeticError, ValueError, TypeError):
+        return False
+    return math.isfinite(near) and nearer <= near <= tolerance
 
 
 def sensitivities(template: Template, values, y0: float, t: np.ndarray, *,

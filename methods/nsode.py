@@ -51,8 +51,9 @@ class NSODE(Method):
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `per_capita` (the first
     beam expressions g also read as y' = y*g), `stability_noise` (the stability check's start
     perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts kept on
-    the observations' side of 0) and `rest_in_noise` (its start from 0 only where y0 is within the
-    noise of 0; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is within the
+    noise of 0) and `rest_limit` (that start passed by a law that tends to 0 there, as y log y;
+    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "1"
@@ -78,7 +79,8 @@ class NSODE(Method):
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
-                 rest_in_noise=Settings.rest_in_noise, threads=1, scaled_checkpoint=None, branches=None):
+                 rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit, threads=1,
+                 scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
         self.top_k, self.refit, self.max_nfev, self.criterion, self.threads = top_k, refit, max_nfev, criterion, threads
@@ -86,6 +88,7 @@ class NSODE(Method):
         self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
+        self.rest_limit = rest_limit
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""

@@ -83,6 +83,7 @@ class Settings:
     stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
     keep_sign: bool = True  # the check's perturbed starts never cross 0 where the observations do not (version 16)
     rest_in_noise: bool = False  # the check starts from 0 only when y0 lies within the noise of it (measured)
+    rest_limit: bool = False  # a law that tends to 0 at 0 (y log y) passes the check's start from rest
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -535,7 +536,7 @@ def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> s
     starts `settings` asks for), or None."""
     settings = settings or Settings()
     return unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
-                           rest_in_noise=settings.rest_in_noise)
+                           rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit)
 
 
 def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings,

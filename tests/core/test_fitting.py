@@ -132,6 +132,22 @@ def test_a_sparse_record_keeps_its_sign_only_when_asked():
     assert unstable_reason(gompertz, [0.3, 0.01], 5.0, t, 0.01, y=y, keep_sign=True, rest_in_noise=True) is None
 
 
+def test_a_law_that_tends_to_rest_at_zero_passes_the_start_at_rest_only_when_asked():
+    # Gompertz growth from 5 towards 100 over 10 sparse observations: 0 lies within the law's
+    # motion over one interval, and y log(y) is not a number at 0 but tends to 0 there
+    t = np.linspace(0, 20, 10)
+    y = solve(compile_scalar(0.3 * Y * sympy.log(100 / Y)), 5.0, t)
+    gompertz = Template(-A * Y * sympy.log(B * Y), (A, B))
+    assert "from y0 = 0" in unstable_reason(gompertz, [0.3, 0.01], 5.0, t, 0.01, y=y, keep_sign=True)
+    assert unstable_reason(gompertz, [0.3, 0.01], 5.0, t, 0.01, y=y, keep_sign=True, rest_limit=True) is None
+    # a log stand-in runs to -inf at 0, and sin(y)/y to a finite rate that moves y off rest
+    stand_in = Template(A * sympy.log(B * Y), (A, B))
+    assert "from y0 = 0" in unstable_reason(stand_in, [30.0, 1.0], 5.0, t, 0.01, y=y, keep_sign=True, rest_limit=True)
+    sinc = Template(A + B * sympy.sin(Y) / Y, (A, B))
+    t2 = np.linspace(0, 2, 128)
+    assert unstable_reason(sinc, [-1.0, 20.0], 0.004, t2, 0.03, y=np.full(t2.size, 0.5), rest_limit=True) is not None
+
+
 def test_criterion_charges_log_n_per_constant():
     assert information_criterion(1.0, 100, 2, 1.0) == pytest.approx(1 + 2 * math.log(100))
     assert information_criterion(math.inf, 100, 1, 1.0) == math.inf

@@ -1,14 +1,16 @@
-"""benchmarks/nsode_quality.py's simple draws: the same laws faster (`rate`) and from lower
-starts (`start`), as search_ab.py's long sparse records use them."""
+"""benchmarks/nsode_quality.py's simple draws: the same laws faster (`rate`), from lower
+starts (`start`) and other law sets (`forms`), as search_ab.py's draws use them."""
 import sys
 from pathlib import Path
 
 import numpy as np
 import sympy
 
+from core.expressions import Y
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from nsode_quality import simple_cases  # noqa: E402
+from nsode_quality import GROWTH_FORMS, simple_cases  # noqa: E402
 
 
 def test_a_faster_draw_is_the_same_laws_on_a_compressed_clock():
@@ -25,3 +27,14 @@ def test_a_low_start_scales_the_first_observation_and_leaves_out_collapsing_laws
     firsts = {str(f): y[0] for _, y, f in base}
     for _, y, f in low:
         assert np.isclose(y[0], 0.1 * firsts[str(f)])
+
+
+def test_a_growth_draw_holds_gompertz_laws_in_every_unit():
+    for scale in (1.0, 100.0):
+        cases = simple_cases(4, 0.0, seed=47, scale=scale, start=0.1, forms=GROWTH_FORMS)
+        assert len(cases) == 4
+        for truth, y, f in cases:
+            u = sympy.Symbol("u", positive=True)
+            rate = sympy.simplify(u * sympy.diff(f.subs(Y, u) / u, u))  # y (f/y)' = -a for a y log(K/y)
+            assert rate.is_number and rate < 0
+            assert truth[-1] > y[0] and np.all(np.diff(truth) > 0)  # growth from below its level
