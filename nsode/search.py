@@ -83,7 +83,7 @@ class Settings:
     stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
     keep_sign: bool = True  # the check's perturbed starts never cross 0 where the observations do not (version 16)
     rest_in_noise: bool = False  # the check starts from 0 only when y0 lies within the noise of it (measured)
-    rest_limit: bool = False  # a law that tends to 0 at 0 (y log y) passes the check's start from rest
+    rest_limit: bool = True  # a law that tends to 0 at 0 (y log y) passes the check's start from rest (version 17)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")

@@ -446,3 +446,18 @@ def test_a_sparse_logistic_from_far_below_its_capacity_is_read_as_the_logistic()
     assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].rejected is None
     found, _ = search(candidates, t, y, Settings(keep_sign=False))
     assert skeleton_key(found[0].expr) != skeleton_key(law)
+
+
+def test_a_sparse_gompertz_record_is_read_as_gompertz():
+    # 10 points of growth from 5 towards 100: 0 lies within the law's motion over one interval,
+    # so the check starts each fit from rest, where y log(y) is not a number; version 16 rejected
+    # the exact law there and picked a stand-in (model card, "Session 43")
+    t = np.linspace(0, 20, 10)
+    law = 0.3 * Y * sympy.log(100 / Y)
+    y = solve(compile_scalar(law), 5.0, t)
+    candidates = [law, sympy.sqrt(Y) - Y**2]
+    found, _ = search(candidates, t, y)
+    assert "log" in str(found[0].expr) and found[0].rejected is None and found[0].r2 > 0.99999
+    found, _ = search(candidates, t, y, Settings(rest_limit=False))
+    assert "log" not in str(found[0].expr)
+    assert all("from y0 = 0" in f.rejected for f in found if "log" in str(f.expr))
