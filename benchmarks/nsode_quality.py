@@ -192,14 +192,14 @@ def simple_laws(count: int, seed: int = 11, forms: dict = SIMPLE_FORMS):
 def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0, rate: float = 1.0,
                  start: float = 1.0, forms: dict = SIMPLE_FORMS) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
     """(truth on SIMPLE_GRID, noisy observations on SIMPLE_T, f) for `count` simple ODEs with
-    random constants (y0 in U(1, 4)), the forms of SIMPLE_FORMS in turn; the same cases for
+    random constants (y0 in U(1, 4)), the `forms` (default SIMPLE_FORMS) in turn; the same cases for
     every noise level (noise drawn from its own stream). `scale` s gives the same laws in other
     units of y: trajectories s y(t) of y' = s f(y / s) (values of 100s for s = 100). `rate` r
     runs them r times as fast, y' = r f(y): the observed span then holds r times as many time
     constants (a long record, such as decades of a population). `start` multiplies each y0 (0.1:
     growth from far below the equilibrium); a law whose solution then fails before t = 4 (the
-    harvested logistic below its threshold collapses) is left out. `forms` are the laws drawn
-    (GROWTH_FORMS: Gompertz growth)."""
+    harvested logistic below its threshold collapses) is left out. GROWTH_FORMS as `forms` draws
+    Gompertz growth."""
     from core.solving import SolveError, solve
 
     both = np.union1d(SIMPLE_T, SIMPLE_GRID)

@@ -66,15 +66,15 @@ def observed(points: int | None) -> np.ndarray:
 
 
 def cases(folders, skeletons: tuple[int, int], simple_seed: int, noise_seed: int, simple: int = 24,
-          sigmas=SIGMAS, rate: float = 1.0, start: float = 1.0, laws: str = "simple"):
+          sigmas=SIGMAS, rate: float = 1.0, start: float = 1.0, law_set: str = "simple"):
     """(name, truth on [0, 4], observations on [0, 2], f) of every trajectory of a draw (the
-    simple ODEs, or the `laws` of nsode_quality.LAW_SETS, run `rate` times as fast, from `start`
+    simple ODEs, or the `law_set` of nsode_quality.LAW_SETS, run `rate` times as fast, from `start`
     times their initial values)."""
     out = []
     for sigma in sigmas:
         for scale in SCALES:
             for i, (truth, y, f) in enumerate(simple_cases(simple, sigma, simple_seed, scale=scale, rate=rate,
-                                                                    start=start, forms=LAW_SETS[laws])):
+                                                                    start=start, forms=LAW_SETS[law_set])):
                 out.append((f"simple x{scale:g} s{sigma} #{i}", truth, y, f))
     for folder in folders:
         laws = generated_cases(folder, skeletons[1])[skeletons[0]:]

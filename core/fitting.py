@@ -347,8 +347,7 @@ def _rest_in_the_limit(template: Template, values, y: np.ndarray, tolerance: flo
     `tolerance` (a rate that moves y less than the noise over the check's span) at 1e-9 and 1e-12
     of the observations' size, and shrinking between them."""
     values = tuple(float(v) for v in values)
-    side = float(np.sign(y[np.argmax(np.abs(y))]))
-    size = float(np.max(np.abs(y)))
+    peak = float(y[np.argmax(np.abs(y))])  # its sign is the observations' side, its size their scale
     try:
         at_zero = float(template.scalar(0.0, *values))
     except (ArithmeticError, ValueError, TypeError):
@@ -356,7 +355,7 @@ def _rest_in_the_limit(template: Template, values, y: np.ndarray, tolerance: flo
     if math.isfinite(at_zero):
         return False  # a number at 0: integrated from there as any start
     try:
-        near, nearer = (abs(float(template.scalar(side * scale * size, *values))) for scale in (1e-9, 1e-12))
+        near, nearer = (abs(float(template.scalar(scale * peak, *values))) for scale in (1e-9, 1e-12))
     except (ArithmeticError, ValueError, TypeError):
         return False
     return math.isfinite(near) and nearer <= near <= tolerance
