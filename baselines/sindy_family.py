@@ -154,11 +154,14 @@ def most_parsimonious(candidates: list[Candidate], tolerance: float, y: np.ndarr
     return near + [c for c in usable if math.sqrt(c.rss / n) > cut]
 
 
+CRITERIA = ("aic", "bic")
+
+
 def information_criterion(c: Candidate, n: int, kind: str, floor: float = 0.0) -> float:
     """AIC = n log(RSS/n) + 2k or BIC = n log(RSS/n) + k log n of the trajectory fit (k = terms);
     `floor` bounds RSS/n from below, so models that all fit to round-off are told apart by k."""
-    if kind not in ("aic", "bic"):
-        raise ValueError(f"unknown information criterion {kind!r}; use 'aic' or 'bic'")
+    if kind not in CRITERIA:
+        raise ValueError(f"unknown information criterion {kind!r}; use one of {', '.join(CRITERIA)}")
     fit = n * math.log(max(c.rss / n, floor, 1e-300))
     return fit + (2.0 if kind == "aic" else math.log(n)) * c.terms
 

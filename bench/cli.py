@@ -120,7 +120,11 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to list")
     lst.set_defaults(handler=_list)
 
-    draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)")
+    draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)",
+                          description="Draw initial values for every equation of a dataset file that has none yet, "
+                          "by the file's \"y0_draw\" rule (count, range, seed), each with a solution that "
+                          "passes the truth's checks up to the extrapolation window. The file is rewritten "
+                          "after each equation, so an interrupted run keeps its progress.")
     draw.add_argument("file", metavar="DATASET.json")
     draw.set_defaults(handler=_draw_y0)
     return parser
@@ -143,10 +147,10 @@ def _add_result_commands(sub) -> None:
     plot.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
     plot.add_argument("--out", metavar="DIR", help="where to write the figures (default: DIR/figures; "
                       "required with several folders)")
-    plot.add_argument("--dataset", default=protocol.MAIN_FIGURE["dataset"],
-                      help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']})")
-    plot.add_argument("--n", type=_positive_int, default=protocol.MAIN_FIGURE["n"],
-                      help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']})")
+    plot.add_argument("--dataset", help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']}, "
+                      "else one the results hold)")
+    plot.add_argument("--n", type=_positive_int, help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']}, "
+                      "else one the results hold)")
     plot.add_argument("--n-datasets", type=_positive_int, default=protocol.DATASET_FIGURE_N,
                       help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N})")
     plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
@@ -221,7 +225,14 @@ def _plot(args) -> int:
 
     rows = _read_results([Path(p) for p in args.results])
     out = _output_folder(args, "figures")
-    paths = plots.draw_all(rows, out, dataset=args.dataset, n_main=args.n, n_datasets=args.n_datasets,
+    if args.dataset is not None and args.dataset not in set(rows["dataset"]):
+        raise UserError(f"--dataset {args.dataset}: the results hold {', '.join(sorted(set(rows['dataset'])))}")
+    shown = rows[rows["dataset"] == args.dataset] if args.dataset else rows
+    if args.n is not None and args.n not in set(shown["n"]):
+        raise UserError(f"--n {args.n}: the results{' on ' + args.dataset if args.dataset else ''} hold n = "
+                        f"{', '.join(map(str, sorted(set(shown['n']))))}")
+    paths = plots.draw_all(rows, out, dataset=args.dataset or protocol.MAIN_FIGURE["dataset"],
+                           n_main=args.n or protocol.MAIN_FIGURE["n"], n_datasets=args.n_datasets,
                            data_folder=args.data_folder)
     print(f"wrote {len(paths)} files to {out}")
     return 0
@@ -303,9 +314,12 @@ def _list(args) -> int:
 
 def _score(args) -> int:
     from bench import rescoring
+    from bench.store import ResultStore
 
     if not (Path(args.results) / "parts").is_dir():
         raise UserError(f"{args.results} is not a result folder (no parts/ inside)")
+    if ResultStore(args.results).read().empty:
+        raise UserError(f"{args.results} holds no results yet")
     count = rescoring.rescore(Path(args.results), jobs=args.jobs)
     print(f"re-scored {count} predictions in {args.results}")
     return 0

@@ -83,6 +83,7 @@ def read_spec(path: Path) -> dict:
             raise DatasetError(f"{path}: equation {i} needs an 'id' and an 'expression'")
         if not isinstance(eq["id"], (str, int)) or isinstance(eq["id"], bool):
             raise DatasetError(f"{path}: equation {i}: 'id' must be a string or an integer")
+        eq["id"] = str(eq["id"])  # rows and file names key by text: 1 and "1" are one id
         where = f"{path}: equation {eq['id']!r}"
         if eq["id"] in seen:
             raise DatasetError(f"{where} appears twice")
@@ -97,6 +98,19 @@ def read_spec(path: Path) -> dict:
         if not isinstance(y0, list) or not y0 or not all(_is_finite_number(v) for v in y0):
             raise DatasetError(f"{where}: 'y0' must be a non-empty list of finite numbers")
     return spec
+
+
+def data_files(name_or_path: str) -> dict[str, Path]:
+    """{what its rows are keyed by: the file} for a user's data ("name" for a JSON dataset,
+    "name/stem" for each CSV trajectory); empty for a built-in dataset, versioned with the project."""
+    if name_or_path in builtin_names() and not Path(name_or_path).exists():
+        return {}
+    path = resolve(name_or_path)
+    if path.is_dir():
+        return {f"{path.stem}/{f.stem}": f for f in sorted(path.glob("*.csv"))}
+    if path.suffix.lower() == ".csv":
+        return {f"{path.stem}/{path.stem}": path}
+    return {read_spec(path)["name"]: path}
 
 
 def load_spec_trajectories(spec: dict) -> list[Trajectory]:

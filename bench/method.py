@@ -114,6 +114,13 @@ class Method:
             setattr(self, key, value)
         return self
 
+    def check_params(self) -> None:
+        """Raise ValueError naming a parameter whose value this method cannot use. The harness
+        calls it once before a sweep, so a bad value fails in one line, not once per task. Here a
+        value must be of its default's kind (a flag, a number, text, a sequence); a method with
+        choices or ranges extends it (call super first)."""
+        check_kinds(self, self.get_params())
+
     def unavailable_reason(self) -> str | None:
         """None when the method can run here, else one line saying why not. Called on an
         instance, so that a parameter (a checkpoint, a library) can decide."""
@@ -139,6 +146,28 @@ class Method:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+def check_kinds(method: Method, params: dict[str, Any]) -> None:
+    """ValueError for the first of `params` whose value is not of its default's kind in `method`'s constructor."""
+    defaults = {p.name: p.default for p in inspect.signature(type(method).__init__).parameters.values()}
+    for name, value in params.items():
+        expected = _kind(defaults.get(name))
+        if expected and _kind(value) != expected:
+            raise ValueError(f"{name}={value!r} is not {expected} (its default is {defaults[name]!r})")
+
+
+def _kind(value) -> str | None:
+    """The kind of a parameter value, as `check_params` names it; None for a kind it leaves alone."""
+    if isinstance(value, (bool, np.bool_)):
+        return "a flag (True or False)"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (tuple, list)):
+        return "a sequence"
+    return None
 
 
 class Oracle(Method):

@@ -173,6 +173,11 @@ def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[Method
         if wrong:
             raise RegistryError(f"method {spec.name} has no parameter(s) {', '.join(wrong)}; "
                                 f"its parameters: {', '.join(known) or 'none'}")
+        if spec.params and not spec.missing_parameters():  # a missing one is named by unavailable_reason
+            try:
+                spec.instantiate().check_params()
+            except (TypeError, ValueError) as err:
+                raise RegistryError(f"method {spec.name}: {err}") from None
     return chosen
 
 
@@ -199,6 +204,8 @@ def parse_method_argument(text: str) -> tuple[str, dict[str, Any]]:
         if not eq or not key.strip().isidentifier():
             raise RegistryError(f"method argument {text!r}: expected NAME:key=value,... (got {item!r})")
         key, value = key.strip(), value.strip()
+        if key in params:
+            raise RegistryError(f"method argument {text!r}: {key} is given twice")
         try:
             params[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
@@ -243,8 +250,13 @@ def _classes_in_file(path: Path) -> list[type[Method]]:
         except Exception as err:
             del sys.modules[module_name]
             raise RegistryError(f"method file {path} failed to load: {type(err).__name__}: {err}") from None
-        _loaded[path] = [
-            obj for obj in vars(module).values()
-            if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name and obj.name
-        ]
+        classes = [obj for obj in vars(module).values()
+                   if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name and obj.name]
+        names = {}
+        for cls in classes:
+            other = names.setdefault(cls.name, cls)
+            if other is not cls:
+                raise RegistryError(f"method file {path}: classes {other.__name__} and {cls.__name__} "
+                                    f"are both named {cls.name!r}")
+        _loaded[path] = classes
     return _loaded[path]

@@ -209,23 +209,21 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
             bar.set_postfix_str(f"{row['method']} {row['dataset']}/{row['equation_id']}: {row['status']}")
             bar.update()
     finally:
-        store.flush()
-        bar.close()
-        executor.close()
+        try:
+            store.flush()
+        finally:  # a failed write must not leave the workers running, or the driver never exits
+            bar.close()
+            executor.close()
     return store
 
 
-def data_digests(names) -> dict[str, str]:
-    """{absolute path: SHA-256} of the user's data files among the dataset arguments (CSV files
-    and folders, dataset JSON files); built-in names are versioned with the project."""
+def data_digests(names) -> dict[str, dict[str, str]]:
+    """{what the rows are keyed by (dataset, or dataset/file for CSV): its file and the file's
+    SHA-256} for the user's data among the dataset arguments; built-ins are versioned with the project."""
     digests = {}
     for name in names:
-        path = datasets.resolve(name)
-        if name in datasets.builtin_names() and not Path(name).exists():
-            continue
-        files = sorted(path.glob("*.csv")) if path.is_dir() else [path]
-        for file in files:
-            digests[str(file.resolve())] = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
+        for key, file in datasets.data_files(name).items():
+            digests[key] = {"file": str(file.resolve()), "sha256": hashlib.sha256(file.read_bytes()).hexdigest()[:16]}
     return digests
 
 
@@ -236,15 +234,23 @@ def _previous_config(folder: Path) -> dict:
         return {}
 
 
-def _check_data_unchanged(digests: dict[str, str], folder: Path) -> None:
-    """A data file whose contents changed since its rows were stored would resume on stale rows:
-    refuse, naming it."""
+def _check_data_unchanged(digests: dict[str, dict[str, str]], folder: Path) -> None:
+    """Data other than what a folder's rows were computed on (the same file edited, or another
+    file of the same dataset name) would resume on stale rows: refuse, naming both."""
     before = _previous_config(folder).get("data_digests", {})
-    for file, digest in digests.items():
-        if before.get(file, digest) != digest:
-            _read_data_file(Path(file))  # a broken file says what is wrong with it, not that it changed
-            raise datasets.DatasetError(f"{file} changed since {folder} stored results for it: "
+    for key, now in digests.items():
+        old = before.get(key) or before.get(now["file"])  # folders written before 2026-11-28 keyed by path
+        if old is None:
+            continue
+        old = old if isinstance(old, dict) else {"file": now["file"], "sha256": old}
+        if old["sha256"] == now["sha256"]:
+            continue
+        _read_data_file(Path(now["file"]))  # a broken file says what is wrong with it, not that it changed
+        if old["file"] == now["file"]:
+            raise datasets.DatasetError(f"{now['file']} changed since {folder} stored results for it: "
                                         "write to a new --out folder, or delete the old one")
+        raise datasets.DatasetError(f"{now['file']} and {old['file']} hold different data under one name, {key!r}, "
+                                    f"whose results {folder} stores: rename one, or write to a new --out folder")
 
 
 def _read_data_file(file: Path) -> None:

@@ -33,6 +33,7 @@ class ResultStore:
         if not files:
             return pd.DataFrame()
         frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+        frame["equation_id"] = frame["equation_id"].astype(str)  # parts written before ids were text held integers
         frame = frame.sort_values("finished_at", kind="stable")
         return frame.drop_duplicates(KEY, keep="last").reset_index(drop=True)
 

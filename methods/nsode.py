@@ -22,16 +22,19 @@ to extrapolate rejected, parsimony by an information criterion. Its budget is co
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
 """
+import dataclasses
 import functools
 import hashlib
 import time
 from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
-from bench.method import Variant
+from bench.method import Variant, check_kinds
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.options import search_settings
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
+
+SETTINGS = {f.name for f in dataclasses.fields(Settings)}  # parameters checked as the search's flags
 
 
 class NSODE(Method):
@@ -89,6 +92,16 @@ class NSODE(Method):
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
         self.rest_limit = rest_limit
+
+    def check_params(self):
+        """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the
+        others as any method's."""
+        params = self.get_params()
+        search_settings(params)
+        check_kinds(self, {key: value for key, value in params.items() if key not in SETTINGS})
+        for key in ("beam", "branches"):
+            if params[key] is not None and not (isinstance(params[key], int) and params[key] >= 1):
+                raise ValueError(f"{key}={params[key]!r}: expected a whole number >= 1")
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""

@@ -41,6 +41,11 @@ class SindyIC(Method):
         self.degree, self.saturation_constants, self.thresholds = degree, saturation_constants, thresholds
         self.criterion, self.alpha, self.fd_settings = criterion, alpha, fd_settings
 
+    def check_params(self):
+        super().check_params()
+        if self.criterion not in family.CRITERIA:
+            raise ValueError(f"criterion={self.criterion!r}: use one of {', '.join(family.CRITERIA)}")
+
     def libraries(self, y: np.ndarray) -> list[tuple[str, ...]]:
         """The candidate term lists (without the constant), each usable on the data."""
         polynomials = [family.polynomial_terms(d) for d in range(1, int(self.degree) + 1)]

@@ -97,11 +97,20 @@ def search_settings(params: dict) -> Settings:
 
 
 def setting_value(name: str, kind: type, value):
-    """`value` as `kind`; text for a switch must say true or false (bool('false') would be True)."""
+    """`value` as `kind`, checked as its flag checks it (ValueError naming it if it is out of range
+    or not among the choices); text for a switch must say true or false (bool('false') would be True)."""
     if kind is bool and isinstance(value, str):
         if value.strip().lower() not in ("true", "false"):
             raise ValueError(f"{name}={value!r}: expected True or False")
         return value.strip().lower() == "true"
+    option = SEARCH_OPTIONS.get(name, (bool,))[0]
+    if isinstance(option, tuple) and value not in option:
+        raise ValueError(f"{name}={value!r}: use one of {', '.join(option)}")
+    if callable(option) and option is not bool and not isinstance(value, bool):
+        try:
+            option(str(value))
+        except argparse.ArgumentTypeError as err:
+            raise ValueError(f"{name}={value!r}: {err}") from None
     return kind(value)
 
 

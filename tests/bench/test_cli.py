@@ -257,3 +257,53 @@ def test_seeds_must_be_whole_numbers_from_zero_and_score_needs_a_result_folder(t
     assert_one_line_error(bench("run", "--seeds", "-1", "--out", tmp_path), "--seeds")
     assert_one_line_error(bench("score", tmp_path / "nothing"), "not a result folder")
     assert not (tmp_path / "nothing").exists()
+
+
+def _dataset_file(path, equations, name="mine"):
+    path.write_text(json.dumps({"format": "bench-dataset/1", "name": name, "version": "1", "equations": equations}))
+    return path
+
+
+def test_integer_equation_ids_are_stored_as_text_and_1_and_one_are_one_id(tmp_path):
+    spec = _dataset_file(tmp_path / "ints.json", [{"id": 1, "expression": "-0.5*y", "y0": [1.0]},
+                                                  {"id": 2, "expression": "-2*y", "y0": [1.0]}])
+    ran = bench("run", "--dataset", spec, "textbook", "--methods", "truth", "--quiet", "--out", tmp_path / "o")
+    assert ran.returncode == 0, ran.stderr
+    rows = pd.read_parquet(tmp_path / "o" / "parts")
+    assert {"1", "2"} <= set(rows["equation_id"]) and (rows["status"] == "ok").all()
+    assert bench("score", tmp_path / "o").returncode == 0
+    twice = _dataset_file(tmp_path / "twice.json", [{"id": 1, "expression": "-y", "y0": [1.0]},
+                                                   {"id": "1", "expression": "-2*y", "y0": [1.0]}])
+    assert_one_line_error(bench("run", "--dataset", twice, "--methods", "truth", "--out", tmp_path / "p"),
+                          "appears twice")
+
+
+def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, trajectory):
+    first = _dataset_file(tmp_path / "laws.json", [{"id": "decay", "expression": "-0.3*y", "y0": [1.0]}])
+    edited = _dataset_file(tmp_path / "laws-edited.json", [{"id": "decay", "expression": "-0.9*y", "y0": [1.0]}])
+    out = tmp_path / "o"
+    assert bench("run", "--dataset", first, "--methods", "truth", "--quiet", "--out", out).returncode == 0
+    assert_one_line_error(bench("run", "--dataset", edited, "--methods", "truth", "--out", out), "different data")
+    for folder, sign in (("a", 1), ("b", -1)):
+        (tmp_path / folder).mkdir()
+        write_csv(tmp_path / folder / "data.csv", trajectory[0], sign * trajectory[1])
+    assert bench("run", "--dataset", tmp_path / "a" / "data.csv", "--methods", "sindy", "--quiet",
+                 "--out", out).returncode == 0
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "b" / "data.csv", "--methods", "sindy",
+                                "--out", out), "different data")
+    same = tmp_path / "copy.json"
+    same.write_text(first.read_text())  # the same data at another path resumes
+    again = bench("run", "--dataset", same, "--methods", "truth", "--out", out)
+    assert again.returncode == 0 and "0 (task, method) pairs to run" in again.stderr, again.stderr
+
+
+def test_bad_method_values_and_absent_plot_cells_are_refused_up_front(tmp_path):
+    out = tmp_path / "o"
+    assert_one_line_error(bench("run", "--methods", "sindy-ic:criterion=bogus", "--out", out), "criterion")
+    assert not (out / "parts").exists()
+    assert bench("run", "--methods", "truth", "--quiet", "--out", out).returncode == 0
+    assert_one_line_error(bench("plot", out, "--dataset", "nosuch"), "textbook")
+    assert_one_line_error(bench("plot", out, "--n", 7), "n = 128")
+    empty = tmp_path / "empty"
+    (empty / "parts").mkdir(parents=True)
+    assert_one_line_error(bench("score", empty), "no results")

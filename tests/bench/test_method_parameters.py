@@ -90,3 +90,33 @@ def test_a_method_s_version_names_its_weights_so_other_weights_never_reuse_a_row
     (copy / "model.safetensors").write_bytes(bytes(data))
     assert specs["nsode-eps"].with_params({"checkpoint": str(copy)}).version != specs["nsode-eps"].version
     assert specs["sindy"].version == "1"  # no weights, no fingerprint
+
+
+@pytest.mark.parametrize("argument, problem", [
+    ("sindy-ic:criterion=bogus", "use one of aic, bic"),
+    ("sindy-ic:thresholds=0.1", "not a sequence"),
+    ("sindy-ic:alpha=", "not a number"),
+    ("nsode-eps+refine:top_k=0", "at least 1"),
+    ("nsode-eps+refine:criterion=aic", "use one of bic, rss"),
+    ("nsode-eps+refine:beam=0", "whole number >= 1"),
+    ("sindy-ic:alpha=1e-3,alpha=2", "given twice"),
+])
+def test_a_bad_parameter_value_is_refused_before_the_sweep(specs, argument, problem):
+    with pytest.raises(registry.RegistryError, match=problem):
+        registry.select([argument], specs)
+
+
+def test_every_builtin_method_and_variant_passes_its_own_parameter_check(specs):
+    for name, spec in specs.items():
+        if not spec.missing_parameters():
+            spec.instantiate().check_params()
+    assert registry.select(["nsode-eps+refine:snap=false,top_k=8", "sindy-ic:criterion=aic"], specs)
+
+
+def test_two_classes_of_one_name_in_a_method_file_are_refused(tmp_path):
+    plugin = tmp_path / "twins.py"
+    plugin.write_text("from bench import Method, Prediction\n\n"
+                      "class A(Method):\n    name = 'twin'\n\n"
+                      "class B(Method):\n    name = 'twin'\n")
+    with pytest.raises(registry.RegistryError, match="A and B are both named 'twin'"):
+        registry.discover((str(plugin),))

@@ -110,3 +110,14 @@ def test_a_timeout_is_rerun_when_the_time_limit_grows_and_kept_otherwise(tmp_pat
     longer = sweep(tmp_path, "slow", subset={"textbook": 2}, time_limit=30)
     rows = runner.run(longer, progress=False).read()
     assert set(rows["status"]) == {"ok"} and len(rows) == 2 and set(rows["time_limit"]) == {30}
+
+
+def test_a_failed_write_still_stops_the_workers(tmp_path, monkeypatch):
+    """Otherwise the driver waits on its workers at exit and never returns."""
+    closed = []
+    close = runner.JoblibExecutor.close
+    monkeypatch.setattr(runner.JoblibExecutor, "close", lambda self: (closed.append(True), close(self)))
+    monkeypatch.setattr(ResultStore, "flush", lambda self: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        runner.run(sweep(tmp_path, "truth", subset={"textbook": 2}), progress=False)
+    assert closed == [True]
