@@ -120,7 +120,10 @@ class Candidate:
 
 
 def candidate(coef: np.ndarray, names: tuple[str, ...], t: np.ndarray, y: np.ndarray, **params) -> Candidate:
-    """A Candidate with its integrated-trajectory error on the observations."""
+    """A Candidate with its integrated-trajectory error on the observations (infinite when a
+    coefficient is not finite: the library overflowed on the data)."""
+    if not np.all(np.isfinite(coef)):
+        return Candidate(coef, names, math.inf, params)
     return Candidate(coef, names, fitting.trajectory_rss(parse(expression(coef, names)), t, y, mxstep=SOLVE_MXSTEP), params)
 
 
@@ -137,7 +140,9 @@ def unique(candidates: list[Candidate]) -> list[Candidate]:
 def finite(candidates: list[Candidate]) -> list[Candidate]:
     usable = [c for c in candidates if math.isfinite(c.rss)]
     if not usable:
-        raise RuntimeError(f"no fitted model could be integrated along the data ({len(candidates)} tried)")
+        overflowed = sum(not np.all(np.isfinite(c.coef)) for c in candidates)
+        why = f"; {overflowed} had coefficients that are not finite: is the data's scale extreme?" if overflowed else ""
+        raise RuntimeError(f"no fitted model could be integrated along the data ({len(candidates)} tried{why})")
     return usable
 
 

@@ -60,7 +60,12 @@ def load(name_or_path: str) -> list[Trajectory]:
     builtin = DATASETS_DIR / f"{name}.json"
     if builtin.exists() and builtin.resolve() != path.resolve():  # its rows would mix with the built-in's
         raise DatasetError(f"{path}: the name {name!r} is a built-in dataset's; give yours another name")
-    return load_csv(path) if csv else load_spec_trajectories(spec)
+    if csv:
+        return load_csv(path)
+    try:
+        return load_spec_trajectories(spec)
+    except DatasetError as err:  # a truth that cannot be solved: name the file too
+        raise DatasetError(f"{path}: {err}") from None
 
 
 def read_spec(path: Path) -> dict:

@@ -93,3 +93,12 @@ def test_information_criterion_prefers_fewer_terms_at_equal_fit():
     large = family.Candidate(np.array([1e-6, -0.5]), ("1", "y"), 0.99e-3)
     for kind in ("aic", "bic"):
         assert family.information_criterion(small, 128, kind) < family.information_criterion(large, 128, kind)
+
+
+def test_coefficients_that_overflow_are_named_not_parsed_as_nan():
+    t = np.linspace(0, 2, 40)
+    y = 2 * np.exp(-0.5 * t)
+    overflowed = family.candidate(np.array([np.nan, 1.0]), ("1", "y"), t, y)
+    assert overflowed.rss == np.inf
+    with pytest.raises(RuntimeError, match="1 had coefficients that are not finite"):
+        family.finite([overflowed])
