@@ -48,7 +48,8 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import GridSearchCV, ParameterGrid, PredefinedSplit
 
 from core import protocol
-from bench.method import Budget, InvalidInput, Method, Observations, Prediction
+from bench.method import (Budget, InvalidInput, Method, Observations, Prediction, are_numbers, is_whole,
+                          require)
 from core.expressions import compile_vector, parse
 from core.processes import Deadline, call_with_deadline
 
@@ -178,7 +179,24 @@ class FiniteDifferenceMethod(Method):
         if run_time_limit is not ...:
             given["run_time_limit"] = run_time_limit
         for knob, value in given.items():
-            setattr(self, knob, tuple(value) if knob == "fd_degrees" else value)
+            setattr(self, knob, tuple(value) if knob == "fd_degrees" and isinstance(value, list) else value)
+
+    def check_params(self) -> None:
+        require(isinstance(self.fd_degrees, tuple) and len(self.fd_degrees) > 0
+                and all(is_whole(d, 1) for d in self.fd_degrees), "fd_degrees", self.fd_degrees,
+                "whole numbers >= 1, such as (3,) or (3, 5)")
+        require(is_whole(self.fd_window, 3), "fd_window", self.fd_window, "a whole number >= 3")
+        limit = self.run_time_limit
+        require(limit is None or are_numbers((limit,), 1e-300), "run_time_limit", limit, "seconds > 0, or None")
+        try:
+            keys = {key for point in ParameterGrid(self.grid) for key in point}
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"grid={self.grid!r}: {err}") from None
+        try:
+            known = set(self.make_regressor(0).get_params())
+        except Exception:  # the regressor cannot be built here: unavailable_reason says why
+            return
+        require(keys <= known, "grid", self.grid, f"parameters of the regressor ({', '.join(sorted(known))})")
 
     def make_regressor(self, seed: int, time_limit: float | None = None) -> BaseEstimator:
         """An unfitted regressor for one hyperparameter run; `time_limit` is the seconds that run

@@ -122,10 +122,12 @@ def _parser() -> argparse.ArgumentParser:
 
     draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)",
                           description="Draw initial values for every equation of a dataset file that has none yet, "
-                          "by the file's \"y0_draw\" rule (count, range, seed), each with a solution that "
-                          "passes the truth's checks up to the extrapolation window. The file is rewritten "
-                          "after each equation, so an interrupted run keeps its progress.")
-    draw.add_argument("file", metavar="DATASET.json")
+                          "by the file's \"y0_draw\" rule ({\"count\": 3, \"low\": 0.1, \"high\": 5, \"seed\": 0}, "
+                          "optionally \"max_draws\", default 10000: uniform draws from [low, high], the range halved "
+                          "after max_draws draws with too few), each with a solution that passes the truth's checks "
+                          "up to the extrapolation window. The file is rewritten after each equation, so an "
+                          "interrupted run keeps its progress.")
+    draw.add_argument("file", metavar="DATASET.json", help="the dataset file to fill in")
     draw.set_defaults(handler=_draw_y0)
     return parser
 

@@ -56,7 +56,7 @@ def load(name_or_path: str) -> list[Trajectory]:
     path = resolve(name_or_path)
     csv = path.is_dir() or path.suffix.lower() == ".csv"
     spec = None if csv else read_spec(path)
-    name = path.stem if csv else spec["name"]  # a CSV dataset is named by its file or folder
+    name = csv_name(path) if csv else spec["name"]
     builtin = DATASETS_DIR / f"{name}.json"
     if builtin.exists() and builtin.resolve() != path.resolve():  # its rows would mix with the built-in's
         raise DatasetError(f"{path}: the name {name!r} is a built-in dataset's; give yours another name")
@@ -91,7 +91,7 @@ def read_spec(path: Path) -> dict:
         eq["id"] = str(eq["id"])  # rows and file names key by text: 1 and "1" are one id
         where = f"{path}: equation {eq['id']!r}"
         if eq["id"] in seen:
-            raise DatasetError(f"{where} appears twice")
+            raise DatasetError(f"{where} appears twice (ids are compared as text: 1 and \"1\" are one id)")
         seen.add(eq["id"])
         if not isinstance(eq["expression"], str):
             raise DatasetError(f"{where}: 'expression' must be a string such as \"-0.5*y\"")
@@ -111,10 +111,8 @@ def data_files(name_or_path: str) -> dict[str, Path]:
     if name_or_path in builtin_names() and not Path(name_or_path).exists():
         return {}
     path = resolve(name_or_path)
-    if path.is_dir():
-        return {f"{path.stem}/{f.stem}": f for f in sorted(path.glob("*.csv"))}
-    if path.suffix.lower() == ".csv":
-        return {f"{path.stem}/{path.stem}": path}
+    if path.is_dir() or path.suffix.lower() == ".csv":
+        return {f"{csv_name(path)}/{f.stem}": f for f in csv_files(path)}
     return {read_spec(path)["name"]: path}
 
 
@@ -155,10 +153,24 @@ def draw_initial_values(expression: str, count: int, low: float, high: float, se
 
 def load_csv(path: Path) -> list[Trajectory]:
     """Trajectories from a CSV file or a folder of CSV files (columns t, y; optional expression)."""
-    files = sorted(Path(path).glob("*.csv")) if Path(path).is_dir() else [Path(path)]
+    files = csv_files(path)
     if not files:
         raise DatasetError(f"{path}: no .csv files in this folder")
-    return [_read_csv_trajectory(f, dataset=Path(path).stem) for f in files]
+    return [_read_csv_trajectory(f, dataset=csv_name(path)) for f in files]
+
+
+def csv_name(path: Path) -> str:
+    """A CSV dataset's name: its folder's whole name (`runs.v2`), or its file's name without `.csv`."""
+    path = Path(path)
+    return path.name if path.is_dir() else path.stem
+
+
+def csv_files(path: Path) -> list[Path]:
+    """The trajectories of a CSV dataset: the file, or a folder's `.csv` files (any case), sorted."""
+    path = Path(path)
+    if not path.is_dir():
+        return [path]
+    return sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() == ".csv")
 
 
 def _read_csv_trajectory(file: Path, dataset: str) -> Trajectory:
@@ -219,14 +231,21 @@ def fill_initial_values(path: Path, progress=None) -> int:
     an interrupted run keeps its progress.
     """
     path = Path(path)
-    spec = json.loads(path.read_text())
-    rule = spec.get("y0_draw")
+    try:
+        spec = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise DatasetError(f"{path}: not a readable JSON dataset file ({err})") from None
+    rule = spec.get("y0_draw") if isinstance(spec, dict) else None
     if not rule:
         raise DatasetError(f"{path}: no \"y0_draw\" rule to draw initial values with")
-    todo = [eq for eq in spec["equations"] if not eq.get("y0")]
+    missing = [key for key in ("count", "low", "high", "seed") if key not in rule]
+    if missing:
+        raise DatasetError(f"{path}: the \"y0_draw\" rule needs {', '.join(missing)} "
+                           "(and may give max_draws, default 10000)")
+    todo = [eq for eq in spec.get("equations", []) if not eq.get("y0")]
     for eq in progress(todo) if progress else todo:
         eq["y0"], eq["y0_range"] = draw_initial_values(
-            eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule["max_draws"])
+            eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule.get("max_draws", 10_000))
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(spec, indent=1) + "\n")
         os.replace(tmp, path)

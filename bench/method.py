@@ -157,6 +157,23 @@ def check_kinds(method: Method, params: dict[str, Any]) -> None:
             raise ValueError(f"{name}={value!r} is not {expected} (its default is {defaults[name]!r})")
 
 
+def require(ok: bool, name: str, value, expected: str) -> None:
+    """For `check_params`: ValueError `name=value: expected ...` unless `ok`."""
+    if not ok:
+        raise ValueError(f"{name}={value!r}: expected {expected}")
+
+
+def is_whole(value, low: int) -> bool:
+    """A whole number (not a flag) >= low."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
+
+
+def are_numbers(values, low: float, empty: bool = False) -> bool:
+    """A sequence (empty only if allowed) of finite numbers >= low."""
+    return (isinstance(values, (tuple, list)) and (empty or len(values) > 0)
+            and all(_kind(v) == "a number" and np.isfinite(v) and v >= low for v in values))
+
+
 def _kind(value) -> str | None:
     """The kind of a parameter value, as `check_params` names it; None for a kind it leaves alone."""
     if isinstance(value, (bool, np.bool_)):

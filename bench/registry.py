@@ -122,6 +122,7 @@ def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
         for name, variant in cls.variants.items():
             specs[name] = MethodSpec(name, entry_point=ep.value, cls=cls.name,
                                      preset=tuple(sorted(variant.params.items())))
+    given: dict[str, str] = {}  # name -> the --method-file that defines it
     for file in extra_files:
         path = Path(file)
         if not path.is_file():
@@ -129,7 +130,11 @@ def discover(extra_files: tuple[str, ...] = ()) -> dict[str, MethodSpec]:
         classes = _classes_in_file(path)
         if not classes:
             raise RegistryError(f"method file {file} defines no Method subclass with a name")
-        specs.update(_file_specs(classes, path.resolve()))
+        found = _file_specs(classes, path.resolve())
+        for name in found:
+            if given.setdefault(name, file) != file and Path(given[name]).resolve() != path.resolve():
+                raise RegistryError(f"method files {given[name]} and {file} both define {name!r}")
+        specs.update(found)
     return specs
 
 
@@ -159,7 +164,8 @@ def unavailable_reason(spec: MethodSpec) -> str | None:
 
 def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[MethodSpec]:
     """The specs named by `names`, each `NAME` or `NAME:key=value,...` (parameters of the
-    method's constructor; values are Python literals, else strings): `sindy:fd_degrees=(3,)`."""
+    method's constructor; values are Python literals, true/false in any case, else strings):
+    `sindy:fd_degrees=(3,)`. Each method checks its values here, once, before any sweep."""
     if not names:
         return list(specs.values())
     parsed = [parse_method_argument(n) for n in names]
@@ -206,6 +212,9 @@ def parse_method_argument(text: str) -> tuple[str, dict[str, Any]]:
         key, value = key.strip(), value.strip()
         if key in params:
             raise RegistryError(f"method argument {text!r}: {key} is given twice")
+        if value.lower() in ("true", "false"):  # as typed on a command line; stored as True/False
+            params[key] = value.lower() == "true"
+            continue
         try:
             params[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from joblib import Parallel, delayed
 
-from bench import datasets
+from bench import data_digests, datasets
 from bench.scoring import score
 from bench.store import ResultStore
 
@@ -18,6 +18,9 @@ def rescore(folder: Path, jobs: int = 1) -> int:
     if rows.empty:
         return 0
     config = json.loads((folder / "sweep.json").read_text())
+    data_digests.check_unchanged(data_digests.digests(config["datasets"], missing_ok=True),
+                                 config.get("data_digests", {}), folder,
+                                 advice="restore the data the rows were computed on, or run the sweep into a new folder")
     trajectories = {}
     gone = {}
     for name in config["datasets"]:

@@ -11,7 +11,6 @@ inside the processes of a Dask cluster).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import queue
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from bench import datasets, provenance
+from bench import data_digests, datasets, provenance
 from bench.method import Budget, Oracle
 from bench.registry import MethodSpec
 from bench.rows import make_row
@@ -161,8 +160,9 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
         oracle = issubclass(spec.load(), Oracle)
         limit = limits[spec.label]
         if oracle and lawless:
-            print(f"{spec.label} knows the law, and {len(lawless)} trajectories come without one: "
-                  "it skips them", file=sys.stderr)
+            some = f"{len(lawless)} trajectories come" if len(lawless) > 1 else "1 trajectory comes"
+            print(f"{spec.label} knows the law, and {some} without one: it skips {'them' if len(lawless) > 1 else 'it'}",
+                  file=sys.stderr)
         for task in tasks:
             if oracle and not task.trajectory.expression:
                 continue
@@ -190,8 +190,9 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
-    digests = data_digests(sweep.datasets)
-    _check_data_unchanged(digests, store.folder)
+    digests = data_digests.digests(sweep.datasets)
+    data_digests.check_unchanged(digests, _previous_config(store.folder).get("data_digests", {}), store.folder,
+                                 advice="write to a new --out folder, or delete the old one")
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
     _write_config(sweep, store.folder, ran=bool(pending), digests=digests)
@@ -217,48 +218,11 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     return store
 
 
-def data_digests(names) -> dict[str, dict[str, str]]:
-    """{what the rows are keyed by (dataset, or dataset/file for CSV): its file and the file's
-    SHA-256} for the user's data among the dataset arguments; built-ins are versioned with the project."""
-    digests = {}
-    for name in names:
-        for key, file in datasets.data_files(name).items():
-            digests[key] = {"file": str(file.resolve()), "sha256": hashlib.sha256(file.read_bytes()).hexdigest()[:16]}
-    return digests
-
-
 def _previous_config(folder: Path) -> dict:
     try:
         return json.loads((folder / "sweep.json").read_text())
     except (OSError, json.JSONDecodeError):
         return {}
-
-
-def _check_data_unchanged(digests: dict[str, dict[str, str]], folder: Path) -> None:
-    """Data other than what a folder's rows were computed on (the same file edited, or another
-    file of the same dataset name) would resume on stale rows: refuse, naming both."""
-    before = _previous_config(folder).get("data_digests", {})
-    for key, now in digests.items():
-        old = before.get(key) or before.get(now["file"])  # folders written before 2026-11-28 keyed by path
-        if old is None:
-            continue
-        old = old if isinstance(old, dict) else {"file": now["file"], "sha256": old}
-        if old["sha256"] == now["sha256"]:
-            continue
-        _read_data_file(Path(now["file"]))  # a broken file says what is wrong with it, not that it changed
-        if old["file"] == now["file"]:
-            raise datasets.DatasetError(f"{now['file']} changed since {folder} stored results for it: "
-                                        "write to a new --out folder, or delete the old one")
-        raise datasets.DatasetError(f"{now['file']} and {old['file']} hold different data under one name, {key!r}, "
-                                    f"whose results {folder} stores: rename one, or write to a new --out folder")
-
-
-def _read_data_file(file: Path) -> None:
-    """Read one user data file as its dataset would be read; DatasetError if it cannot be used."""
-    if file.suffix.lower() == ".csv":
-        datasets.load_csv(file)
-    else:
-        datasets.load_spec_trajectories(datasets.read_spec(file))
 
 
 def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, str]) -> None:

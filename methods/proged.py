@@ -19,6 +19,7 @@ Differences from ProGED (not installable here; reimplemented in baselines/gramma
 - the search stops at 85 % of the task's time limit and returns the best skeleton so far.
 """
 from bench import Budget, Method, Observations, Prediction
+from bench.method import is_whole, require
 from baselines.grammar import search
 
 
@@ -31,6 +32,10 @@ class ProGED(Method):
 
     def __init__(self, sample_size: int = 64, restarts: int = 4):
         self.sample_size, self.restarts = sample_size, restarts
+
+    def check_params(self):
+        require(is_whole(self.sample_size, 1), "sample_size", self.sample_size, "a whole number >= 1")
+        require(is_whole(self.restarts, 1), "restarts", self.restarts, "a whole number >= 1")
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
         fits = search(observations.t, observations.y, self.sample_size, self.restarts, budget.seed,

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
+from bench.method import are_numbers, is_whole, require
 from baselines import sindy_family as family
 from baselines.fd import DEGREE, WINDOW, derivative
 
@@ -43,8 +44,16 @@ class SindyIC(Method):
 
     def check_params(self):
         super().check_params()
-        if self.criterion not in family.CRITERIA:
-            raise ValueError(f"criterion={self.criterion!r}: use one of {', '.join(family.CRITERIA)}")
+        require(self.criterion in family.CRITERIA, "criterion", self.criterion, f"one of {', '.join(family.CRITERIA)}")
+        require(is_whole(self.degree, 1), "degree", self.degree, "a whole number >= 1")
+        require(np.isfinite(self.alpha) and self.alpha >= 0, "alpha", self.alpha, "a number >= 0")
+        require(are_numbers(self.thresholds, 0), "thresholds", self.thresholds, "numbers >= 0, such as (0.01, 0.1)")
+        require(are_numbers(self.saturation_constants, 1e-300, empty=True), "saturation_constants",
+                self.saturation_constants, "numbers > 0, or () for none")
+        require(len(self.fd_settings) > 0 and all(
+            isinstance(pair, (tuple, list)) and len(pair) == 2 and is_whole(pair[0], 3) and is_whole(pair[1], 1)
+            for pair in self.fd_settings), "fd_settings", self.fd_settings,
+            "(window >= 3, degree >= 1) pairs, such as ((15, 3),)")
 
     def libraries(self, y: np.ndarray) -> list[tuple[str, ...]]:
         """The candidate term lists (without the constant), each usable on the data."""

@@ -121,7 +121,8 @@ def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
 def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory):
     file = write_csv(tmp_path / "growth.csv", *trajectory)  # no expression column
     result = bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o")
-    assert result.returncode == 0 and "skips them" in result.stderr and "no results" in result.stdout
+    assert result.returncode == 0 and "no results" in result.stdout
+    assert "1 trajectory comes without one: it skips it" in result.stderr
 
 
 def test_failed_run_keeps_what_was_stored(tmp_path):
@@ -280,6 +281,7 @@ def test_integer_equation_ids_are_stored_as_text_and_1_and_one_are_one_id(tmp_pa
 
 def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, trajectory):
     first = _dataset_file(tmp_path / "laws.json", [{"id": "decay", "expression": "-0.3*y", "y0": [1.0]}])
+    original = first.read_text()
     edited = _dataset_file(tmp_path / "laws-edited.json", [{"id": "decay", "expression": "-0.9*y", "y0": [1.0]}])
     out = tmp_path / "o"
     assert bench("run", "--dataset", first, "--methods", "truth", "--quiet", "--out", out).returncode == 0
@@ -291,6 +293,14 @@ def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, tra
                  "--out", out).returncode == 0
     assert_one_line_error(bench("run", "--dataset", tmp_path / "b" / "data.csv", "--methods", "sindy",
                                 "--out", out), "different data")
+    first.write_text(edited.read_text())  # edited after its rows were stored: re-scoring refuses too
+    assert_one_line_error(bench("score", out), "changed since")
+    first.write_text(original)
+    assert bench("score", out).returncode == 0
+    folder = tmp_path / "csv" / "mine"  # CSV files under the JSON dataset's name: their rows would share keys
+    folder.mkdir(parents=True)
+    write_csv(folder / "decay.csv", *trajectory)
+    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "sindy", "--out", out), "different data")
     same = tmp_path / "copy.json"
     same.write_text(first.read_text())  # the same data at another path resumes
     again = bench("run", "--dataset", same, "--methods", "truth", "--out", out)
@@ -307,3 +317,28 @@ def test_bad_method_values_and_absent_plot_cells_are_refused_up_front(tmp_path):
     empty = tmp_path / "empty"
     (empty / "parts").mkdir(parents=True)
     assert_one_line_error(bench("score", empty), "no results")
+
+
+def test_a_csv_folder_is_named_whole_and_reads_csv_files_of_any_case(tmp_path, trajectory):
+    folder = tmp_path / "runs.v2"
+    folder.mkdir()
+    write_csv(folder / "A.CSV", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    write_csv(folder / "b.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    ran = bench("run", "--dataset", folder, "--methods", "truth", "--quiet", "--out", tmp_path / "o")
+    assert ran.returncode == 0, ran.stderr
+    rows = pd.read_parquet(tmp_path / "o" / "parts")
+    assert set(rows["dataset"]) == {"runs.v2"} and set(rows["equation_id"]) == {"A", "b"}
+
+
+def test_draw_y0_and_method_files_name_their_problems(tmp_path):
+    assert_one_line_error(bench("draw-y0", tmp_path / "nosuch.json"), "not a readable JSON")
+    spec = _dataset_file(tmp_path / "x.json", [{"id": "a", "expression": "-y"}])
+    spec.write_text(json.dumps({**json.loads(spec.read_text()), "y0_draw": {"count": 2, "low": 0.1, "high": 2}}))
+    assert_one_line_error(bench("draw-y0", spec), "needs seed")
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "decay.py").write_text(
+            "from bench import Method, Prediction\n\nclass Decay(Method):\n    name = 'decay'\n\n"
+            "    def run(self, observations, budget):\n        return Prediction('-y')\n")
+    assert_one_line_error(bench("run", "--method-file", tmp_path / "one" / "decay.py", tmp_path / "two" / "decay.py",
+                                "--methods", "decay", "--out", tmp_path / "o"), "both define 'decay'")

@@ -93,13 +93,21 @@ def test_a_method_s_version_names_its_weights_so_other_weights_never_reuse_a_row
 
 
 @pytest.mark.parametrize("argument, problem", [
-    ("sindy-ic:criterion=bogus", "use one of aic, bic"),
+    ("sindy-ic:criterion=bogus", "one of aic, bic"),
     ("sindy-ic:thresholds=0.1", "not a sequence"),
     ("sindy-ic:alpha=", "not a number"),
     ("nsode-eps+refine:top_k=0", "at least 1"),
     ("nsode-eps+refine:criterion=aic", "use one of bic, rss"),
     ("nsode-eps+refine:beam=0", "whole number >= 1"),
     ("sindy-ic:alpha=1e-3,alpha=2", "given twice"),
+    ("sindy-ic:degree=2.5", "whole number"),
+    ("sindy-ic:alpha=-1", ">= 0"),
+    ("sindy-ic:thresholds=()", "numbers >= 0"),
+    ("sindy:fd_degrees=3", r"such as \(3,\)"),
+    ("sindy:fd_window=-5", "whole number >= 3"),
+    ("sindy:run_time_limit='x'", "seconds > 0"),
+    ("sindy:grid={'a': [1]}", "parameters of the regressor"),
+    ("proged:restarts=0", "whole number >= 1"),
 ])
 def test_a_bad_parameter_value_is_refused_before_the_sweep(specs, argument, problem):
     with pytest.raises(registry.RegistryError, match=problem):
@@ -110,7 +118,8 @@ def test_every_builtin_method_and_variant_passes_its_own_parameter_check(specs):
     for name, spec in specs.items():
         if not spec.missing_parameters():
             spec.instantiate().check_params()
-    assert registry.select(["nsode-eps+refine:snap=false,top_k=8", "sindy-ic:criterion=aic"], specs)
+    chosen = registry.select(["nsode-eps+refine:snap=false,top_k=8", "sindy-ic:criterion=aic"], specs)
+    assert chosen[0].label == "nsode-eps+refine:snap=False,top_k=8"  # true/false as typed read as flags
 
 
 def test_two_classes_of_one_name_in_a_method_file_are_refused(tmp_path):
