@@ -89,6 +89,9 @@ def read_spec(path: Path) -> dict:
         if not isinstance(eq["id"], (str, int)) or isinstance(eq["id"], bool):
             raise DatasetError(f"{path}: equation {i}: 'id' must be a string or an integer")
         eq["id"] = str(eq["id"])  # rows and file names key by text: 1 and "1" are one id
+        if not eq["id"] or eq["id"] != eq["id"].strip() or "/" in eq["id"]:
+            raise DatasetError(f"{path}: equation {i}: 'id' {eq['id']!r} must be non-empty, without '/' "
+                               "or spaces around it (tasks are named dataset/id/y0)")
         where = f"{path}: equation {eq['id']!r}"
         if eq["id"] in seen:
             raise DatasetError(f"{where} appears twice (ids are compared as text: 1 and \"1\" are one id)")

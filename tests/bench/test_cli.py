@@ -60,6 +60,8 @@ def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
     (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
                  "equations": [{"id": ["a"], "expression": "-y", "y0": [1]}]}), "'id' must be"),
     (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
+                 "equations": [{"id": "a/b", "expression": "-y", "y0": [1]}]}), "without '/'"),
+    (json.dumps({"format": "bench-dataset/1", "name": "x", "version": "1",
                  "equations": [{"id": "a", "expression": 5, "y0": [1]}]}), "must be a string"),
     (json.dumps({"format": "bench-dataset/1", "name": "../x", "version": "1",
                  "equations": [{"id": "a", "expression": "-y", "y0": [1]}]}), "'name'"),
