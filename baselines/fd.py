@@ -182,6 +182,7 @@ class FiniteDifferenceMethod(Method):
             setattr(self, knob, tuple(value) if knob == "fd_degrees" and isinstance(value, list) else value)
 
     def check_params(self) -> None:
+        super().check_params()
         require(isinstance(self.fd_degrees, tuple) and len(self.fd_degrees) > 0
                 and all(is_whole(d, 1) for d in self.fd_degrees), "fd_degrees", self.fd_degrees,
                 "whole numbers >= 1, such as (3,) or (3, 5)")
