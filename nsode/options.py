@@ -28,8 +28,8 @@ SEARCH_OPTIONS = {
                               "curvature removed (few observations)"),
     "keep_sign": (bool, "leave out, in that check, a perturbed initial value on the other side of 0 from "
                         "observations that never cross it (sparse records of populations or concentrations)"),
-    "rest_in_noise": (bool, "in that check, start from 0 only when the initial value lies within the noise of 0, "
-                            "not merely within the law's motion over one sampling interval"),
+    "rest_in_noise": (bool, "make that check's start from 0 only when the initial value lies within the noise of "
+                            "0, not merely within the law's motion over one sampling interval"),
     "rest_limit": (bool, "pass, in that check, the start from 0 of a law that is not a number at 0 but tends to 0 "
                          "there (Gompertz's y log y): what starts empty stays empty"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "

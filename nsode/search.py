@@ -82,7 +82,7 @@ class Settings:
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
     keep_sign: bool = True  # the check's perturbed starts never cross 0 where the observations do not (version 16)
-    rest_in_noise: bool = False  # the check starts from 0 only when y0 lies within the noise of it (measured)
+    rest_in_noise: bool = True  # the check starts from 0 only when y0 lies within the noise of it (version 18)
     rest_limit: bool = True  # a law that tends to 0 at 0 (y log y) passes the check's start from rest (version 17)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
