@@ -233,8 +233,15 @@ def _plot(args) -> int:
     if args.n is not None and args.n not in set(shown["n"]):
         raise UserError(f"--n {args.n}: the results{' on ' + args.dataset if args.dataset else ''} hold n = "
                         f"{', '.join(map(str, sorted(set(shown['n']))))}")
-    paths = plots.draw_all(rows, out, dataset=args.dataset or protocol.MAIN_FIGURE["dataset"],
-                           n_main=args.n or protocol.MAIN_FIGURE["n"], n_datasets=args.n_datasets,
+    dataset, n = args.dataset or protocol.MAIN_FIGURE["dataset"], args.n or protocol.MAIN_FIGURE["n"]
+    shown_dataset = plots.pick(rows["dataset"], dataset)
+    shown_n = plots.pick(rows.loc[rows["dataset"] == shown_dataset, "n"], n)
+    if (shown_dataset, shown_n) != (dataset, n):
+        print(f"main figure: {shown_dataset}, n = {shown_n} (the results hold no {dataset} at n = {n})")
+    if plots.pick(rows["n"], args.n_datasets) != args.n_datasets:
+        print(f"per-dataset figures: n = {plots.pick(rows['n'], args.n_datasets)} (the results hold no n = "
+              f"{args.n_datasets})")
+    paths = plots.draw_all(rows, out, dataset=dataset, n_main=n, n_datasets=args.n_datasets,
                            data_folder=args.data_folder)
     print(f"wrote {len(paths)} files to {out}")
     return 0

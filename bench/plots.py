@@ -57,7 +57,8 @@ def _column(metric: str, part: str) -> str:
     return metric if metric in ("complexity", "fit_time") else f"{metric}_{part}"
 
 
-def _pick(values, preferred):
+def pick(values, preferred):
+    """`preferred` when `values` hold it, else their middle value: the cell a figure shows."""
     values = sorted(set(values))
     return preferred if preferred in values else values[len(values) // 2]
 
@@ -66,8 +67,8 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
                 n: int = protocol.MAIN_FIGURE["n"]) -> list[Path]:
     """Median R^2, complexity and fit time per method against noise, on one dataset and n
     (paper: Classic, n = 192; otherwise what the results have). Legend ordered by best R^2."""
-    dataset = _pick(medians["dataset"], dataset)
-    n = _pick(medians.loc[medians.dataset == dataset, "n"], n)
+    dataset = pick(medians["dataset"], dataset)
+    n = pick(medians.loc[medians.dataset == dataset, "n"], n)
     data = medians[(medians.dataset == dataset) & (medians.n == n)]
     data = data[["dataset", "n", "method", "noise", "r2_interp", "complexity", "fit_time"]].reset_index(drop=True)
     order = data.groupby("method")["r2_interp"].max().sort_values(ascending=False).index.tolist()
@@ -97,7 +98,7 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
     """Median R^2 of every method (rows, best first) on every dataset and noise level (columns)
     at one n, as an annotated heatmap: with a dozen or more methods the paper's grouped bars can
     no longer be told apart. Colours span the paper's range [-3, 1]; cells below it read '<-3'."""
-    n = _pick(medians["n"], n)
+    n = pick(medians["n"], n)
     col = f"r2_{part}"
     data = medians[medians.n == n][["dataset", "n", "method", "noise", col]].reset_index(drop=True)
     grid = data.pivot_table(index="method", columns=["dataset", "noise"], values=col, aggfunc="first")

@@ -118,6 +118,7 @@ def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
     assert "scored against the observations" in result.stdout
     drawn = bench("plot", tmp_path / "o")  # no extrapolation window: those figures are left out
     assert drawn.returncode == 0 and "wrote" in drawn.stdout, drawn.stderr
+    assert "main figure: mine, n = 64 (the results hold no classic at n = 192)" in drawn.stdout  # the paper's cell
 
 
 def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory):
