@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
-from bench.method import Variant, check_kinds
+from bench.method import Variant, check_kinds, is_whole, require
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.options import search_settings
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
@@ -100,8 +100,7 @@ class NSODE(Method):
         search_settings(params)
         check_kinds(self, {key: value for key, value in params.items() if key not in SETTINGS})
         for key in ("beam", "branches"):
-            if params[key] is not None and not (isinstance(params[key], int) and params[key] >= 1):
-                raise ValueError(f"{key}={params[key]!r}: expected a whole number >= 1")
+            require(params[key] is None or is_whole(params[key], 1), key, params[key], "a whole number >= 1, or None")
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""

@@ -98,7 +98,7 @@ def test_a_method_s_version_names_its_weights_so_other_weights_never_reuse_a_row
     ("sindy-ic:alpha=", "not a number"),
     ("nsode-eps+refine:top_k=0", "at least 1"),
     ("nsode-eps+refine:criterion=aic", "use one of bic, rss"),
-    ("nsode-eps+refine:beam=0", "whole number >= 1"),
+    ("nsode-eps+refine:beam=0", "whole number >= 1, or None"),
     ("sindy-ic:alpha=1e-3,alpha=2", "given twice"),
     ("sindy-ic:degree=2.5", "whole number"),
     ("sindy-ic:alpha=-1", ">= 0"),
