@@ -323,11 +323,11 @@ def _list(args) -> int:
 
 def _score(args) -> int:
     from bench import rescoring
-    from bench.store import ResultStore
 
-    if not (Path(args.results) / "parts").is_dir():
+    parts = Path(args.results) / "parts"
+    if not parts.is_dir():
         raise UserError(f"{args.results} is not a result folder (no parts/ inside)")
-    if ResultStore(args.results).read().empty:
+    if not any(parts.glob("*.parquet")):  # rescore reads the rows themselves
         raise UserError(f"{args.results} holds no results yet")
     count = rescoring.rescore(Path(args.results), jobs=args.jobs)
     print(f"re-scored {count} predictions in {args.results}")

@@ -160,9 +160,9 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
         oracle = issubclass(spec.load(), Oracle)
         limit = limits[spec.label]
         if oracle and lawless:
-            some = f"{len(lawless)} trajectories come" if len(lawless) > 1 else "1 trajectory comes"
-            print(f"{spec.label} knows the law, and {some} without one: it skips {'them' if len(lawless) > 1 else 'it'}",
-                  file=sys.stderr)
+            some, them = ((f"{len(lawless)} trajectories come", "them") if len(lawless) > 1
+                          else ("1 trajectory comes", "it"))
+            print(f"{spec.label} knows the law, and {some} without one: it skips {them}", file=sys.stderr)
         for task in tasks:
             if oracle and not task.trajectory.expression:
                 continue
@@ -225,7 +225,7 @@ def _previous_config(folder: Path) -> dict:
         return {}
 
 
-def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, str]) -> None:
+def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, dict[str, str]]) -> None:
     """sweep.json: the sweep's settings, and under "runs" the commit, machine and start time of
     every start that had tasks to run (a resume adds one; a start with nothing to do does not).
     Datasets and data digests accumulate over the sweeps written to the folder, so `bench score`

@@ -46,7 +46,7 @@ class SindyIC(Method):
         super().check_params()
         require(self.criterion in family.CRITERIA, "criterion", self.criterion, f"one of {', '.join(family.CRITERIA)}")
         require(is_whole(self.degree, 1), "degree", self.degree, "a whole number >= 1")
-        require(np.isfinite(self.alpha) and self.alpha >= 0, "alpha", self.alpha, "a number >= 0")
+        require(are_numbers((self.alpha,), 0), "alpha", self.alpha, "a number >= 0")
         require(are_numbers(self.thresholds, 0), "thresholds", self.thresholds, "numbers >= 0, such as (0.01, 0.1)")
         require(are_numbers(self.saturation_constants, 1e-300, empty=True), "saturation_constants",
                 self.saturation_constants, "numbers > 0, or () for none")

@@ -103,7 +103,7 @@ def setting_value(name: str, kind: type, value):
         if value.strip().lower() not in ("true", "false"):
             raise ValueError(f"{name}={value!r}: expected True or False")
         return value.strip().lower() == "true"
-    option = SEARCH_OPTIONS.get(name, (bool,))[0]
+    option = SEARCH_OPTIONS.get(name, (None,))[0]  # None: a field without a flag, not checked
     if isinstance(option, tuple) and value not in option:
         raise ValueError(f"{name}={value!r}: use one of {', '.join(option)}")
     if callable(option) and option is not bool and not isinstance(value, bool):
