@@ -225,6 +225,13 @@ def _previous_config(folder: Path) -> dict:
         return {}
 
 
+def _new_data(digests: dict[str, dict[str, str]], before: dict) -> dict[str, dict[str, str]]:
+    """The entries of `digests` that are not the stored data: a resume from a copy of a file at
+    another path keeps the first file on record, so an edit of that file reads "changed since"."""
+    return {key: entry for key, entry in digests.items()
+            if not (isinstance(before.get(key), dict) and before[key]["sha256"] == entry["sha256"])}
+
+
 def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, dict[str, str]]) -> None:
     """sweep.json: the sweep's settings, and under "runs" the commit, machine and start time of
     every start that had tasks to run (a resume adds one; a start with nothing to do does not).
@@ -235,7 +242,7 @@ def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, dict
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
     before = _previous_config(folder)
     config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
-    config["data_digests"] = {**before.get("data_digests", {}), **digests}
+    config["data_digests"] = {**before.get("data_digests", {}), **_new_data(digests, before.get("data_digests", {}))}
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
     config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time()}] if ran else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

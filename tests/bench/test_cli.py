@@ -308,6 +308,8 @@ def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, tra
     same.write_text(first.read_text())  # the same data at another path resumes
     again = bench("run", "--dataset", same, "--methods", "truth", "--out", out)
     assert again.returncode == 0 and "0 (task, method) pairs to run" in again.stderr, again.stderr
+    first.write_text(edited.read_text())  # the file on record is still the first one: an edit of it is a change
+    assert_one_line_error(bench("run", "--dataset", first, "--methods", "truth", "--out", out), "changed since")
 
 
 def test_bad_method_values_and_absent_plot_cells_are_refused_up_front(tmp_path):
