@@ -65,6 +65,13 @@ class FitTimeout(RuntimeError):
     """A hyperparameter run exceeded its time limit and was killed."""
 
 
+def check_fd_settings(settings) -> None:
+    """For `check_params` of methods that try several (window, degree) derivative estimates."""
+    require(isinstance(settings, (tuple, list)) and len(settings) > 0 and all(
+        isinstance(pair, (tuple, list)) and len(pair) == 2 and is_whole(pair[0], 3) and is_whole(pair[1], 1)
+        for pair in settings), "fd_settings", settings, "(window >= 3, degree >= 1) pairs, such as ((15, 3),)")
+
+
 def derivative(t: np.ndarray, y: np.ndarray, window: int = WINDOW, degree: int = DEGREE) -> np.ndarray:
     """dy/dt at every observation from local polynomial fits of `degree` in t over `window` points.
 

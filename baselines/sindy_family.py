@@ -22,6 +22,7 @@ import sympy
 from pysindy import CustomLibrary, STLSQ
 
 from baselines.sindy import expression
+from bench.method import are_numbers, is_whole, require
 from core import fitting
 from core.expressions import compile_vector, parse
 
@@ -144,6 +145,17 @@ def finite(candidates: list[Candidate]) -> list[Candidate]:
         why = f"; {overflowed} had coefficients that are not finite: is the data's scale extreme?" if overflowed else ""
         raise RuntimeError(f"no fitted model could be integrated along the data ({len(candidates)} tried{why})")
     return usable
+
+
+def check_grid(method) -> None:
+    """For `check_params` of the methods that select among library degrees and STLSQ thresholds
+    by the integrated trajectory (sindy-weak, sindy-ensemble)."""
+    require(isinstance(method.degrees, (tuple, list)) and len(method.degrees) > 0
+            and all(is_whole(d, 1) for d in method.degrees), "degrees", method.degrees,
+            "whole numbers >= 1, such as (1, 2, 3)")
+    require(are_numbers(method.thresholds, 0), "thresholds", method.thresholds, "numbers >= 0, such as (0.01, 0.1)")
+    require(are_numbers((method.alpha,), 0), "alpha", method.alpha, "a number >= 0")
+    require(are_numbers((method.tolerance,), 0), "tolerance", method.tolerance, "a number >= 0")
 
 
 def most_parsimonious(candidates: list[Candidate], tolerance: float, y: np.ndarray,

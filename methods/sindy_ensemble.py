@@ -21,8 +21,9 @@ import warnings
 import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
+from bench.method import are_numbers, is_whole, require
 from baselines import sindy_family as family
-from baselines.fd import DEGREE, WINDOW, derivative
+from baselines.fd import DEGREE, WINDOW, check_fd_settings, derivative
 
 
 class SindyEnsemble(Method):
@@ -37,6 +38,14 @@ class SindyEnsemble(Method):
                  tolerance=0.05, fd_settings=((WINDOW, DEGREE), (31, 2))):
         self.degrees, self.thresholds, self.n_models, self.inclusion = degrees, thresholds, n_models, inclusion
         self.alpha, self.tolerance, self.fd_settings = alpha, tolerance, fd_settings
+
+    def check_params(self):
+        super().check_params()
+        family.check_grid(self)
+        check_fd_settings(self.fd_settings)
+        require(is_whole(self.n_models, 2), "n_models", self.n_models, "a whole number >= 2 (bagged models)")
+        require(are_numbers((self.inclusion,), 0) and self.inclusion <= 1, "inclusion", self.inclusion,
+                "a share in [0, 1]")
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
         t, y = observations.t, observations.y

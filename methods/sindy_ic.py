@@ -25,7 +25,7 @@ import numpy as np
 from bench import Budget, Method, Observations, Prediction
 from bench.method import are_numbers, is_whole, require
 from baselines import sindy_family as family
-from baselines.fd import DEGREE, WINDOW, derivative
+from baselines.fd import DEGREE, WINDOW, check_fd_settings, derivative
 
 
 class SindyIC(Method):
@@ -50,10 +50,7 @@ class SindyIC(Method):
         require(are_numbers(self.thresholds, 0), "thresholds", self.thresholds, "numbers >= 0, such as (0.01, 0.1)")
         require(are_numbers(self.saturation_constants, 1e-300, empty=True), "saturation_constants",
                 self.saturation_constants, "numbers > 0, or () for none")
-        require(len(self.fd_settings) > 0 and all(
-            isinstance(pair, (tuple, list)) and len(pair) == 2 and is_whole(pair[0], 3) and is_whole(pair[1], 1)
-            for pair in self.fd_settings), "fd_settings", self.fd_settings,
-            "(window >= 3, degree >= 1) pairs, such as ((15, 3),)")
+        check_fd_settings(self.fd_settings)
 
     def libraries(self, y: np.ndarray) -> list[tuple[str, ...]]:
         """The candidate term lists (without the constant), each usable on the data."""

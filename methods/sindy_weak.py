@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
+from bench.method import are_numbers, is_whole, require
 from baselines import sindy_family as family
 
 
@@ -30,6 +31,16 @@ class SindyWeak(Method):
                  support=0.1, test_degree=4, alpha=1e-3, tolerance=0.05):
         self.degrees, self.thresholds, self.test_functions = degrees, thresholds, test_functions
         self.support, self.test_degree, self.alpha, self.tolerance = support, test_degree, alpha, tolerance
+
+    def check_params(self):
+        super().check_params()
+        family.check_grid(self)
+        require(isinstance(self.test_functions, (tuple, list)) and len(self.test_functions) > 0
+                and all(is_whole(k, 1) for k in self.test_functions), "test_functions", self.test_functions,
+                "whole numbers >= 1, such as (50, 200)")
+        require(are_numbers((self.support,), 1e-300) and self.support < 0.5, "support", self.support,
+                "a share of the time span in (0, 0.5): the test functions' half-width")
+        require(is_whole(self.test_degree, 1), "test_degree", self.test_degree, "a whole number >= 1")
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
         t, y = observations.t, observations.y

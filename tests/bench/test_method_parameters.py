@@ -108,6 +108,13 @@ def test_a_method_s_version_names_its_weights_so_other_weights_never_reuse_a_row
     ("sindy:run_time_limit='x'", "seconds > 0"),
     ("sindy:grid={'a': [1]}", "parameters of the regressor"),
     ("proged:restarts=0", "whole number >= 1"),
+    ("sindy-weak:support=0.5", r"in \(0, 0.5\)"),
+    ("sindy-weak:test_functions=(0,)", "whole numbers >= 1"),
+    ("sindy-weak:degrees=(2.5,)", "whole numbers >= 1"),
+    ("sindy-ensemble:inclusion=1.5", r"in \[0, 1\]"),
+    ("sindy-ensemble:n_models=1", ">= 2"),
+    ("sindy-ensemble:fd_settings=((2, 1),)", "window >= 3"),
+    ("sindy-ensemble:tolerance=-0.1", ">= 0"),
 ])
 def test_a_bad_parameter_value_is_refused_before_the_sweep(specs, argument, problem):
     with pytest.raises(registry.RegistryError, match=problem):
