@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bench.rows import METRIC_COLUMNS
+from bench.scoring import EXTRAP_DIVERGED
 from core import protocol
 
 GROUP = ["dataset", "method", "noise", "n"]
@@ -23,14 +24,17 @@ METRICS = list(METRIC_COLUMNS)
 
 
 def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:
+    """Failed rows' R^2 = -inf and isclose = 0, per part: a prediction that diverged after T
+    (score status "diverged-extrap") fails extrapolation only. `failed`: failed in either part."""
     rows = rows.copy()
     for col in METRICS:
         rows[col] = pd.to_numeric(rows.get(col), errors="coerce")
     failed = (rows["status"] != "ok") | (rows["score_status"] != "ok")
     for part in ("interp", "extrap"):
         unknown = rows["truth_kind"] != "solution" if part == "extrap" else False
-        rows.loc[failed & ~unknown, f"r2_{part}"] = protocol.R2_FLOOR
-        rows.loc[failed & ~unknown, f"isclose_{part}"] = 0.0
+        lost = failed & ~(rows["score_status"] == EXTRAP_DIVERGED) if part == "interp" else failed
+        rows.loc[lost & ~unknown, f"r2_{part}"] = protocol.R2_FLOOR
+        rows.loc[lost & ~unknown, f"isclose_{part}"] = 0.0
     rows["failed"] = failed
     return rows
 

@@ -15,6 +15,19 @@ RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fi
 SCORE_FIELDS = ("score_status", "score_reason", "complexity",
                 *(f"{metric}_{part}" for part in ("interp", "extrap") for metric in METRICS))
 COLUMNS = (*KEY, *TASK_FIELDS, *RESULT_FIELDS, *SCORE_FIELDS, "finished_at")
+# stored types, the same in every part whatever its rows hold (a part of timeouts alone has no
+# expressions, and would otherwise store them as nulls that no other part's text can join)
+TEXT_COLUMNS = ("dataset", "equation_id", "method", "method_version", "truth_expression", "truth_kind", "status",
+                "reason", "expression", "candidates", "metadata", "warnings", "score_status", "score_reason")
+WHOLE_COLUMNS = ("y0_index", "n", "seed", "n_observed")
+NUMBER_COLUMNS = tuple(c for c in COLUMNS if c not in TEXT_COLUMNS and c not in WHOLE_COLUMNS)
+
+
+def stored_types(frame):
+    """`frame` with every known column in its stored type: text, whole numbers, or float64."""
+    types = {**dict.fromkeys(TEXT_COLUMNS, "str"), **dict.fromkeys(WHOLE_COLUMNS, "int64"),
+             **dict.fromkeys(NUMBER_COLUMNS, "float64")}
+    return frame.astype({column: kind for column, kind in types.items() if column in frame})
 
 
 def make_row(task, method: str, version: str, time_limit: float, result: dict, scores: dict | None = None) -> dict:

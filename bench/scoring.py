@@ -5,7 +5,9 @@ over [0, T_extra] and compared on the interpolation grid [0, T] and the extrapol
 [T, T_extra] with the noise-free truth. Norms are normalised per point: L1 is the mean absolute
 difference, L-infinity the largest one, both in the units of y. A prediction that cannot be
 parsed, or whose integration fails, gets no scores but a status and a reason; `report` then
-treats its R^2 as -inf (see protocol.R2_FLOOR) and its other metrics as missing.
+treats its R^2 as -inf (see protocol.R2_FLOOR) and its other metrics as missing. As in the paper,
+which solves on [0, T] and on [T, T_extra] separately, a prediction that fails only after T keeps
+its interpolation scores (status "diverged-extrap"): a blow-up at t = 3 says nothing about [0, 2].
 """
 from __future__ import annotations
 
@@ -20,9 +22,13 @@ from core.metrics import METRICS, compare
 from core.solving import SolveError, solve
 
 
+EXTRAP_DIVERGED = "diverged-extrap"
+
+
 @dataclass(frozen=True)
 class Scores:
-    status: str  # "ok", "invalid" (not an expression of y) or "diverged" (integration failed)
+    status: str  # "ok", "invalid" (not an expression of y), "diverged" (integration failed on [0, T])
+    #              or "diverged-extrap" (failed after T only: interpolation scored, extrapolation failed)
     reason: str = ""
     complexity: float = np.nan
     interpolation: dict | None = None  # metric -> value on [0, T]
@@ -51,7 +57,15 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
         y_all = solve(compile_scalar(expr), trajectory.y0, t_all, rtol=protocol.RTOL, atol=protocol.ATOL,
                       mxstep=protocol.MXSTEP, time_limit=protocol.SOLVE_TIME_LIMIT)
     except SolveError as err:
-        return Scores("diverged", str(err), complexity=size)
+        if not has_extra:
+            return Scores("diverged", str(err), complexity=size)
+        try:
+            y_observed = solve(compile_scalar(expr), trajectory.y0, trajectory.t, rtol=protocol.RTOL,
+                               atol=protocol.ATOL, mxstep=protocol.MXSTEP, time_limit=protocol.SOLVE_TIME_LIMIT)
+        except SolveError as early:
+            return Scores("diverged", str(early), complexity=size)
+        return Scores(EXTRAP_DIVERGED, str(err), complexity=size,
+                      interpolation=compare(y_observed, trajectory.y))
     n = len(trajectory.t)
     interpolation = compare(y_all[:n], trajectory.y)
     extrapolation = compare(y_all[n - 1:], trajectory.y_extra) if has_extra else None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.rows import KEY as _KEY
+from bench.rows import KEY as _KEY, stored_types
 
 KEY = list(_KEY)
 
@@ -70,7 +70,7 @@ class ResultStore:
     def _write(self, frame: pd.DataFrame) -> None:
         name = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = self.parts / f".{name}.tmp"
-        frame.to_parquet(tmp, index=False)
+        stored_types(frame).to_parquet(tmp, index=False)
         os.replace(tmp, self.parts / name)
 
 

@@ -6,12 +6,12 @@ from bench import report
 from bench.rows import METRIC_COLUMNS
 
 
-def rows(method, r2_interp, r2_extrap, status="ok", truth_kind="solution", dataset="classic"):
+def rows(method, r2_interp, r2_extrap, status="ok", truth_kind="solution", dataset="classic", score_status="ok"):
     out = []
     for i, (a, b) in enumerate(zip(r2_interp, r2_extrap)):
         row = dict.fromkeys(METRIC_COLUMNS, np.nan)
         row.update(dataset=dataset, equation_id=f"e{i}", y0_index=0, noise=0.0, n=128, seed=0, method=method,
-                   status=status, score_status="ok", truth_kind=truth_kind, r2_interp=a, r2_extrap=b, fit_time=1.0)
+                   status=status, score_status=score_status, truth_kind=truth_kind, r2_interp=a, r2_extrap=b, fit_time=1.0)
         out.append(row)
     return out
 
@@ -41,3 +41,11 @@ def test_a_leaderboard_per_dataset_keeps_the_datasets_apart():
     frame = pd.DataFrame(rows("m", [0.95], [0.95]) + rows("m", [0.1], [0.1], dataset="large"))
     board = report.leaderboard(frame, by=("dataset",))
     assert dict(zip(board["dataset"], board["interp_r2_above_0.9"])) == {"classic": 1.0, "large": 0.0}
+
+
+def test_a_prediction_that_diverges_after_T_fails_extrapolation_only():
+    frame = pd.DataFrame(rows("m", [0.99], [np.nan], score_status="diverged-extrap")
+                         + rows("m", [np.nan], [np.nan], score_status="diverged"))
+    board = report.leaderboard(frame)
+    assert board["interp_r2_above_0.9"].item() == 0.5 and board["extrap_r2_above_0.9"].item() == 0.0
+    assert board["failed"].item() == 2

@@ -21,7 +21,10 @@ def test_wrong_expression_scores_below_one_and_blowup_is_recorded():
     tr = next(t for t in datasets.load("textbook") if t.equation_id == "compound-interest")
     assert score("0.05*y", tr).interpolation["r2"] < 0.9
     blown = score("50*y**2", tr)
-    assert blown.status == "diverged" and blown.reason
+    assert blown.status == "diverged" and blown.reason and blown.interpolation is None
+    later = score(f"{1 / (3 * tr.y0)!r}*y**2", tr)  # blows up at t = 3: [0, T] is still scored, as in the paper
+    assert later.status == "diverged-extrap" and "t = 2.999" in later.reason
+    assert np.isfinite(later.interpolation["r2"]) and later.extrapolation is None
 
 
 def test_metrics_follow_their_definitions():
