@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from bench import registry, runner
@@ -110,6 +111,8 @@ def test_a_timeout_is_rerun_when_the_time_limit_grows_and_kept_otherwise(tmp_pat
     longer = sweep(tmp_path, "slow", subset={"textbook": 2}, time_limit=30)
     rows = runner.run(longer, progress=False).read()
     assert set(rows["status"]) == {"ok"} and len(rows) == 2 and set(rows["time_limit"]) == {30}
+    parts = pd.read_parquet(Path(longer.out) / "parts")  # a part of timeouts alone joins the others
+    assert len(parts) == 4 and set(parts["status"]) == {"ok", "timeout"}
 
 
 def test_a_failed_write_still_stops_the_workers(tmp_path, monkeypatch):
