@@ -176,8 +176,9 @@ def _add_result_commands(sub) -> None:
     compare.add_argument("--methods", nargs=2, required=True, metavar=("FIRST", "SECOND"),
                          help="the two methods, as stored (e.g. nsode-eps+refine proged)")
     compare.add_argument("--by", nargs="*", default=["dataset", "noise"], metavar="COLUMN",
-                         help="columns that split the tasks into cells (default: dataset noise; `--by` with no "
-                              "column: one row for all tasks)")
+                         help="task columns that split the tasks into cells: dataset, equation_id, y0_index, "
+                              "noise, n, seed, truth_expression, truth_complexity, truth_kind (default: dataset "
+                              "noise; `--by` with no column: one row for all tasks)")
     compare.set_defaults(handler=_compare)
 
 
@@ -350,7 +351,8 @@ def _compare(args) -> int:
     rows = _read_results([Path(p) for p in args.results])
     unknown = sorted(set(args.by) - set(rows.columns))
     if unknown:
-        raise UserError(f"--by: no column {', '.join(unknown)} in the results (e.g. dataset, noise, n, seed)")
+        raise UserError(f"--by: no column {', '.join(unknown)} in the results (e.g. dataset, noise, n, seed, "
+                        "truth_expression)")
     stored = set(rows["method"])
     methods = [name if name in stored else registry.canonical_label(name) for name in args.methods]
     if methods[0] == methods[1]:

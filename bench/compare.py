@@ -15,6 +15,7 @@ from bench.report import GOOD_R2, with_failure_policy
 from bench.rows import KEY
 
 TASK = [k for k in KEY if k != "method"]
+CELL_COLUMNS = (*TASK, "truth_expression", "truth_complexity", "truth_kind")  # what a task is, whoever ran it
 
 
 def paired(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ("dataset", "noise")) -> pd.DataFrame:
@@ -25,8 +26,12 @@ def paired(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ("
     for name in (first, second):
         if name not in stored:
             raise ValueError(f"no rows of method {name!r} (methods stored: {', '.join(sorted(stored))})")
+    other = sorted(set(by) - set(CELL_COLUMNS))
+    if other:
+        raise ValueError(f"--by: {', '.join(other)} is not a column of the task; use some of {', '.join(CELL_COLUMNS)}")
     rows = with_failure_policy(rows)
-    wide = rows[rows["method"] == first].merge(rows[rows["method"] == second], on=TASK, suffixes=("_1", "_2"))
+    on = [*TASK, *(column for column in by if column not in TASK)]  # equal for both methods on one task
+    wide = rows[rows["method"] == first].merge(rows[rows["method"] == second], on=on, suffixes=("_1", "_2"))
     if wide.empty:
         raise ValueError(f"{first} and {second} share no task")
     cells = [(dict(zip(by, key if isinstance(key, tuple) else (key,))), group)
@@ -56,7 +61,7 @@ def format_markdown(table: pd.DataFrame, first: str, second: str) -> str:
         shown[f"{part}: solved"] = [
             f"{r[f'{part} solved 1']} / {r[f'{part} solved 2']} ({r[f'{part} only 1']} vs {r[f'{part} only 2']}, "
             f"p {r[f'{part} p']:.2g})" if r[f"{part} scored"] else "not scored (no truth there)" for r in records]
-    shown["median fit (s)"] = [f"{r['median fit 1 (s)']:.1f} / {r['median fit 2 (s)']:.1f}" for r in records]
+    shown["median fit (s)"] = [f"{r['median fit 1 (s)']:.2g} / {r['median fit 2 (s)']:.2g}" for r in records]
     legend = (f"{first} / {second}: tasks with R^2 > {GOOD_R2:g} (failures unsolved); in brackets the tasks only "
               f"{first} solves vs only {second}, and the two-sided sign test's p on them")
     return legend + "\n\n" + shown.to_markdown(index=False)

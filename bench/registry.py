@@ -252,6 +252,8 @@ def _classes_in_file(path: Path) -> list[type[Method]]:
     if path not in _loaded:
         module_name = f"_bench_method_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
         spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None:
+            raise RegistryError(f"method file {path} is not a Python file (.py)")
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         try:

@@ -183,6 +183,7 @@ BINARY = {
     ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: _power(a, b),
 }
 MAX_LENGTH = 10_000
+MAX_DEPTH = 100  # sympy and Python's compiler recurse per level: far deeper than any law, far below their limits
 MAX_DECADES = 300  # |log10| of the largest and smallest number written (floats end near 1e308)
 
 
@@ -200,7 +201,9 @@ def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[s
     number over a sum on the way ((-2*(y + 1))*exp(y) -> (-2*y - 2)*exp(y)) and change the
     tree that a token sequence was printed from.
     """
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise ExpressionError(f"an expression is text, not {type(text).__name__}")
+    if not text.strip():
         raise ExpressionError("empty expression")
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
@@ -208,15 +211,29 @@ def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[s
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as err:
         raise ExpressionError(f"not a valid expression: {err.msg}") from None
+    except RecursionError:
+        raise ExpressionError("expression nested too deeply") from None
     builder = _Builder(FUNCTIONS if functions is None else {k: FUNCTIONS[k] for k in functions},
                        NAMES if names is None else {k: NAMES[k] for k in names}, flat_products)
     try:
         expr = builder.build(tree.body)
     except RecursionError:
         raise ExpressionError("expression nested too deeply") from None
+    if _depth(expr) > MAX_DEPTH:
+        raise ExpressionError(f"expression nested more than {MAX_DEPTH} deep")
     if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or expr.has(sympy.I):
         raise ExpressionError("expression is not real and finite")
     return expr
+
+
+def _depth(expr: sympy.Expr) -> int:
+    """Levels of the expression tree, counted without recursion."""
+    deepest, stack = 0, [(expr, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((arg, level + 1) for arg in node.args)
+    return deepest
 
 
 class _Printer(ExactPrinter):

@@ -49,3 +49,12 @@ def test_observations_without_a_truth_beyond_them_are_not_scored_there():
     frame["r2_extrap"] = np.nan  # CSV observations: no truth on [T, T_extra]
     shown = compare.format_markdown(compare.paired(frame, "a", "b", by=()), "a", "b")
     assert "not scored (no truth there)" in shown and "1 / 2 (0 vs 1, p 1)" in shown
+
+
+def test_cells_by_the_true_law_and_a_column_that_is_not_the_tasks():
+    frame = pd.DataFrame(rows("a", [0.99, 0.5]) + rows("b", [0.99, 0.99]))
+    frame["truth_expression"] = ["-y", "y", "-y", "y"]
+    table = compare.paired(frame, "a", "b", by=("truth_expression",))
+    assert list(table["truth_expression"]) == ["-y", "y", "all"] and list(table["interp solved 1"]) == [1, 0, 1]
+    with pytest.raises(ValueError, match="not a column of the task"):
+        compare.paired(frame, "a", "b", by=("status",))

@@ -136,3 +136,7 @@ def test_two_classes_of_one_name_in_a_method_file_are_refused(tmp_path):
                       "class B(Method):\n    name = 'twin'\n")
     with pytest.raises(registry.RegistryError, match="A and B are both named 'twin'"):
         registry.discover((str(plugin),))
+    text = tmp_path / "twins.txt"
+    text.write_text(plugin.read_text())
+    with pytest.raises(registry.RegistryError, match="not a Python file"):
+        registry.discover((str(text),))

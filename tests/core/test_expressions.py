@@ -9,6 +9,7 @@ from core.expressions import Y, complexity, nested_functions
     "__import__('os').system('ls')", "y.__class__", "(lambda: 1)()", "[y][0]", "open('f')",
     "x + 1", "'y'", "sin(y, 2)", "exp(x=y)", "y if y else 1", "y^2", "", "1/0", "True + y",
     "10**10**10 * y", "2**2**2**2**2 + y", "0.5**5000 * y", "1" + "0" * 400 + " * y",  # would hang or overflow
+    "+".join(["y"] * 3000), "sin(" * 200 + "y" + ")" * 200,  # nested past Python's and sympy's recursion limits
 ])
 def test_unsafe_or_invalid_text_is_refused(text):
     with pytest.raises(ExpressionError):
