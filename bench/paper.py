@@ -7,6 +7,7 @@ it) are skipped with a message rather than failing the whole run.
 """
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import yaml
@@ -14,6 +15,7 @@ import yaml
 from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
 from core import protocol
+from core.arguments import nonnegative_number, whole_number
 
 GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "time_limits", "subset", "figures")
 
@@ -65,11 +67,30 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
                 chosen.append(spec)
     if not chosen:
         raise ConfigError("none of the config's methods is available here (see `python -m bench list`)")
-    return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=tuple(map(float, config["noise"])),
-                        n=tuple(map(int, config["n"])), seeds=tuple(map(int, config["seeds"])), jobs=jobs,
+    return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=_grid(config, "noise", nonnegative_number),
+                        n=_grid(config, "n", whole_number(protocol.MIN_POINTS)),
+                        seeds=_grid(config, "seeds", whole_number(0)), jobs=jobs,
                         time_limit=config.get("time_limit"), time_limits=_mapping(config, "time_limits", float),
                         subset=_mapping(config, "subset", int), out=str(config["out"]),
                         method_files=tuple(method_files), backend=backend, scheduler=scheduler)
+
+
+def _grid(config: dict, key: str, kind) -> tuple:
+    """A list setting of the sweep's grid (`noise`, `n`, `seeds`), each value checked as the
+    `bench run` option of the same name checks it."""
+    values = config[key]
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"'{key}' must be a list, e.g. {key}: [{'0, 0.01' if key == 'noise' else '128, 256'}]")
+    out = []
+    for value in values:
+        whole = kind is not nonnegative_number
+        if whole and isinstance(value, float) and not value.is_integer():
+            raise ConfigError(f"'{key}': {value!r} is not a whole number")
+        try:
+            out.append(kind(str(int(value)) if whole and isinstance(value, float) else str(value)))
+        except argparse.ArgumentTypeError as err:
+            raise ConfigError(f"'{key}': {err}") from None
+    return tuple(out)
 
 
 def _mapping(config: dict, key: str, kind) -> dict:

@@ -47,6 +47,19 @@ def test_a_malformed_subset_is_a_config_error(tmp_path):
         paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
 
 
+@pytest.mark.parametrize("setting, problem", [
+    ("noise: 0.01", "must be a list"), ("noise: [-0.5]", ">= 0"), ("seeds: [0.5]", "not a whole number"),
+    ("n: [5]", "at least"),
+])
+def test_a_grid_the_command_line_would_refuse_is_a_config_error(tmp_path, setting, problem):
+    path = tmp_path / "config.yaml"
+    key = setting.split(":")[0]
+    text = CONFIG.format(out=tmp_path / "out")
+    path.write_text("\n".join(setting if line.startswith(key + ":") else line for line in text.splitlines()))
+    with pytest.raises(paper.ConfigError, match=problem):
+        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+
+
 def test_sweep_json_records_the_commit_and_machine_of_each_start_that_ran_tasks(tmp_path):
     import json
     from dataclasses import replace
