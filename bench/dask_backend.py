@@ -26,7 +26,7 @@ import uuid
 import dask
 
 from bench.workers import Job, Worker
-from core.cluster import connect
+from core.cluster import ClusterError, connect
 
 NON_DAEMONIC = {"distributed.worker.daemon": False}
 
@@ -65,6 +65,13 @@ def run_job(job: Job, memory_limit: int | None) -> dict:
     return result
 
 
+def _daemonic() -> bool:
+    """Run on each Dask worker: whether its process may not start children."""
+    import multiprocessing
+
+    return multiprocessing.current_process().daemon
+
+
 def _close_idle_workers() -> None:
     for idle in _idle.values():
         while not idle.empty():
@@ -85,6 +92,11 @@ class DaskExecutor:
 
         if self.scheduler:
             self.client = connect(self.scheduler)
+            daemonic = sorted(address for address, flag in self.client.run(_daemonic).items() if flag)
+            if daemonic:  # every job would fail on them, and a resume would keep those rows
+                raise ClusterError(f"the Dask worker(s) {', '.join(daemonic)} are daemonic and cannot run bench "
+                                   "workers: restart them with DASK_DISTRIBUTED__WORKER__DAEMON=False in the "
+                                   "environment (or with --no-nanny)")
         else:
             self.cluster = local_cluster(min(self.jobs, len(jobs)))
             self.client = Client(self.cluster)

@@ -70,3 +70,18 @@ def test_killing_a_dask_worker_mid_sweep_loses_no_task(tmp_path, cluster):
     assert (rows.finished_at > killed_at[0]).sum() >= 2, "the kill landed after the last rows"
     assert len(rows) == 24 and not rows.duplicated(KEY).any()
     assert set(rows.status) <= {"ok", "error"} and (rows.status == "ok").sum() >= 22
+
+
+def test_daemonic_dask_workers_are_refused_before_any_row_is_stored(tmp_path):
+    import dask
+    from distributed import LocalCluster
+
+    from core.cluster import ClusterError
+
+    with dask.config.set({"distributed.worker.daemon": True}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                         silence_logs=50) as daemonic:
+        with pytest.raises(ClusterError, match="DAEMON=False"):
+            runner.run(sweep(tmp_path / "out", "truth", backend="dask", scheduler=daemonic.scheduler_address),
+                       progress=False)
+    assert ResultStore(tmp_path / "out").read().empty
