@@ -290,15 +290,16 @@ def _run(args) -> int:
         method_files=tuple(args.method_file), backend=args.backend, scheduler=args.scheduler)
     store = runner.run(sweep, progress=not args.quiet)
     rows = store.read()
-    mine = rows[rows["method"].isin([s.label for s in selected])] if not rows.empty else rows
+    mine = runner.sweep_rows(sweep, rows)
     if mine.empty:
         print("no results")
         return 0
-    paths = report.write(mine, Path(args.out))
+    paths = report.write(rows, Path(args.out))  # the folder's tables: every row it holds, as `bench report`
     print(report.format_markdown(report.medians(mine)))
     if (mine.get("truth_kind") == "observations").any():
         print("\n" + report.OBSERVATIONS_NOTE)
-    print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}")
+    others = f" (they also hold the folder's {len(rows) - len(mine)} rows of other sweeps)" if len(rows) > len(mine) else ""
+    print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}{others}")
     return 0
 
 

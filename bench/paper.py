@@ -152,8 +152,7 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     tasks = len(runner.build_tasks(sweep)) * len(sweep.methods)
     print(f"paper sweep: {tasks} (method, task) pairs -> {sweep.out}")
     runner.run(sweep, progress=progress)
-    rows = ResultStore(sweep.out).read()
-    rows = rows[rows["method"].isin([s.label for s in sweep.methods]) & rows["dataset"].isin(sweep.datasets)]
+    rows = runner.sweep_rows(sweep, ResultStore(sweep.out).read())  # the config's grid, whatever else the folder holds
     folder = Path(sweep.out) / "figures"
     index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT)
     figures = config.get("figures") or {}

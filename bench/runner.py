@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pandas as pd
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
@@ -76,6 +77,19 @@ def build_tasks(sweep: Sweep) -> list[Task]:
                         task = Task(trajectory, float(noise), min(int(n), len(trajectory.t)), int(seed))
                         tasks.setdefault(task.key, task)
     return list(tasks.values())
+
+
+def sweep_rows(sweep: Sweep, rows: pd.DataFrame) -> pd.DataFrame:
+    """The stored rows of this sweep's grid (its tasks x its methods): a result folder may hold
+    rows of other sweeps (other noise levels, n, seeds or methods), which its summary leaves out."""
+    if rows.empty:
+        return rows
+    tasks = {task.key for task in build_tasks(sweep)}
+    methods = {spec.label for spec in sweep.methods}
+    keys = zip(rows["dataset"], rows["equation_id"].astype(str), rows["y0_index"].astype(int),
+               rows["noise"].astype(float), rows["n"].astype(int), rows["seed"].astype(int))
+    mine = [key in tasks and method in methods for key, method in zip(keys, rows["method"])]
+    return rows[mine].reset_index(drop=True)
 
 
 class WorkerPool:

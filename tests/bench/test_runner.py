@@ -124,3 +124,11 @@ def test_a_failed_write_still_stops_the_workers(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         runner.run(sweep(tmp_path, "truth", subset={"textbook": 2}), progress=False)
     assert closed == [True]
+
+
+def test_a_sweeps_summary_leaves_out_the_folders_rows_of_other_sweeps(tmp_path):
+    runner.run(sweep(tmp_path, "truth", subset={"textbook": 2}, noise=(0.0,)), progress=False)
+    second = sweep(tmp_path, "truth", subset={"textbook": 2}, noise=(0.01,))
+    rows = runner.run(second, progress=False).read()
+    assert len(rows) == 4 and set(runner.sweep_rows(second, rows)["noise"]) == {0.01}
+    assert len(runner.sweep_rows(second, rows)) == 2
