@@ -57,7 +57,7 @@ def run_job(job: Job, memory_limit: int | None) -> dict:
         worker = idle.get_nowait()
     except queue.Empty:
         worker = Worker(memory_limit)
-    try:
+    try:  # a hanging setup is tried again per task here: a Dask worker outlives the sweep
         result = worker.execute(job)
     finally:
         if worker.alive:

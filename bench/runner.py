@@ -29,7 +29,7 @@ from bench.rows import make_row
 from bench.scoring import score
 from bench.store import ResultStore
 from bench.tasks import Task
-from bench.workers import Job, Worker
+from bench.workers import Job, Worker, execute_once_set_up
 from core import protocol
 
 
@@ -99,6 +99,7 @@ class WorkerPool:
         self.memory_limit = memory_limit
         self.idle: queue.Queue[Worker] = queue.Queue()
         self.everyone: list[Worker] = []
+        self.setup_timeouts: dict[str, str] = {}  # methods whose setup overran: not set up again
         for _ in range(size):
             self.idle.put(self._start())
 
@@ -110,7 +111,7 @@ class WorkerPool:
     def execute(self, job: Job) -> dict:
         worker = self.idle.get()
         try:
-            return worker.execute(job)
+            return execute_once_set_up(worker, job, self.setup_timeouts)
         finally:
             self.idle.put(worker if worker.alive else self._start())
 

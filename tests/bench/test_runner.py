@@ -132,3 +132,12 @@ def test_a_sweeps_summary_leaves_out_the_folders_rows_of_other_sweeps(tmp_path):
     rows = runner.run(second, progress=False).read()
     assert len(rows) == 4 and set(runner.sweep_rows(second, rows)["noise"]) == {0.01}
     assert len(runner.sweep_rows(second, rows)) == 2
+
+
+def test_a_setup_that_overruns_its_limit_is_not_tried_again_on_every_task(tmp_path, monkeypatch):
+    monkeypatch.setattr("bench.workers.SETUP_TIME_LIMIT", 2.0)
+    start = time.monotonic()
+    rows = runner.run(sweep(tmp_path, "hangs-in-setup", subset={"textbook": 4}, jobs=1), progress=False).read()
+    assert (rows["status"] == "timeout").all() and len(rows) == 4
+    assert rows["reason"].str.contains("not tried again").sum() == 3
+    assert time.monotonic() - start < 30  # the limit once, not four times plus restarts
