@@ -62,6 +62,8 @@ def run_job(job: Job, memory_limit: int | None) -> dict:
     finally:
         if worker.alive:
             idle.put(worker)
+        else:
+            worker.close()  # reaps it and removes its output file
     return result
 
 

@@ -11,14 +11,15 @@ from core.metrics import METRICS
 KEY = ("dataset", "equation_id", "y0_index", "noise", "n", "seed", "method")
 TASK_FIELDS = ("method_version", "truth_expression", "truth_kind", "truth_complexity", "y0", "n_observed",
                "time_limit")
-RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fit_time", "setup_time", "warnings")
+RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fit_time", "setup_time", "warnings",
+                 "output")
 SCORE_FIELDS = ("score_status", "score_reason", "complexity",
                 *(f"{metric}_{part}" for part in ("interp", "extrap") for metric in METRICS))
 COLUMNS = (*KEY, *TASK_FIELDS, *RESULT_FIELDS, *SCORE_FIELDS, "finished_at")
 # stored types, the same in every part whatever its rows hold (a part of timeouts alone has no
 # expressions, and would otherwise store them as nulls that no other part's text can join)
 TEXT_COLUMNS = ("dataset", "equation_id", "method", "method_version", "truth_expression", "truth_kind", "status",
-                "reason", "expression", "candidates", "metadata", "warnings", "score_status", "score_reason")
+                "reason", "expression", "candidates", "metadata", "warnings", "output", "score_status", "score_reason")
 WHOLE_COLUMNS = ("y0_index", "n", "seed", "n_observed")
 NUMBER_COLUMNS = tuple(c for c in COLUMNS if c not in TEXT_COLUMNS and c not in WHOLE_COLUMNS)
 

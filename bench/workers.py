@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
+import tempfile
 import time
 import traceback
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.method import Budget, InvalidInput, Observations, Oracle, Prediction
 from bench.registry import MethodSpec
@@ -23,6 +26,7 @@ from core.processes import Child, ChildDied, Deadline, one_line
 
 SETUP_TIME_LIMIT = 900.0  # seconds for a method's one-off setup (imports, model loading)
 MAX_WARNINGS = 5  # distinct warning messages kept in a row
+OUTPUT_KEPT = 2000  # characters of what a method printed kept in its row
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,15 @@ class Job:
         return self.budget.time_limit
 
 
-def _serve(conn, memory_limit: int | None) -> None:
+def _serve(conn, memory_limit: int | None, log: str) -> None:
     """Worker main loop: receive a Job, send back the prediction. When the driver is gone (the
-    pipe is closed) it exits quietly: an orphaned worker has nobody to report to."""
+    pipe is closed) it exits quietly: an orphaned worker has nobody to report to. What the
+    method prints (Python or C, stdout or stderr) goes to the file `log`, not the terminal."""
     os.setsid()
+    out = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
     if memory_limit:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
@@ -54,6 +63,8 @@ def _serve(conn, memory_limit: int | None) -> None:
             if job is None:
                 return
             for message in _run_job(job, methods):
+                sys.stdout.flush()
+                sys.stderr.flush()
                 conn.send(message)
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         os._exit(0)
@@ -99,7 +110,8 @@ def _warning_summary(caught: list) -> str:
     up to MAX_WARNINGS distinct `Category: message` lines)."""
     lines = list(dict.fromkeys(f"{w.category.__name__}: {str(w.message).splitlines()[0] if str(w.message) else ''}"
                                for w in caught))
-    return json.dumps(lines[:MAX_WARNINGS])
+    more = [f"... and {len(lines) - MAX_WARNINGS} other distinct warnings"] if len(lines) > MAX_WARNINGS else []
+    return json.dumps(lines[:MAX_WARNINGS] + more)
 
 
 def _check_prediction(prediction) -> dict:
@@ -135,19 +147,33 @@ class Worker:
     """One warm child process (`core.processes.Child`, spawned, in its own process group)."""
 
     def __init__(self, memory_limit: int | None = None):
-        self.child = Child(_serve, (memory_limit,), start_method="spawn", shield=True)
+        handle, name = tempfile.mkstemp(prefix="bench-worker-", suffix=".log")
+        os.close(handle)
+        self.log = Path(name)
+        self.child = Child(_serve, (memory_limit, name), start_method="spawn", shield=True)
         self.memory_limit = memory_limit
 
     def execute(self, job: Job) -> dict:
         """The worker's result fields for `job` (prediction or failure; never scores: the driver
-        scores); kills this worker if the job overruns (check `alive`)."""
+        scores), with the end of what the method printed; kills this worker if the job overruns
+        (check `alive`)."""
+        os.truncate(self.log, 0)
         self.child.send(job)
         started = self._receive(SETUP_TIME_LIMIT, "setup")
-        if "status" in started:
-            return started
-        prediction = self._receive(job.time_limit, "fit")
-        prediction["setup_time"] = started["setup_time"]
-        return prediction
+        if "status" not in started:
+            prediction = self._receive(job.time_limit, "fit")
+            prediction["setup_time"] = started["setup_time"]
+            started = prediction
+        printed = self._printed()
+        if printed:
+            started["output"] = printed
+        return started
+
+    def _printed(self) -> str:
+        """The last OUTPUT_KEPT characters the method printed during the job."""
+        with open(self.log, "rb") as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - OUTPUT_KEPT))
+            return log.read().decode(errors="replace")
 
     def _receive(self, timeout: float, stage: str) -> dict:
         try:
@@ -158,7 +184,9 @@ class Worker:
             code = err.exitcode
             why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
             hint = " (out of memory?)" if code == -signal.SIGKILL else ""
-            return {"status": "error", "reason": f"worker process died during {stage}: {why}{hint}"}
+            last = [line for line in self._printed().splitlines() if line.strip()][-1:]
+            said = f"; it last printed: {last[0].strip()[:200]}" if last else ""
+            return {"status": "error", "reason": f"worker process died during {stage}: {why}{hint}{said}"}
         message.pop("phase", None)
         message.pop("traceback", None)
         return message
@@ -169,7 +197,9 @@ class Worker:
 
     def kill(self) -> None:
         self.child.kill()
+        self.log.unlink(missing_ok=True)
 
     def close(self, grace: float = 2.0) -> None:
         """Ask the worker to exit; kill it if it is still busy after `grace` seconds."""
         self.child.close(grace)
+        self.log.unlink(missing_ok=True)

@@ -141,3 +141,11 @@ def test_a_setup_that_overruns_its_limit_is_not_tried_again_on_every_task(tmp_pa
     assert (rows["status"] == "timeout").all() and len(rows) == 4
     assert rows["reason"].str.contains("not tried again").sum() == 3
     assert time.monotonic() - start < 30  # the limit once, not four times plus restarts
+
+
+def test_what_a_method_prints_is_kept_in_its_row_not_shown(tmp_path, capfd):
+    rows = runner.run(sweep(tmp_path, "chatty", "dies", subset={"textbook": 1}), progress=False).read()
+    chatty = rows.loc[rows["method"] == "chatty"].iloc[0]
+    assert chatty["status"] == "ok" and chatty["output"].endswith("generation 4999\nfrom C: done\n")
+    assert len(chatty["output"]) <= 2000
+    assert "generation" not in capfd.readouterr().out
