@@ -23,6 +23,7 @@ from bench import report  # noqa: E402
 from core import protocol  # noqa: E402
 
 R2_LIMITS = (-3.0, 1.0)  # the paper's x-axis range for R^2; methods below it are marked
+R2_AXIS = (R2_LIMITS[0], R2_LIMITS[1] + 0.15)  # line plots: room above 1, where the best methods sit
 METRIC_LABELS = {"r2": "median $R^2$", "l1": "median $L_1$", "linf": "median $L_\\infty$",
                  "isclose": "median isclose", "complexity": "median complexity", "fit_time": "median fit time (s)"}
 APPENDIX_METRICS = ("r2", "l1", "linf", "isclose", "complexity", "fit_time")
@@ -81,7 +82,7 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
         ax.set_xticks(sorted(data.noise.unique()))
         ax.set_ylabel(METRIC_LABELS["r2" if col == "r2_interp" else col])
         if col == "r2_interp":
-            ax.set_ylim(R2_LIMITS)
+            ax.set_ylim(R2_AXIS)
         if col == "fit_time":
             ax.set_yscale("log")
     handles, labels = axes[0].get_legend_handles_labels()
@@ -135,6 +136,9 @@ def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "
     combos = medians[["dataset", "n"]].drop_duplicates().sort_values(["dataset", "n"]).values.tolist()
     columns = [_column(m, part) for m in APPENDIX_METRICS]
     data = medians[["dataset", "n", "method", "noise", *columns]].reset_index(drop=True)
+    if data[columns].replace([-np.inf], np.nan).isna().all().all():  # nothing scored (observed data, extrapolation)
+        return []
+    zeros = False
     fig, axes = plt.subplots(len(combos), len(columns), figsize=(3.3 * len(columns), 2.6 * len(combos)), squeeze=False)
     shown = data.replace([-np.inf], np.nan)
     for row, (dataset, n) in enumerate(combos):
@@ -146,10 +150,12 @@ def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "
             ax.set_xlabel("$\\sigma$")
             ax.set_ylabel(METRIC_LABELS[metric], fontsize=8)
             if metric == "r2":
-                ax.set_ylim(R2_LIMITS)
+                ax.set_ylim(R2_AXIS)
             if metric in ("l1", "linf", "fit_time") and (subset[col] > 0).any():
                 ax.set_yscale("log")
-    fig.suptitle(f"All metrics, {PART_LABELS[part]}", y=1.0)
+                zeros = zeros or bool((subset[col] == 0).any())
+    note = " (medians of exactly 0, e.g. the oracle's errors, lie off the log axes)" if zeros else ""
+    fig.suptitle(f"All metrics, {PART_LABELS[part]}{note}", y=1.0)
     fig.tight_layout()
     return _save(fig, data, out, f"appendix_{part}")
 

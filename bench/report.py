@@ -88,13 +88,23 @@ def format_iqr_markdown(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
         iqr_table(rows, metrics).to_markdown(index=False)
 
 
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "_": r"\_", "%": r"\%", "&": r"\&",
+                 "#": r"\#", "$": r"\$", "^": r"\^{}", "~": r"\~{}", "'": r"\textquotesingle{}"}
+
+
+def _latex_text(value) -> str:
+    """A table cell as LaTeX: method labels such as `gplearn:grid={'generations': [8]}` verbatim."""
+    text = "".join(LATEX_SPECIAL.get(ch, ch) for ch in str(value))
+    return text.replace("-inf", "$-\\infty$")
+
+
 def format_latex(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
     """A booktabs tabular of medians with interquartile ranges, one per dataset, ready to \\input."""
     table = iqr_table(rows, metrics)
     chunks = []
     for dataset, part in table.groupby("dataset", sort=True):
         body = part.drop(columns="dataset").rename(columns=LATEX_NAMES)
-        body = body.map(lambda v: str(v).replace("-inf", "$-\\infty$").replace("_", "\\_"))
+        body = body.map(_latex_text)
         latex = body.to_latex(index=False, escape=False, column_format="l" + "r" * (body.shape[1] - 1))
         chunks.append(f"% {dataset}: median [25th, 75th percentile]; failures count as R^2 = -inf\n{latex}")
     return "\n".join(chunks)

@@ -49,3 +49,12 @@ def test_a_prediction_that_diverges_after_T_fails_extrapolation_only():
     board = report.leaderboard(frame)
     assert board["interp_r2_above_0.9"].item() == 0.5 and board["extrap_r2_above_0.9"].item() == 0.0
     assert board["failed"].item() == 2
+
+
+def test_latex_tables_keep_variant_labels_verbatim():
+    frame = pd.DataFrame(rows("gplearn:grid={'generations': [8]}", [0.95], [np.nan], score_status="diverged-extrap")
+                         + rows("sindy_x", [np.nan], [np.nan], status="error"))
+    frame["complexity"], frame["fit_time"] = 5.0, 1.0
+    latex = report.format_latex(frame)
+    assert r"gplearn:grid=\{\textquotesingle{}generations\textquotesingle{}: [8]\}" in latex
+    assert r"sindy\_x" in latex and r"$-\infty$" in latex
