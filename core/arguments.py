@@ -26,8 +26,18 @@ def _finite(text: str, accept, bound: str) -> float:
     return value
 
 
-def whole_number(low: int):
-    """An argparse type: a whole number >= low."""
+def share(text: str) -> float:
+    """An argparse type: a number in [0, 1] (a fraction of examples)."""
+    return _finite(text, lambda v: 0 <= v <= 1, "in [0, 1]")
+
+
+def probability_below_one(text: str) -> float:
+    """An argparse type: a number in [0, 1) (a dropout probability)."""
+    return _finite(text, lambda v: 0 <= v < 1, "in [0, 1)")
+
+
+def whole_number(low: int, high: int | None = None):
+    """An argparse type: a whole number >= low (and <= high when given)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -35,5 +45,7 @@ def whole_number(low: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at most {high}")
         return value
     return parse

@@ -4,8 +4,7 @@ Streams the generator's parquet shards (nsode.data), holds out whole skeletons f
 minimises the two-hot cross-entropy with AdamW and a linear warm-up, and checkpoints as it goes
 (`OUT/last` for resuming, `OUT/best` by validation loss; safetensors only). Logs loss and token
 accuracy to OUT/log.csv with the validation R^2 of decoded expressions (beam 4, best of the
-beam by R^2), and draws
-OUT/loss_curve.png.
+beam by R^2), and draws OUT/loss_curve.png. Ctrl-C (or SIGTERM) saves OUT/last before it stops.
 
 Learning-rate schedule: the paper warms up linearly over 10,000 steps of batch 600 (6M samples,
 about 1% of its 25 epochs) to a constant 1e-4. Small presets train on CPU for an hour, not days,
@@ -24,7 +23,10 @@ import argparse
 import csv
 import json
 import math
+import shutil
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +35,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
+from core.arguments import positive_number, probability_below_one, share, whole_number
 from nsode import model as nsode_model
 from nsode.batching import VARIANTS, collate, model_view, observe, two_hot_loss
 from nsode.scaling import MODES as SCALING_MODES
@@ -43,8 +46,7 @@ DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "mini": 4e-4, "tiny": 5e-4}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m nsode.train", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m nsode.train", description=__doc__, formatter_class=_Formatter)
     p.add_argument("--data", required=True, nargs="+", metavar="DIR",
                    help="data folder(s) written by `python -m nsode.data generate` (several: e.g. other seeds)")
     p.add_argument("--weights", nargs="+", type=int, metavar="W",
@@ -53,8 +55,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="output folder (checkpoints, log.csv, loss_curve.png)")
     p.add_argument("--preset", default=None, choices=sorted(nsode_model.PRESETS),
                    help="model size of a run built from scratch (default small); loaded weights keep theirs")
-    p.add_argument("--variant", default="nsode-eps", choices=sorted(VARIANTS))
-    p.add_argument("--off-grid", type=float, default=None, metavar="FRACTION",
+    p.add_argument("--variant", default=None, choices=sorted(VARIANTS),
+                   help="how examples are observed: nsode-eps (128 random points, 1%% noise) or nsode (256 clean "
+                        "grid points); default: the resumed run's, else nsode-eps")
+    p.add_argument("--off-grid", type=share, default=None, metavar="FRACTION",
                    help="fraction of examples observed at uniform random times instead of grid points "
                         "(default: nsode-eps 0.5, nsode 0; the paper: 0)")
     p.add_argument("--input-scaling", choices=SCALING_MODES, default=None,
@@ -63,36 +67,49 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--bf16", action="store_true",
                    help="bfloat16 autocast on CPU: faster only where the CPU runs bf16 natively (AVX-512 BF16 "
                         "or AMX; a warning says when not); CUDA always uses mixed precision")
-    p.add_argument("--dropout", type=float, default=None, metavar="P",
+    p.add_argument("--dropout", type=probability_below_one, default=None, metavar="P",
                    help="dropout of a model built from scratch (default 0, as shipped); a loaded model keeps its own")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--accum", type=int, default=1, help="gradient accumulation steps per update")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default depends on preset)")
-    p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps (default: 2%% of --steps, >= 100)")
+    p.add_argument("--batch-size", type=whole_number(1), default=32, help="examples per batch")
+    p.add_argument("--accum", type=whole_number(1), default=1, help="gradient accumulation steps per update")
+    p.add_argument("--lr", type=positive_number, default=None, help="peak learning rate (default depends on preset)")
+    p.add_argument("--warmup", type=whole_number(0), default=None,
+                   help="linear warm-up steps (default: 2%% of --steps, >= 100; 0: none)")
     p.add_argument("--schedule", default="constant", choices=["constant", "cosine", "cosine-time"],
                    help="after warm-up: constant (paper), cosine decay to 10%% of the peak at --steps, or "
                         "at the end of --max-minutes (cosine-time)")
-    p.add_argument("--steps", type=int, default=20_000,
+    p.add_argument("--steps", type=whole_number(1), default=20_000,
                    help="the update count to stop at, counted from the first run's start: with --init or --resume "
                         "it must exceed the loaded step (the shipped nsode-eps is at 25,000; default 20,000)")
-    p.add_argument("--max-minutes", type=float, default=None, help="stop (and checkpoint) after this wall time")
-    p.add_argument("--eval-every", type=int, default=200, help="updates between validation + checkpoint")
-    p.add_argument("--snapshot-every", type=int, default=0, metavar="STEPS",
+    p.add_argument("--max-minutes", type=positive_number, default=None,
+                   help="stop (and checkpoint) after this wall time")
+    p.add_argument("--eval-every", type=whole_number(1), default=200, help="updates between validation + checkpoint")
+    p.add_argument("--snapshot-every", type=whole_number(0), default=0, metavar="STEPS",
                    help="also keep the weights every STEPS updates in OUT/snapshots/step-N (learning curves "
                         "of recall and recovery are computed from them afterwards; 0: none)")
-    p.add_argument("--val-batches", type=int, default=8)
-    p.add_argument("--val-decode", type=int, default=32, help="validation trajectories decoded for R^2")
-    p.add_argument("--val-percent", type=int, default=5, help="percent of skeletons held out")
+    p.add_argument("--val-batches", type=whole_number(1), default=8, help="validation batches for the loss")
+    p.add_argument("--val-decode", type=whole_number(0), default=32, help="validation trajectories decoded for R^2")
+    p.add_argument("--val-percent", type=whole_number(1, 50), default=5,
+                   help="percent of skeletons held out (OUT/best is chosen on them)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
-    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
-    p.add_argument("--workers", type=int, default=0,
+    p.add_argument("--threads", type=whole_number(1), default=1, help="CPU threads for torch")
+    p.add_argument("--workers", type=whole_number(0), default=0,
                    help="data processes preparing batches, each from its own share of the shards (0: in the "
                         "training process; on a 2-core CPU that is fastest, a GPU needs several)")
     p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in OUT from OUT/last (without it, an OUT that holds a run is refused)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the data stream and initial weights")
     return p.parse_args(argv)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """The module docstring as written, and each option's default unless its help names it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 def lr_at(step: int, peak: float, warmup: int, *, start: int = 0, total: int = 0,
@@ -113,16 +130,24 @@ def lr_at(step: int, peak: float, warmup: int, *, start: int = 0, total: int = 0
 
 def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
     """Weights via save_pretrained; optimizer moments (unless opt is None: a folder that is never
-    resumed) flattened into safetensors; counters as JSON."""
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
+    resumed) flattened into safetensors; counters as JSON. Written to a sibling folder and then
+    swapped in, so a kill mid-save never leaves weights and counters of different steps."""
+    fresh, old = folder.with_name(folder.name + ".tmp"), folder.with_name(folder.name + ".old")
+    shutil.rmtree(fresh, ignore_errors=True)
+    fresh.mkdir(parents=True)
+    model.save_pretrained(fresh)
     if opt is not None:
         tensors = {}
         for i, (p, s) in enumerate(((p, opt.state[p]) for g in opt.param_groups for p in g["params"])):
             for k, v in s.items():
                 tensors[f"{i}.{k}"] = torch.as_tensor(v).detach().cpu().contiguous()
-        save_file(tensors, str(folder / "optimizer.safetensors"))
-    (folder / "training_state.json").write_text(json.dumps(state, indent=1))
+        save_file(tensors, str(fresh / "optimizer.safetensors"))
+    (fresh / "training_state.json").write_text(json.dumps(state, indent=1))
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    fresh.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def load_optimizer(folder: Path, opt) -> None:
@@ -293,8 +318,10 @@ def start(args, out: Path, device) -> tuple:
     """(model, state): resumed from OUT/last, initialised from --init (counts continue, the
     optimizer and its warm-up start afresh) or built fresh; the run's input path settled."""
     state = {"step": 0, "samples": 0, "best_val_loss": math.inf, "elapsed_s": 0.0, "warmup_start": 0,
-             "preset": args.preset or "small", "variant": args.variant, "off_grid": args.off_grid}
+             "preset": args.preset or "small"}
     resuming = args.resume
+    if resuming and args.init:
+        raise UsageError("--init and --resume: --resume continues OUT/last; give one of them")
     has_run = (out / "last" / "training_state.json").is_file()
     if resuming and not has_run:
         raise UsageError(f"--resume: {out / 'last'} holds no run to continue; leave out --resume to start one")
@@ -302,17 +329,30 @@ def start(args, out: Path, device) -> tuple:
         raise UsageError(f"{out} already holds a run ({out / 'last'}): add --resume to continue it, or give a new --out")
     if resuming:
         model = nsode_model.load(out / "last", device)
-        state.update(json.loads((out / "last" / "training_state.json").read_text()))
+        state.update(_training_state(out / "last"))
+        for flag, given in (("variant", args.variant), ("off_grid", args.off_grid)):
+            if given is not None and state.get(flag) is not None and given != state[flag]:
+                raise UsageError(f"--{flag.replace('_', '-')} {given}: the run in {out} was trained with "
+                                 f"{state[flag]}; give a new --out to train another way")
+        args.variant = args.variant or state.get("variant")
+        args.off_grid = state.get("off_grid") if args.off_grid is None else args.off_grid
+        if not (out / "last" / "optimizer.safetensors").is_file():
+            print(f"warning: {out / 'last'} has no optimizer.safetensors: the optimizer restarts from zero "
+                  "moments at the current learning rate (consider --warmup)", file=sys.stderr)
     elif args.init:
         model = nsode_model.load(args.init, device)
-        shipped = Path(args.init) / "training_state.json"
-        if shipped.is_file():
-            old = json.loads(shipped.read_text())
+        if (Path(args.init) / "training_state.json").is_file():
+            old = _training_state(Path(args.init))
             state.update(step=old.get("step", 0), samples=old.get("samples", 0),
-                         elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0),
-                         preset=old.get("preset", state["preset"]))
+                         elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
     else:
         model = nsode_model.build(state["preset"], dropout=args.dropout or 0.0).to(device)
+    if resuming or args.init:  # the weights know their size, whatever a copied state file says
+        state["preset"] = getattr(model.config, "preset", None) or state["preset"]
+    args.variant = args.variant or "nsode-eps"
+    if args.off_grid is None:
+        args.off_grid = VARIANTS[args.variant]["off_grid"]
+    state.update(variant=args.variant, off_grid=args.off_grid)
     if args.preset and args.preset != state["preset"]:
         raise UsageError(f"--preset {args.preset}: the loaded weights are {state['preset']}; a loaded model keeps "
                          "its size (leave out --preset)")
@@ -330,6 +370,17 @@ def start(args, out: Path, device) -> tuple:
     model.config.input_scaling = args.input_scaling  # saved with every checkpoint; predict reads it
     state["input_scaling"] = args.input_scaling
     return model, state
+
+
+def _training_state(folder: Path) -> dict:
+    """A checkpoint's training_state.json; UsageError naming it when it cannot be read."""
+    try:
+        state = json.loads((folder / "training_state.json").read_text())
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{folder / 'training_state.json'} cannot be read ({err})") from None
+    if not isinstance(state, dict):
+        raise UsageError(f"{folder / 'training_state.json'} is not a training state (a JSON object)")
+    return state
 
 
 class Logger:
@@ -379,8 +430,6 @@ def cpu_has_bf16() -> bool:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.off_grid is None:
-        args.off_grid = VARIANTS[args.variant]["off_grid"]
     torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # checkpoints are one small file each
     if args.device not in ("auto", "cpu", "cuda") and not args.device.startswith("cuda:"):
@@ -396,25 +445,43 @@ def main(argv=None) -> int:
         print("warning: this CPU has no native bf16 instructions; --bf16 makes training slower than fp32 "
               "here (measured: 9x for tiny)", file=sys.stderr)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     try:
         if args.schedule == "cosine-time" and not args.max_minutes:
             raise UsageError("--schedule cosine-time anneals over --max-minutes; give it")
         data = check_data(args)
         model, state = start(args, out, device)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UsageError(f"--out {out}: cannot make the folder ({err.strerror})") from None
     except (UsageError, nsode_model.CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    train(args, data, out, device, model, state)
+    previous = signal.signal(signal.SIGTERM, _stop) if threading.current_thread() is threading.main_thread() else None
+    try:
+        train(args, data, out, device, model, state)
+    except KeyboardInterrupt:
+        saved = f"saved {out / 'last'}; run the same command with --resume to continue" if (out / "last").is_dir() \
+            else "nothing saved yet"
+        print(f"\ninterrupted at step {state['step']}: {saved}", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _stop(signum, frame):
+    """SIGTERM (a scheduler's preemption, `kill`) stops training as Ctrl-C does: OUT/last is saved."""
+    raise KeyboardInterrupt
 
 
 def train(args, data: list[Path], out: Path, device, model, state: dict) -> None:
     """The optimisation loop, evaluating and checkpointing every --eval-every steps."""
     torch.manual_seed(args.seed + state["step"])
     model.train()
-    peak = args.lr or DEFAULT_LR[args.preset]
-    warmup = args.warmup or max(100, args.steps // 50)
+    peak = args.lr if args.lr is not None else DEFAULT_LR[args.preset]
+    warmup = args.warmup if args.warmup is not None else max(100, args.steps // 50)
     opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
     if args.resume and (out / "last" / "optimizer.safetensors").is_file():
         load_optimizer(out / "last", opt)
@@ -435,35 +502,40 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
         print("warning: no skeletons held out for validation yet (too few in --data): validation loss, and "
               "OUT/best, wait until the folders hold more", file=sys.stderr)
     run_loss, run_acc = [], []
-    while state["step"] < args.steps:
-        for g in opt.param_groups:
-            g["lr"] = lr_at(state["step"], peak, warmup, start=state["warmup_start"], total=args.steps,
-                            schedule=args.schedule, time_frac=(time.perf_counter() - run_start) / budget_s)
-        opt.zero_grad(set_to_none=True)
-        for _ in range(args.accum):
-            b = next(stream).to(device, non_blocking=True)
-            with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
-                logits = model(b.bits, b.dec_ids, b.dec_w, b.mask)
-            loss, acc = two_hot_loss(logits, b.tgt_ids, b.tgt_w)
-            scaler.scale(loss / args.accum).backward()
-            run_loss.append(loss.item())
-            run_acc.append(acc.item())
-            state["samples"] += len(b.bits)
-        scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(opt)
-        scaler.update()
-        state["step"] += 1
-        out_of_time = args.max_minutes is not None and time.perf_counter() - run_start > 60 * args.max_minutes
-        if state["step"] % args.eval_every == 0 or state["step"] == args.steps or out_of_time:
-            state["elapsed_s"] = time.perf_counter() - t_start
-            metrics = validate(model, device)
-            log({"step": state["step"], "samples": state["samples"], "elapsed_s": round(state["elapsed_s"], 1),
-                 "lr": opt.param_groups[0]["lr"], "loss": np.mean(run_loss), "acc": np.mean(run_acc), **metrics})
-            run_loss, run_acc = [], []
-            checkpoint(out, model, opt, state, metrics, args.snapshot_every)
-        if out_of_time:
-            break
+    try:
+        while state["step"] < args.steps:
+            for g in opt.param_groups:
+                g["lr"] = lr_at(state["step"], peak, warmup, start=state["warmup_start"], total=args.steps,
+                                schedule=args.schedule, time_frac=(time.perf_counter() - run_start) / budget_s)
+            opt.zero_grad(set_to_none=True)
+            for _ in range(args.accum):
+                b = next(stream).to(device, non_blocking=True)
+                with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
+                    logits = model(b.bits, b.dec_ids, b.dec_w, b.mask)
+                loss, acc = two_hot_loss(logits, b.tgt_ids, b.tgt_w)
+                scaler.scale(loss / args.accum).backward()
+                run_loss.append(loss.item())
+                run_acc.append(acc.item())
+                state["samples"] += len(b.bits)
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            state["step"] += 1
+            out_of_time = args.max_minutes is not None and time.perf_counter() - run_start > 60 * args.max_minutes
+            if state["step"] % args.eval_every == 0 or state["step"] == args.steps or out_of_time:
+                state["elapsed_s"] = time.perf_counter() - t_start
+                metrics = validate(model, device)
+                log({"step": state["step"], "samples": state["samples"], "elapsed_s": round(state["elapsed_s"], 1),
+                     "lr": opt.param_groups[0]["lr"], "loss": np.mean(run_loss), "acc": np.mean(run_acc), **metrics})
+                run_loss, run_acc = [], []
+                checkpoint(out, model, opt, state, metrics, args.snapshot_every)
+            if out_of_time:
+                break
+    except KeyboardInterrupt:  # the weights and the optimizer are those of the last finished update
+        state["elapsed_s"] = time.perf_counter() - t_start
+        save_checkpoint(out / "last", model, opt, state)
+        raise
 
 
 if __name__ == "__main__":

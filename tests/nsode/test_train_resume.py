@@ -178,8 +178,8 @@ def test_validation_draws_from_every_data_folder(training_data, tmp_path, monkey
     monkeypatch.setattr(train, "stream_examples", spy)
     args = train.parse_args(["--data", str(training_data), str(other), "--out", str(tmp_path / "r"),
                              "--batch-size", "4", "--val-batches", "1", "--val-decode", "0",
-                             "--val-percent", "100"])
-    args.off_grid, args.input_scaling = 0.5, "none"
+                             ])
+    args.off_grid, args.input_scaling, args.variant, args.val_percent = 0.5, "none", "nsode-eps", 100  # all held out
     validation = train.Validation([training_data, other], args, bos=1, pad=0, max_rows=63)
     assert validation.size == 4
     assert read == {str(training_data): 8, str(other): 8}  # 4 x 4 wanted, half from each folder
@@ -197,3 +197,35 @@ def test_dropout_of_a_fresh_model_is_saved_and_a_loaded_model_keeps_its_own(trai
     assert main(more + ["--out", str(tmp_path / "b"), "--init", str(tmp_path / "a" / "last")]) == 0
     assert load(tmp_path / "b" / "last").config.dropout == pytest.approx(0.1)
     assert main(more + ["--out", str(tmp_path / "c"), "--init", str(tmp_path / "a" / "last"), "--dropout", "0"]) == 2
+
+
+def test_an_interrupted_run_saves_its_last_update_and_resumes_from_it(training_data, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "100", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
+    real = train.lr_at
+
+    def interrupted_at_3(step, *a, **k):  # Ctrl-C arrives before the fourth update
+        if step == 3:
+            raise KeyboardInterrupt
+        return real(step, *a, **k)
+
+    monkeypatch.setattr(train, "lr_at", interrupted_at_3)
+    assert main(args + ["--steps", "10"]) == 130
+    assert "interrupted at step 3" in capsys.readouterr().err
+    assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 3
+    assert not list(out.glob("last.*"))  # the save swapped in whole
+    monkeypatch.setattr(train, "lr_at", real)
+    assert main(args + ["--steps", "5", "--resume", "--variant", "nsode"]) == 2  # trained as nsode-eps
+    assert main(args + ["--steps", "5", "--resume", "--init", str(out / "last")]) == 2
+    assert main(args + ["--steps", "5", "--resume"]) == 0
+    assert json.loads((out / "last" / "training_state.json").read_text())["variant"] == "nsode-eps"
+
+
+@pytest.mark.parametrize("flag", [["--batch-size", "0"], ["--eval-every", "0"], ["--val-percent", "100"],
+                                  ["--lr", "0"], ["--threads", "0"], ["--workers", "-1"], ["--dropout", "1.5"],
+                                  ["--accum", "0"], ["--off-grid", "2"], ["--max-minutes", "-1"]])
+def test_a_flag_that_cannot_train_is_refused_in_one_line(tmp_path, flag, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--data", str(tmp_path), "--out", str(tmp_path / "o"), *flag])
+    assert stopped.value.code == 2 and flag[0] in capsys.readouterr().err
