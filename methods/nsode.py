@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import Variant, check_kinds, is_whole, require
-from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
+from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, checkpoint_files, default_checkpoint
 from nsode.options import search_settings
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
 
@@ -117,12 +117,17 @@ class NSODE(Method):
         for path in self.checkpoint_paths():
             if not (path / "model.safetensors").is_file():
                 return f"no checkpoint (model.safetensors) in {path}; train one with python -m nsode.train"
+            try:
+                checkpoint_files.check(path)  # a broken folder: one line before the sweep, not an error per task
+            except checkpoint_files.CheckpointError as err:
+                return str(err)
         return None
 
     def fingerprint(self) -> str:
-        """The first 8 hex digits of each checkpoint's weights' SHA-256: rows stored with other
-        weights under the same checkpoint name are not reused."""
-        return "+".join(_digest(path / "model.safetensors") for path in self.checkpoint_paths())
+        """The first 8 hex digits of each checkpoint's weights' SHA-256, and of its config.json's
+        where that is not the shipped one's (it holds settings such as the input scaling): rows
+        stored with other weights or settings under the same checkpoint name are not reused."""
+        return "+".join(_checkpoint_digest(path) for path in self.checkpoint_paths())
 
     def setup(self):
         import torch
@@ -150,6 +155,16 @@ class NSODE(Method):
                           metadata={"r2_fit": result.r2, "load_s": self.load_s_,
                                     "device": str(next(self.predictor_.model.parameters()).device),
                                     **result.timings, **result.info})
+
+
+def _checkpoint_digest(folder: Path) -> str:
+    """The weights' digest, joined by the configuration's when it differs from the shipped
+    checkpoint's of the same weights (so the shipped digests stay those of earlier results)."""
+    weights, config = _digest(folder / "model.safetensors"), _digest(folder / "config.json")
+    shipped = {_digest(default / "model.safetensors"): _digest(default / "config.json")
+               for default in (default_checkpoint(SEARCH_CHECKPOINT), default_checkpoint(SCALED_CHECKPOINT),
+                               default_checkpoint("nsode"))}
+    return weights if shipped.get(weights) == config else f"{weights}.{config}"
 
 
 def _digest(path: Path) -> str:

@@ -20,6 +20,7 @@ from transformers import BartConfig, PreTrainedModel
 from transformers.utils import logging as hf_logging
 from transformers.models.bart.modeling_bart import BartDecoder, BartEncoder
 
+from nsode.checkpoint_files import WEIGHTS_NAME, CheckpointError, check
 from nsode.data import tokens as vocab
 from nsode.encoding import BITS_PER_OBSERVATION
 
@@ -30,7 +31,6 @@ PRESETS = {
     "mini": (192, 3, 3, 6, 512),  # about 2.8M parameters: the size compared with tiny at equal CPU time
     "tiny": (128, 2, 2, 4, 512),  # about 1M parameters: CPU training and tests
 }
-WEIGHTS_NAME = "model.safetensors"
 
 
 class NSODEConfig(BartConfig):
@@ -73,10 +73,6 @@ class DecoderInput:
 
     ids: torch.Tensor
     weights: torch.Tensor
-
-
-class CheckpointError(ValueError):
-    """A checkpoint folder that cannot be loaded safely; the message names the problem."""
 
 
 class NSODEModel(PreTrainedModel):
@@ -138,20 +134,16 @@ def build(preset: str, **overrides) -> NSODEModel:
 
 
 def load(folder: str | Path, device: str | torch.device = "cpu") -> NSODEModel:
-    """Load a checkpoint folder with safetensors only; refuses folders holding pickle files."""
+    """Load a checkpoint folder with safetensors only; refuses folders holding pickle files, and
+    says in one line (CheckpointError) why a folder cannot be loaded."""
     folder = Path(folder)
-    if not (folder / "config.json").is_file():
-        raise CheckpointError(f"{folder} is not an NSODE checkpoint (no config.json); train one with "
-                              f"python -m nsode.train or point to nsode/checkpoints/<variant>")
-    pickles = sorted(p.name for p in folder.iterdir()
-                     if p.suffix in {".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt"})
-    if pickles:
-        raise CheckpointError(f"{folder} contains pickle files ({', '.join(pickles)}); NSODE loads "
-                              f"safetensors only - delete them or re-export the weights")
-    if not (folder / WEIGHTS_NAME).is_file():
-        raise CheckpointError(f"{folder} has no {WEIGHTS_NAME}")
+    check(folder)
     hf_logging.disable_progress_bar()  # one checkpoint, one file: a progress bar is noise
-    model = NSODEModel.from_pretrained(folder, use_safetensors=True, dtype=torch.float32)
+    try:
+        model = NSODEModel.from_pretrained(folder, use_safetensors=True, dtype=torch.float32)
+    except Exception as err:  # transformers and safetensors raise many kinds: one line names the folder
+        text = str(err).strip().splitlines()
+        raise CheckpointError(f"{folder} cannot be loaded: {type(err).__name__}: {text[0] if text else ''}") from None
     return model.to(device).eval()
 
 

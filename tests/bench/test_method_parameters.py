@@ -1,6 +1,7 @@
 """Methods are estimators: every knob is a named constructor argument that `get_params`
 reports and the command line sets (`NAME:key=value`); a variant is a parameter set of one class."""
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,25 @@ def test_a_method_s_version_names_its_weights_so_other_weights_never_reuse_a_row
     (copy / "model.safetensors").write_bytes(bytes(data))
     assert specs["nsode-eps"].with_params({"checkpoint": str(copy)}).version != specs["nsode-eps"].version
     assert specs["sindy"].version == "1"  # no weights, no fingerprint
+    settings = tmp_path / "settings"
+    shutil.copytree(ROOT / "nsode/checkpoints/nsode-eps", settings)
+    config = json.loads((settings / "config.json").read_text())
+    (settings / "config.json").write_text(json.dumps({**config, "input_scaling": "pow2"}))
+    assert specs["nsode-eps"].with_params({"checkpoint": str(settings)}).version != specs["nsode-eps"].version
+
+
+def test_a_broken_checkpoint_folder_is_refused_before_the_sweep(specs, tmp_path):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(ROOT / "nsode/checkpoints/nsode-eps", broken)
+    weights = (broken / "model.safetensors").read_bytes()
+    (broken / "model.safetensors").write_bytes(weights[:1000])  # a copy cut short
+    reason = registry.unavailable_reason(specs["nsode-eps"].with_params({"checkpoint": str(broken)}))
+    assert "not a whole safetensors file" in reason
+    (broken / "model.safetensors").write_bytes(weights)
+    (broken / "config.json").write_text("{garbage")
+    assert "cannot be read" in registry.unavailable_reason(specs["nsode-eps"].with_params({"checkpoint": str(broken)}))
 
 
 @pytest.mark.parametrize("argument, problem", [

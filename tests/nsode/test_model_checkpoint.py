@@ -29,3 +29,23 @@ def test_checkpoint_folder_with_a_pickle_file_is_refused(tmp_path):
 def test_missing_checkpoint_gives_a_clear_error(tmp_path):
     with pytest.raises(CheckpointError, match="config.json"):
         load(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:1000]), "whole safetensors"),
+    (lambda f: (f / "config.json").write_text("{garbage"), "cannot be read"),
+    (lambda f: (f / "config.json").write_text("{}"), "not an NSODE model"),
+    (lambda f: (f / "config.json").write_text((f / "config.json").read_text().replace('"tiny"', '"x"')),
+     "cannot be loaded"),  # a preset this version does not know
+])
+def test_a_damaged_checkpoint_is_one_clear_error(tmp_path, damage, problem):
+    build("tiny").save_pretrained(tmp_path)
+    damage(tmp_path)
+    with pytest.raises(CheckpointError, match=problem):
+        load(tmp_path)
+
+
+def test_a_training_run_folder_is_pointed_to_its_checkpoints(tmp_path):
+    build("tiny").save_pretrained(tmp_path / "best")
+    with pytest.raises(CheckpointError, match="a training run"):
+        load(tmp_path)
