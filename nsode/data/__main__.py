@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from core.arguments import whole_number
+
 
 def _generate(args) -> int:
     from nsode.data import config as cfg
@@ -63,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--solution-seed", type=int, metavar="S", help="seed of the constants and initial values "
                    "drawn for each skeleton (default: --seed); a copy of a folder's skeletons.parquet solved with "
                    "another gives new solutions of the same skeletons without searching again")
-    g.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
+    g.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="J", help="worker processes (default 1)")
     g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
                    "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="run the work units on this Dask scheduler "
@@ -108,8 +110,12 @@ def main(argv=None) -> int:
     except (ConfigError, GenerateError, ClusterError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # an --out that is a file, a folder that cannot be made or written
+        print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
-        print("interrupted: run the same command again to resume", file=sys.stderr)
+        print("interrupted: run the same command again to resume (the skeleton search saves its list every "
+              "30 s, the solving stage each finished shard)", file=sys.stderr)
         return 130
 
 

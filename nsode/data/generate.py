@@ -57,6 +57,7 @@ GENERATOR_VERSION = "nsode.data/3"
 EXCLUDED_FILE = Path(__file__).with_name("excluded_skeletons.yaml")
 CANDIDATES, SOLUTIONS = 0, 1  # first element of the SeedSequence spawn key, per kind of work unit
 MAX_DRY_CANDIDATES = 20_000  # the skeleton search gives up after so many candidates without a new one
+SAVE_SECONDS = 30.0  # the skeleton search saves its list at least this often
 
 
 class GenerateError(ValueError):
@@ -301,7 +302,12 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
     block, position = search["block"], search["position"]
     bar = tqdm(total=n, initial=len(records), desc="skeletons", unit="sk", disable=not progress)
     dry = 0  # candidates since the last new skeleton
+    saved = time.monotonic()
     while len(records) < n:
+        if time.monotonic() - saved > SAVE_SECONDS:  # an interrupted search resumes from here, not from 0
+            _write_skeletons(file, records, {"block": block, "position": position,
+                                             "candidates": dict(sorted(counts.items()))})
+            saved = time.monotonic()
         if dry > MAX_DRY_CANDIDATES:
             bar.close()
             raise GenerateError(f"no new skeleton in the last {dry} candidates ({len(records)} found): the "

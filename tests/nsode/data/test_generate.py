@@ -111,6 +111,25 @@ def test_resume_after_interruption_produces_identical_shards(tmp_path, tiny_fold
     _assert_same(tiny_folder, tmp_path / "r")
 
 
+def test_an_interrupted_skeleton_search_resumes_where_it_saved(tmp_path, tiny_folder, tiny_config, monkeypatch):
+    real = generate.candidate_block
+
+    def interrupted(block, *args):
+        if block >= 1:  # the second wave: Ctrl-C
+            raise KeyboardInterrupt
+        return real(block, *args)
+
+    monkeypatch.setattr(generate, "SAVE_SECONDS", 0.0)  # save at every wave
+    monkeypatch.setattr(generate, "candidate_block", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        generate.generate(tmp_path / "k", 7, 3, tiny_config, progress=False)
+    kept = pq.read_table(tmp_path / "k" / store.SKELETON_FILE)
+    assert kept.num_rows == 5 and json.loads(kept.schema.metadata[b"search"])["block"] == 1
+    monkeypatch.setattr(generate, "candidate_block", real)
+    generate.generate(tmp_path / "k", 7, 3, tiny_config, progress=False)
+    _assert_same(tiny_folder, tmp_path / "k")
+
+
 def test_a_larger_n_extends_the_same_skeleton_list(tmp_path, tiny_folder, tiny_config):
     generate.generate(tmp_path / "e", 4, 3, tiny_config, progress=False)
     generate.generate(tmp_path / "e", 7, 3, tiny_config, progress=False)
