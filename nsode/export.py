@@ -21,9 +21,17 @@ MAX_BYTES = 16 * 2**20  # keep the repository light (issue 5)
 
 
 def export(src: Path, dst: Path) -> int:
+    if dst.resolve() == src.resolve():
+        raise CheckpointError(f"{dst} is the folder exported: write the fp16 copy elsewhere (its fp32 weights "
+                              "would be lost)")
+    if (dst / "optimizer.safetensors").exists():
+        raise CheckpointError(f"{dst} holds a training run's state (optimizer.safetensors): export to a new folder")
+    if dst.exists() and not dst.is_dir():
+        raise CheckpointError(f"{dst} is a file, not a folder")
     model = load(src).to(torch.float16)
     dst.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dst)
+    (dst / WEIGHTS_NAME).chmod((dst / "config.json").stat().st_mode & 0o777)  # safetensors writes 0600
     if (src / "training_state.json").is_file():
         shutil.copy(src / "training_state.json", dst / "training_state.json")
     size = (dst / WEIGHTS_NAME).stat().st_size

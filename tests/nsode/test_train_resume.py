@@ -89,11 +89,16 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
 
 def test_training_continues_from_exported_fp16_weights(training_data, tmp_path):
     from nsode.export import export
+    from nsode.model import CheckpointError
 
     args = ["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--eval-every", "2",
             "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
     assert main(args + ["--out", str(tmp_path / "a"), "--steps", "2"]) == 0
     export(tmp_path / "a" / "best", tmp_path / "shipped")
+    with pytest.raises(CheckpointError, match="exported"):
+        export(tmp_path / "shipped", tmp_path / "shipped")  # would overwrite its own weights with fp16
+    with pytest.raises(CheckpointError, match="training run"):
+        export(tmp_path / "shipped", tmp_path / "a" / "last")  # next to another step's optimizer state
     more = [a if a != "tiny" else "small" for a in args]  # --preset at another size than the weights
     assert main(more + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 2
     assert main(args + ["--out", str(tmp_path / "b"), "--steps", "2", "--init", str(tmp_path / "shipped")]) == 2
