@@ -105,7 +105,7 @@ class NSODE(Method):
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""
         name = str(self.checkpoint if name is None else name)
-        return Path(name) if "/" in name else default_checkpoint(name)
+        return Path(name).expanduser() if "/" in name else default_checkpoint(name)
 
     def checkpoint_paths(self) -> list[Path]:
         return [self.checkpoint_path(c) for c in (self.checkpoint, self.scaled_checkpoint) if c]
