@@ -142,6 +142,14 @@ def load(path: str | Path | None = None) -> Config:
     return from_dict({**base, **override})
 
 
+def _number(data: dict, key: str, kind):
+    """data[key] as `kind` (int or float); ConfigError naming the key when it is not one."""
+    try:
+        return kind(data[key])
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: {data[key]!r} is not {'a whole number' if kind is int else 'a number'}") from None
+
+
 def from_dict(data: dict) -> Config:
     if any(k not in data for k in ("family", *SCIENCE_KEYS)):  # a folder from before the science family
         defaults = _read_yaml(DEFAULT_FILE)
@@ -155,24 +163,24 @@ def from_dict(data: dict) -> Config:
         raise ConfigError(f"unknown config key(s): {', '.join(unknown)}")
     try:
         return Config(
-            max_ops=int(data["max_ops"]),
+            max_ops=_number(data, "max_ops", int),
             binary_ops=_weights(data["binary_ops"], BINARY_OPS, "binary_ops"),
             unary_ops=_weights(data["unary_ops"], UNARY_OPS, "unary_ops"),
-            p_sym=float(data["p_sym"]), p_int=float(data["p_int"]),
+            p_sym=_number(data, "p_sym", float), p_int=_number(data, "p_int", float),
             int_range=_pair(data["int_range"], int, "int_range"),
             real_range=_pair(data["real_range"], float, "real_range"),
-            n_const=int(data["n_const"]), n_iv=int(data["n_iv"]),
+            n_const=_number(data, "n_const", int), n_iv=_number(data, "n_iv", int),
             y0_range=_pair(data["y0_range"], float, "y0_range"),
-            t_max=float(data["t_max"]), t_extra=float(data["t_extra"]), grid=int(data["grid"]),
-            rtol=float(data["rtol"]), atol=float(data["atol"]), fd_tolerance=float(data["fd_tolerance"]),
-            simplify_time_limit=float(data["simplify_time_limit"]),
-            solve_time_limit=float(data["solve_time_limit"]), max_rhs_calls=int(data["max_rhs_calls"]),
-            candidates_per_block=int(data["candidates_per_block"]),
-            skeletons_per_shard=int(data["skeletons_per_shard"]),
+            t_max=_number(data, "t_max", float), t_extra=_number(data, "t_extra", float), grid=_number(data, "grid", int),
+            rtol=_number(data, "rtol", float), atol=_number(data, "atol", float), fd_tolerance=_number(data, "fd_tolerance", float),
+            simplify_time_limit=_number(data, "simplify_time_limit", float),
+            solve_time_limit=_number(data, "solve_time_limit", float), max_rhs_calls=_number(data, "max_rhs_calls", int),
+            candidates_per_block=_number(data, "candidates_per_block", int),
+            skeletons_per_shard=_number(data, "skeletons_per_shard", int),
             family=str(data["family"]),
             science_terms=_weights(data["science_terms"], SCIENCE_TERMS, "science_terms", normalise=False),
             science_n_terms=_n_terms(data["science_n_terms"]),
-            science_max_degree=int(data["science_max_degree"]),
+            science_max_degree=_number(data, "science_max_degree", int),
             science_rate_range=_pair(data["science_rate_range"], float, "science_rate_range"),
             science_scale_range=_pair(data["science_scale_range"], float, "science_scale_range"),
             science_shape_range=_pair(data["science_shape_range"], float, "science_shape_range"),
