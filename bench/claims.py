@@ -111,8 +111,9 @@ def equal_and_robust(rows: pd.DataFrame, roles: Roles) -> Verdict:
     fds = [m for m in roles.fd_methods if (data["method"] == m).any()]
     levels = sorted(data["noise"].unique())
     if lacking or not fds or levels[-1] <= 0:
+        missing = lacking + ([] if fds else ["FD methods"]) + ([] if levels[-1] > 0 else ["noise > 0"])
         return _missing("1", f"needs {roles.nsode}, {roles.proged}, an FD method and a noise level > 0 on "
-                        f"{where}; lacking: {', '.join(lacking) or ('FD methods' if not fds else 'noise > 0')}")
+                        f"{where}; lacking: {', '.join(missing)}")
     by = data.groupby(["method", "noise"])["r2_interp"].median()
     pairs = [(s, by.get((roles.nsode, s), np.nan), by.get((roles.proged, s), np.nan)) for s in levels]
     gaps = [0.0 if a == b else abs(a - b) for _, a, b in pairs]
