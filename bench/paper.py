@@ -120,7 +120,9 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
              f"{len(rows)} stored rows; {rows['method'].nunique()} methods; datasets: "
              f"{', '.join(sorted(rows['dataset'].unique()))}. Failed tasks count as R^2 = -inf in every median.", ""]
     if claims_report:
-        lines += [f"The paper's claims checked against these results: [{claims_report}]({claims_report})", ""]
+        lines += [f"The paper's claims checked against these results: [{claims_report}]({claims_report}), with "
+                  "[claims.csv](claims.csv), the [leaderboard](leaderboard.csv) (per dataset: "
+                  "[leaderboard_by_dataset.md](leaderboard_by_dataset.md)) and [method_times.csv](method_times.csv)", ""]
     lines += ["## Figures", ""]
     titles = {"main": "Median R^2, complexity and fit time against noise (paper Figure 3)",
               "r2_interp": "Median R^2 per dataset, interpolation (paper Figure 4)",
