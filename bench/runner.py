@@ -29,7 +29,7 @@ from bench.rows import make_row
 from bench.scoring import score
 from bench.store import ResultStore
 from bench.tasks import Task
-from bench.workers import Job, Worker, execute_once_set_up
+from bench.workers import Job, Worker
 from core import protocol
 
 
@@ -109,9 +109,15 @@ class WorkerPool:
         return worker
 
     def execute(self, job: Job) -> dict:
+        if job.spec.label in self.setup_timeouts:  # a hanging setup costs its limit once, not once per task
+            return {"status": "timeout", "reason": f"{self.setup_timeouts[job.spec.label]} on an earlier task; "
+                                                   "not tried again"}
         worker = self.idle.get()
         try:
-            return execute_once_set_up(worker, job, self.setup_timeouts)
+            result = worker.execute(job)
+            if result.get("status") == "timeout" and result["reason"].startswith("setup"):
+                self.setup_timeouts[job.spec.label] = result["reason"]
+            return result
         finally:
             self.idle.put(worker if worker.alive else self._start())
 

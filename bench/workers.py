@@ -131,18 +131,6 @@ def _check_prediction(prediction) -> dict:
             "candidates": json.dumps([str(c) for c in prediction.candidates]), "metadata": metadata}
 
 
-def execute_once_set_up(worker: "Worker", job: Job, timed_out: dict[str, str]) -> dict:
-    """`worker.execute(job)`, unless the method's setup already overran SETUP_TIME_LIMIT on an
-    earlier task: `timed_out` (method label -> reason, kept by the caller for one sweep) then
-    answers at once, so a hanging setup costs its limit once, not once per task."""
-    if job.spec.label in timed_out:
-        return {"status": "timeout", "reason": f"{timed_out[job.spec.label]} on an earlier task; not tried again"}
-    result = worker.execute(job)
-    if result.get("status") == "timeout" and result["reason"].startswith("setup"):
-        timed_out[job.spec.label] = result["reason"]
-    return result
-
-
 class Worker:
     """One warm child process (`core.processes.Child`, spawned, in its own process group)."""
 
