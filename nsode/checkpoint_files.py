@@ -55,3 +55,9 @@ def _whole_safetensors(path: Path) -> bool:
         return False
     ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
     return isinstance(header, dict) and 8 + length + max(ends, default=0) == size
+
+
+def share_weights(folder: Path) -> None:
+    """Give the weights config.json's permissions: safetensors writes them owner-only (0600), so a
+    checkpoint on a shared filesystem could not be read by colleagues or a scheduler's user."""
+    (folder / WEIGHTS_NAME).chmod((folder / "config.json").stat().st_mode & 0o777)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from nsode.checkpoint_files import share_weights
 from nsode.model import WEIGHTS_NAME, CheckpointError, count_parameters, load
 
 MAX_BYTES = 16 * 2**20  # keep the repository light (issue 5)
@@ -31,7 +32,7 @@ def export(src: Path, dst: Path) -> int:
     model = load(src).to(torch.float16)
     dst.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dst)
-    (dst / WEIGHTS_NAME).chmod((dst / "config.json").stat().st_mode & 0o777)  # safetensors writes 0600
+    share_weights(dst)
     if (src / "training_state.json").is_file():
         shutil.copy(src / "training_state.json", dst / "training_state.json")
     size = (dst / WEIGHTS_NAME).stat().st_size

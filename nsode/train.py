@@ -37,6 +37,7 @@ from transformers.utils import logging as hf_logging
 
 from core.arguments import positive_number, probability_below_one, share, whole_number
 from nsode import model as nsode_model
+from nsode.checkpoint_files import share_weights
 from nsode.batching import VARIANTS, collate, model_view, observe, two_hot_loss
 from nsode.scaling import MODES as SCALING_MODES
 from nsode.data.shards import shard_paths
@@ -136,6 +137,7 @@ def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
     shutil.rmtree(fresh, ignore_errors=True)
     fresh.mkdir(parents=True)
     model.save_pretrained(fresh)
+    share_weights(fresh)
     if opt is not None:
         tensors = {}
         for i, (p, s) in enumerate(((p, opt.state[p]) for g in opt.param_groups for p in g["params"])):
