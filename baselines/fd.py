@@ -48,8 +48,8 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import GridSearchCV, ParameterGrid, PredefinedSplit
 
 from core import protocol
-from bench.method import (Budget, InvalidInput, Method, Observations, Prediction, are_numbers, is_whole,
-                          require)
+from bench.method import (Budget, InvalidInput, Method, Observations, Prediction, are_numbers, are_whole,
+                          is_whole, require)
 from core.expressions import compile_vector, parse
 from core.processes import Deadline, call_with_deadline
 
@@ -190,8 +190,7 @@ class FiniteDifferenceMethod(Method):
 
     def check_params(self) -> None:
         super().check_params()
-        require(isinstance(self.fd_degrees, tuple) and len(self.fd_degrees) > 0
-                and all(is_whole(d, 1) for d in self.fd_degrees), "fd_degrees", self.fd_degrees,
+        require(isinstance(self.fd_degrees, tuple) and are_whole(self.fd_degrees, 1), "fd_degrees", self.fd_degrees,
                 "whole numbers >= 1, such as (3,) or (3, 5)")
         require(is_whole(self.fd_window, 3), "fd_window", self.fd_window, "a whole number >= 3")
         limit = self.run_time_limit

@@ -22,7 +22,7 @@ import sympy
 from pysindy import CustomLibrary, STLSQ
 
 from baselines.sindy import expression
-from bench.method import are_numbers, is_whole, require
+from bench.method import are_numbers, are_whole, require
 from core import fitting
 from core.expressions import compile_vector, parse
 
@@ -150,9 +150,7 @@ def finite(candidates: list[Candidate]) -> list[Candidate]:
 def check_grid(method) -> None:
     """For `check_params` of the methods that select among library degrees and STLSQ thresholds
     by the integrated trajectory (sindy-weak, sindy-ensemble)."""
-    require(isinstance(method.degrees, (tuple, list)) and len(method.degrees) > 0
-            and all(is_whole(d, 1) for d in method.degrees), "degrees", method.degrees,
-            "whole numbers >= 1, such as (1, 2, 3)")
+    require(are_whole(method.degrees, 1), "degrees", method.degrees, "whole numbers >= 1, such as (1, 2, 3)")
     require(are_numbers(method.thresholds, 0), "thresholds", method.thresholds, "numbers >= 0, such as (0.01, 0.1)")
     require(are_numbers((method.alpha,), 0), "alpha", method.alpha, "a number >= 0")
     require(are_numbers((method.tolerance,), 0), "tolerance", method.tolerance, "a number >= 0")

@@ -168,6 +168,11 @@ def is_whole(value, low: int) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
 
 
+def are_whole(values, low: int) -> bool:
+    """A non-empty sequence of whole numbers >= low."""
+    return isinstance(values, (tuple, list)) and len(values) > 0 and all(is_whole(v, low) for v in values)
+
+
 def are_numbers(values, low: float, empty: bool = False) -> bool:
     """A sequence (empty only if allowed) of finite numbers >= low."""
     return (isinstance(values, (tuple, list)) and (empty or len(values) > 0)

@@ -81,9 +81,8 @@ def _grid(config: dict, key: str, kind) -> tuple:
     values = config[key]
     if not isinstance(values, list) or not values:
         raise ConfigError(f"'{key}' must be a list, e.g. {key}: [{'0, 0.01' if key == 'noise' else '128, 256'}]")
-    out = []
+    out, whole = [], kind is not nonnegative_number
     for value in values:
-        whole = kind is not nonnegative_number
         if whole and isinstance(value, float) and not value.is_integer():
             raise ConfigError(f"'{key}': {value!r} is not a whole number")
         try:

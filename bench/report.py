@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.rows import METRIC_COLUMNS
-from bench.scoring import EXTRAP_DIVERGED
+from bench.rows import EXTRAP_DIVERGED, METRIC_COLUMNS
 from core import protocol
 
 GROUP = ["dataset", "method", "noise", "n"]

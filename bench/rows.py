@@ -16,6 +16,7 @@ RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fi
 SCORE_FIELDS = ("score_status", "score_reason", "complexity",
                 *(f"{metric}_{part}" for part in ("interp", "extrap") for metric in METRICS))
 COLUMNS = (*KEY, *TASK_FIELDS, *RESULT_FIELDS, *SCORE_FIELDS, "finished_at")
+EXTRAP_DIVERGED = "diverged-extrap"  # score_status of a prediction that fails only after T (bench.scoring)
 # stored types, the same in every part whatever its rows hold (a part of timeouts alone has no
 # expressions, and would otherwise store them as nulls that no other part's text can join)
 TEXT_COLUMNS = ("dataset", "equation_id", "method", "method_version", "truth_expression", "truth_kind", "status",

@@ -15,14 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.rows import EXTRAP_DIVERGED
 from bench.tasks import Trajectory
 from core import protocol
 from core.expressions import ExpressionError, compile_scalar, complexity, parse
 from core.metrics import METRICS, compare
 from core.solving import SolveError, solve
-
-
-EXTRAP_DIVERGED = "diverged-extrap"
 
 
 @dataclass(frozen=True)
@@ -53,19 +51,22 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
     size = complexity(expr)
     has_extra = len(trajectory.t_extra) > 0
     t_all = np.concatenate([trajectory.t, trajectory.t_extra[1:]]) if has_extra else trajectory.t
+    rhs = compile_scalar(expr)
+
+    def solved(t):
+        return solve(rhs, trajectory.y0, t, rtol=protocol.RTOL, atol=protocol.ATOL, mxstep=protocol.MXSTEP,
+                     time_limit=protocol.SOLVE_TIME_LIMIT)
+
     try:
-        y_all = solve(compile_scalar(expr), trajectory.y0, t_all, rtol=protocol.RTOL, atol=protocol.ATOL,
-                      mxstep=protocol.MXSTEP, time_limit=protocol.SOLVE_TIME_LIMIT)
+        y_all = solved(t_all)
     except SolveError as err:
         if not has_extra:
             return Scores("diverged", str(err), complexity=size)
-        try:
-            y_observed = solve(compile_scalar(expr), trajectory.y0, trajectory.t, rtol=protocol.RTOL,
-                               atol=protocol.ATOL, mxstep=protocol.MXSTEP, time_limit=protocol.SOLVE_TIME_LIMIT)
+        try:  # [0, T] on its own, as the paper solves it
+            y_observed = solved(trajectory.t)
         except SolveError as early:
             return Scores("diverged", str(early), complexity=size)
-        return Scores(EXTRAP_DIVERGED, str(err), complexity=size,
-                      interpolation=compare(y_observed, trajectory.y))
+        return Scores(EXTRAP_DIVERGED, str(err), complexity=size, interpolation=compare(y_observed, trajectory.y))
     n = len(trajectory.t)
     interpolation = compare(y_all[:n], trajectory.y)
     extrapolation = compare(y_all[n - 1:], trajectory.y_extra) if has_extra else None

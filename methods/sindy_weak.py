@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
-from bench.method import are_numbers, is_whole, require
+from bench.method import are_numbers, are_whole, is_whole, require
 from baselines import sindy_family as family
 
 
@@ -35,8 +35,7 @@ class SindyWeak(Method):
     def check_params(self):
         super().check_params()
         family.check_grid(self)
-        require(isinstance(self.test_functions, (tuple, list)) and len(self.test_functions) > 0
-                and all(is_whole(k, 1) for k in self.test_functions), "test_functions", self.test_functions,
+        require(are_whole(self.test_functions, 1), "test_functions", self.test_functions,
                 "whole numbers >= 1, such as (50, 200)")
         require(are_numbers((self.support,), 1e-300) and self.support < 0.5, "support", self.support,
                 "a share of the time span in (0, 0.5): the test functions' half-width")

@@ -20,6 +20,7 @@ from transformers import BartConfig, PreTrainedModel
 from transformers.utils import logging as hf_logging
 from transformers.models.bart.modeling_bart import BartDecoder, BartEncoder
 
+from core.processes import one_line
 from nsode.checkpoint_files import WEIGHTS_NAME, CheckpointError, check
 from nsode.data import tokens as vocab
 from nsode.encoding import BITS_PER_OBSERVATION
@@ -142,8 +143,7 @@ def load(folder: str | Path, device: str | torch.device = "cpu") -> NSODEModel:
     try:
         model = NSODEModel.from_pretrained(folder, use_safetensors=True, dtype=torch.float32)
     except Exception as err:  # transformers and safetensors raise many kinds: one line names the folder
-        text = str(err).strip().splitlines()
-        raise CheckpointError(f"{folder} cannot be loaded: {type(err).__name__}: {text[0] if text else ''}") from None
+        raise CheckpointError(f"{folder} cannot be loaded: {one_line(err)}") from None
     return model.to(device).eval()
 
 
