@@ -253,17 +253,25 @@ def _new_data(digests: dict[str, dict[str, str]], before: dict) -> dict[str, dic
             if not (isinstance(before.get(key), dict) and before[key]["sha256"] == entry["sha256"])}
 
 
+def _grid(config: dict) -> dict:
+    """What a start ran: its datasets (with their subsets), noise levels, n, seeds and methods."""
+    keys = ("datasets", "subset", "noise", "n", "seeds", "methods")
+    return {key: config[key] for key in keys}
+
+
 def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, dict[str, str]]) -> None:
-    """sweep.json: the sweep's settings, and under "runs" the commit, machine and start time of
-    every start that had tasks to run (a resume adds one; a start with nothing to do does not).
-    Datasets and data digests accumulate over the sweeps written to the folder, so `bench score`
-    finds the truth of every stored row."""
+    """sweep.json: the last sweep's settings, and under "runs" the commit, machine, start time
+    and grid of every start that had tasks to run (a resume adds one; a start with nothing to do
+    does not), so a folder that holds several sweeps says which. Datasets and data digests
+    accumulate over the sweeps written to the folder, so `bench score` finds the truth of every
+    stored row."""
     config = asdict(sweep)
     config["methods"] = [spec.label for spec in sweep.methods]
+    start = {**provenance.describe(), "started_at": time.time(), "grid": _grid(config)}  # before datasets accumulate
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
     before = _previous_config(folder)
     config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
     config["data_digests"] = {**before.get("data_digests", {}), **_new_data(digests, before.get("data_digests", {}))}
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
-    config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time()}] if ran else [])
+    config["runs"] = runs + ([start] if ran else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

@@ -60,7 +60,7 @@ def test_a_grid_the_command_line_would_refuse_is_a_config_error(tmp_path, settin
         paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
 
 
-def test_sweep_json_records_the_commit_and_machine_of_each_start_that_ran_tasks(tmp_path):
+def test_sweep_json_records_the_commit_machine_and_grid_of_each_start_that_ran_tasks(tmp_path):
     import json
     from dataclasses import replace
 
@@ -73,4 +73,8 @@ def test_sweep_json_records_the_commit_and_machine_of_each_start_that_ran_tasks(
     runs = json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]
     assert len(runs) == 1 and runs[0]["machine"]["cpu_count"] >= 1 and runs[0]["commit"]
     runner.run(replace(sweep, noise=(0.01,)), progress=False)
-    assert len(json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]) == 2
+    runs = json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]
+    assert len(runs) == 2
+    assert [run["grid"]["noise"] for run in runs] == [[0.0], [0.01]]  # each start's own grid
+    assert runs[1]["grid"] == {"datasets": ["textbook"], "subset": {"textbook": 2}, "noise": [0.01], "n": [128],
+                               "seeds": [0], "methods": ["truth"]}
