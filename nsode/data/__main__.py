@@ -64,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, required=True, metavar="S", help="random seed: same seed, same data")
     g.add_argument("--solution-seed", type=int, metavar="S", help="seed of the constants and initial values "
                    "drawn for each skeleton (default: --seed); a copy of a folder's skeletons.parquet solved with "
-                   "another gives new solutions of the same skeletons without searching again")
+                   "another (same --seed and --config) gives new solutions of the same skeletons without searching again")
     g.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="J", help="worker processes (default 1)")
     g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
                    "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")

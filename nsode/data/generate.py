@@ -288,12 +288,18 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
 
     The file's metadata records where the search stopped (block, and position among that
     block's accepted candidates) and the candidate counts so far, so that extending a list gives
-    the same skeletons and counts as asking for the larger N at once.
+    the same skeletons and counts as asking for the larger N at once, and the seed and config it
+    was searched with, so that a list copied into a run with others is refused.
     """
     from tqdm.auto import tqdm
 
     file = folder / store.SKELETON_FILE
     records, search = _read_skeletons(file)
+    origin = provenance(config, seed)  # what fixes the list: seed, config, generator, excluded skeletons
+    if search.setdefault("origin", origin) != origin:  # lists written before the record was kept pass
+        diff = sorted(k for k in set(origin) | set(search["origin"]) if origin.get(k) != search["origin"].get(k))
+        raise GenerateError(f"{file} was searched with different {', '.join(diff)}; copy it only to a run with "
+                            "the same --seed and --config (a new --solution-seed is fine), or use a new --out folder")
     if len(records) >= n:
         return [r for r, _ in records[:n]]
     counts = Counter(search["candidates"])
@@ -306,7 +312,7 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
     while len(records) < n:
         if time.monotonic() - saved > SAVE_SECONDS:  # an interrupted search resumes from here, not from 0
             _write_skeletons(file, records, {"block": block, "position": position,
-                                             "candidates": dict(sorted(counts.items()))})
+                                             "candidates": dict(sorted(counts.items())), "origin": origin})
             saved = time.monotonic()
         if dry > MAX_DRY_CANDIDATES:
             bar.close()
@@ -341,7 +347,8 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
                         break
             block, position = (b, position) if position < len(found) else (b + 1, 0)
     bar.close()
-    _write_skeletons(file, records, {"block": block, "position": position, "candidates": dict(sorted(counts.items()))})
+    _write_skeletons(file, records, {"block": block, "position": position, "candidates": dict(sorted(counts.items())),
+                                     "origin": origin})
     return [r for r, _ in records]
 
 
