@@ -14,7 +14,8 @@ The driver stays the only writer of the result store and the only scorer: each D
 the worker's result (prediction or failure), and the driver scores it and builds the row. A Dask
 worker that dies takes its running task with it; the scheduler reruns that task on another worker
 (up to `distributed.scheduler.allowed-failures` times), and a task that still cannot finish is
-recorded as an error row, so no job is ever lost.
+recorded as an error row, so no job is ever lost. A method whose setup overruns its limit has
+its unfinished tasks cancelled and recorded as timeouts, as on one machine.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import uuid
 
 import dask
 
-from bench.workers import Job, Worker
+from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core.cluster import ClusterError, connect
 
 NON_DAEMONIC = {"distributed.worker.daemon": False}
@@ -57,7 +58,7 @@ def run_job(job: Job, memory_limit: int | None) -> dict:
         worker = idle.get_nowait()
     except queue.Empty:
         worker = Worker(memory_limit)
-    try:  # a hanging setup is tried again per task here: a Dask worker outlives the sweep
+    try:
         result = worker.execute(job)
     finally:
         if worker.alive:
@@ -106,13 +107,29 @@ class DaskExecutor:
         self.futures = [self.client.submit(run_job, job, self.memory_limit, pure=False, key=f"bench-{tag}-{i}")
                         for i, job in enumerate(jobs)]
         index = {future.key: i for i, future in enumerate(self.futures)}
+        answered: set[int] = set()
         for future in as_completed(self.futures):
+            i = index[future.key]
+            if i in answered:  # cancelled below, already answered
+                continue
+            answered.add(i)
             if future.status == "finished":
-                yield index[future.key], future.result()
+                result = future.result()
             else:  # e.g. KilledWorker: every worker that tried it died
                 error = future.exception()
                 reason = f"dask task failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-                yield index[future.key], {"status": "error", "reason": reason[:500]}
+                result = {"status": "error", "reason": reason[:500]}
+            yield i, result
+            if setup_overran(result):  # the method's other tasks are cancelled, as on joblib
+                for j in self._cancel(jobs, jobs[i].spec.label, answered):
+                    answered.add(j)
+                    yield j, not_tried_again(result)
+
+    def _cancel(self, jobs: list[Job], label: str, answered: set[int]) -> list[int]:
+        """Cancel the unanswered tasks of method `label`; their indices."""
+        chosen = [j for j, job in enumerate(jobs) if job.spec.label == label and j not in answered]
+        self.client.cancel([self.futures[j] for j in chosen])
+        return chosen
 
     def close(self) -> None:
         if self.client is not None:

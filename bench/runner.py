@@ -29,7 +29,7 @@ from bench.rows import make_row
 from bench.scoring import score
 from bench.store import ResultStore
 from bench.tasks import Task
-from bench.workers import Job, Worker
+from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import protocol
 
 
@@ -99,7 +99,7 @@ class WorkerPool:
         self.memory_limit = memory_limit
         self.idle: queue.Queue[Worker] = queue.Queue()
         self.everyone: list[Worker] = []
-        self.setup_timeouts: dict[str, str] = {}  # methods whose setup overran: not set up again
+        self.setup_timeouts: dict[str, dict] = {}  # methods whose setup overran: not set up again
         for _ in range(size):
             self.idle.put(self._start())
 
@@ -109,14 +109,13 @@ class WorkerPool:
         return worker
 
     def execute(self, job: Job) -> dict:
-        if job.spec.label in self.setup_timeouts:  # a hanging setup costs its limit once, not once per task
-            return {"status": "timeout", "reason": f"{self.setup_timeouts[job.spec.label]} on an earlier task; "
-                                                   "not tried again"}
+        if job.spec.label in self.setup_timeouts:
+            return not_tried_again(self.setup_timeouts[job.spec.label])
         worker = self.idle.get()
         try:
             result = worker.execute(job)
-            if result.get("status") == "timeout" and result["reason"].startswith("setup"):
-                self.setup_timeouts[job.spec.label] = result["reason"]
+            if setup_overran(result):
+                self.setup_timeouts[job.spec.label] = result
             return result
         finally:
             self.idle.put(worker if worker.alive else self._start())

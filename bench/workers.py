@@ -131,6 +131,17 @@ def _check_prediction(prediction) -> dict:
             "candidates": json.dumps([str(c) for c in prediction.candidates]), "metadata": metadata}
 
 
+def setup_overran(result: dict) -> bool:
+    """Whether a job's result says the method's setup overran SETUP_TIME_LIMIT: executors then
+    stop trying it, so a hanging setup costs its limit once, not once per task."""
+    return result.get("status") == "timeout" and result.get("reason", "").startswith("setup")
+
+
+def not_tried_again(overran: dict) -> dict:
+    """The result of a job skipped because its method's setup overran on an earlier task."""
+    return {"status": "timeout", "reason": f"{overran['reason']} on an earlier task; not tried again"}
+
+
 class Worker:
     """One warm child process (`core.processes.Child`, spawned, in its own process group)."""
 

@@ -85,3 +85,22 @@ def test_daemonic_dask_workers_are_refused_before_any_row_is_stored(tmp_path):
             runner.run(sweep(tmp_path / "out", "truth", backend="dask", scheduler=daemonic.scheduler_address),
                        progress=False)
     assert ResultStore(tmp_path / "out").read().empty
+
+
+def _short_setup_limit():
+    import bench.workers
+
+    bench.workers.SETUP_TIME_LIMIT = 2.0
+
+
+def test_a_setup_that_overruns_on_dask_is_not_tried_again_on_every_task(tmp_path):
+    from distributed import Client
+
+    with local_cluster(1, silence_logs=50) as one, Client(one) as client:
+        client.run(_short_setup_limit)  # in the Dask worker, which supervises the bench worker
+        start = time.monotonic()
+        rows = runner.run(sweep(tmp_path / "out", "hangs-in-setup", subset={"textbook": 4}, backend="dask",
+                                scheduler=one.scheduler_address), progress=False).read()
+    assert len(rows) == 8 and (rows["status"] == "timeout").all()
+    assert rows["reason"].str.contains("not tried again").sum() >= 6
+    assert time.monotonic() - start < 60  # the limit once or twice, not eight times
