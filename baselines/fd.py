@@ -96,15 +96,17 @@ def split(t: np.ndarray) -> PredefinedSplit:
     """Train on t <= 1, validate on t > 1 (the paper's split of the [0, 2] trajectory).
 
     Observations that do not straddle t = 1 (user CSV data on another time range) are split at
-    the middle of their time range instead.
+    the middle of their time range instead, and sparse ones whose points crowd one side of both
+    cuts at their middle point, so that any 2 * MIN_SPLIT_POINTS observations can be split.
     """
     t = np.asarray(t, dtype=float)
-    cut = SPLIT_TIME if (np.sum(t <= SPLIT_TIME) >= MIN_SPLIT_POINTS and np.sum(t > SPLIT_TIME) >= MIN_SPLIT_POINTS) \
-        else 0.5 * (t[0] + t[-1])
-    test_fold = np.where(t <= cut, -1, 0)
-    if min(np.sum(test_fold == -1), np.sum(test_fold == 0)) < MIN_SPLIT_POINTS:
+    if len(t) < 2 * MIN_SPLIT_POINTS:
         raise InvalidInput(f"need at least {MIN_SPLIT_POINTS} observations on each side of the train/validation split")
-    return PredefinedSplit(test_fold)
+    for cut in (SPLIT_TIME, 0.5 * (t[0] + t[-1])):
+        train = t <= cut
+        if min(np.sum(train), np.sum(~train)) >= MIN_SPLIT_POINTS:
+            return PredefinedSplit(np.where(train, -1, 0))
+    return PredefinedSplit(np.where(np.arange(len(t)) < len(t) // 2, -1, 0))  # times are sorted
 
 
 def neg_mse(estimator, X, y) -> float:

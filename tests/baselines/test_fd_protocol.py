@@ -53,8 +53,16 @@ def test_split_trains_on_first_half_and_validates_on_second():
     t = np.linspace(0, 2, 50)
     ((train, valid),) = list(fd.split(t).split())
     assert t[train].max() <= 1.0 < t[valid].min()
-    with pytest.raises(InvalidInput):
-        fd.split(np.r_[np.linspace(0, 0.1, 20), 5.0])  # one point only after any sensible cut
+    with pytest.raises(InvalidInput, match="at least 5 observations on each side"):
+        fd.split(np.linspace(0, 2, 9))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sparse_or_crowded_times_are_split_at_their_middle_point(seed):
+    rng = np.random.default_rng(seed)
+    for t in (np.sort(rng.uniform(0, 2, 10)), np.r_[np.linspace(0, 0.1, 20), 5.0]):
+        ((train, valid),) = list(fd.split(t).split())
+        assert min(len(train), len(valid)) >= 5 and t[train].max() < t[valid].min()
 
 
 def test_run_over_its_time_limit_is_killed_and_the_search_continues():
