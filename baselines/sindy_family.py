@@ -45,8 +45,9 @@ def saturation_terms(constants: tuple[float, ...]) -> tuple[str, ...]:
 
 
 def usable_terms(terms: tuple[str, ...], y: np.ndarray) -> tuple[str, ...]:
-    """The terms that are finite on the data and whose denominator has no zero near the
-    observed range (a pole inside the data would let the fit chase it)."""
+    """The terms that are finite on the data, not zero at every observation (a zero column has
+    no norm to normalise by), and whose denominator has no zero near the observed range (a pole
+    inside the data would let the fit chase it)."""
     y = np.asarray(y, dtype=float)
     low, high = float(np.min(y)), float(np.max(y))
     margin = POLE_MARGIN * max(high - low, 1e-12)
@@ -56,7 +57,8 @@ def usable_terms(terms: tuple[str, ...], y: np.ndarray) -> tuple[str, ...]:
         expr = parse(term)
         denominator = compile_vector(sympy.fraction(sympy.together(expr))[1])(grid)
         values = compile_vector(expr)(grid)
-        if np.all(np.isfinite(values)) and (np.all(denominator > 0) or np.all(denominator < 0)):
+        if np.all(np.isfinite(values)) and np.any(values[:len(y)] != 0) \
+                and (np.all(denominator > 0) or np.all(denominator < 0)):
             kept.append(term)
     return tuple(kept)
 
@@ -95,10 +97,14 @@ def sparse_fit(theta: np.ndarray, target: np.ndarray, threshold: float, alpha: f
 
 
 def least_squares_on(theta: np.ndarray, target: np.ndarray, support: np.ndarray) -> np.ndarray:
-    """Ordinary least-squares coefficients on the columns in `support`, zero elsewhere."""
+    """Ordinary least-squares coefficients on the columns in `support`, zero elsewhere; the
+    columns are normalised first, or lstsq's cut-off drops the low powers of y in large units."""
     coef = np.zeros(theta.shape[1])
     if np.any(support):
-        coef[support] = np.linalg.lstsq(theta[:, support], target, rcond=None)[0]
+        columns = theta[:, support]
+        norms = np.linalg.norm(columns, axis=0)
+        norms[norms == 0] = 1.0
+        coef[support] = np.linalg.lstsq(columns / norms, target, rcond=None)[0] / norms
     return coef
 
 

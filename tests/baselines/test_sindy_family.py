@@ -102,3 +102,22 @@ def test_coefficients_that_overflow_are_named_not_parsed_as_nan():
     assert overflowed.rss == np.inf
     with pytest.raises(RuntimeError, match="1 had coefficients that are not finite"):
         family.finite([overflowed])
+
+
+def test_the_least_squares_refit_does_not_depend_on_the_units_of_y():
+    y = np.linspace(1.0, 3.0, 40)
+    theta = np.column_stack([y ** k for k in range(6)])
+    target = 0.7 - 0.5 * y + 0.1 * y ** 3
+    support = np.array([True, True, False, True, False, False])
+    for scale in (1.0, 1e3, 1e6):  # the same law in other units: y -> s y, y' -> s y'
+        scaled = np.column_stack([(scale * y) ** k for k in range(6)])
+        coef = family.least_squares_on(scaled, scale * target, support)
+        assert coef[[0, 1, 3]] * scale ** np.array([-1.0, 0.0, 2.0]) == pytest.approx([0.7, -0.5, 0.1], rel=1e-6)
+    assert family.least_squares_on(theta, target, ~support)[support].tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_data_at_rest_is_read_as_y_prime_zero(method):
+    at_rest = trajectory("0", 0.0)
+    prediction, result = fit(method, at_rest, 0.0)
+    assert float(parse(prediction.expression)) == 0.0
