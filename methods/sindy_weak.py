@@ -16,13 +16,13 @@ import warnings
 import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
-from bench.method import are_numbers, are_whole, is_whole, require
+from bench.method import InvalidInput, are_numbers, are_whole, is_whole, require
 from baselines import sindy_family as family
 
 
 class SindyWeak(Method):
     name = "sindy-weak"
-    version = "2"
+    version = "3"  # 3: test functions at least 1.5 x the largest gap wide (sparse or gapped sampling)
     requires = ("pysindy", "scipy", "sympy")
     time_limit = 180.0
     description = "weak-form SINDy (pysindy WeakPDELibrary on t), grid selected by the integrated trajectory"
@@ -63,10 +63,17 @@ class SindyWeak(Method):
         """Integral features (K x columns) and integral of dy/dt (K) from pysindy's weak library."""
         from pysindy import WeakPDELibrary
 
+        span = t[-1] - t[0]
+        # every subdomain must hold a few observations, or pysindy fails: sparse or gapped
+        # sampling widens the test functions beyond `support`
+        half_width = max(self.support * span, 1.5 * float(np.max(np.diff(t))))
+        if half_width >= 0.5 * span:
+            raise InvalidInput("the observations are too sparse or gapped for weak-form test functions "
+                               f"(largest gap {np.max(np.diff(t)):.3g} of a span of {span:.3g})")
         with family.seeded(seed), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             library = WeakPDELibrary(function_library=family.custom_library(terms), spatiotemporal_grid=t, K=int(k),
-                                     H_xt=self.support * (t[-1] - t[0]), p=self.test_degree)
+                                     H_xt=half_width, p=self.test_degree)
             theta = np.asarray(library.fit_transform(y[:, None]), dtype=float)
             target = np.asarray(library.convert_u_dot_integral(y[:, None]), dtype=float).reshape(-1)
         return theta, target

@@ -121,3 +121,17 @@ def test_data_at_rest_is_read_as_y_prime_zero(method):
     at_rest = trajectory("0", 0.0)
     prediction, result = fit(method, at_rest, 0.0)
     assert float(parse(prediction.expression)) == 0.0
+
+
+def test_weak_form_widens_its_test_functions_for_sparse_or_gapped_sampling():
+    from bench.method import InvalidInput, Observations
+
+    method = discover()["sindy-weak"].load()()
+    sparse = np.linspace(0, 2, 10)
+    prediction = method.run(Observations(sparse, 3 * np.exp(-0.5 * sparse)), Budget(time_limit=60, seed=0))
+    assert float(parse(prediction.expression).coeff(parse("y"))) == pytest.approx(-0.5, abs=0.005)
+    gapped = np.r_[np.linspace(0, 0.7, 30), np.linspace(1.3, 2, 30)]  # no data in (0.7, 1.3)
+    parse(method.run(Observations(gapped, 3 * np.exp(-0.5 * gapped)), Budget(time_limit=60, seed=0)).expression)
+    with pytest.raises(InvalidInput, match="too sparse or gapped"):
+        lonely = np.r_[np.linspace(0, 0.2, 10), 2.0]
+        method.run(Observations(lonely, 3 * np.exp(-0.5 * lonely)), Budget(time_limit=60, seed=0))
