@@ -1,6 +1,7 @@
 """Scores of one prediction against the ground truth of one trajectory.
 
-The predicted ODE is integrated from the true initial value with LSODA (protocol tolerances)
+The predicted ODE is integrated from the true initial value with LSODA (protocol tolerances;
+the absolute one relative to the largest |y| of the truth when that is below 1)
 over [0, T_extra] and compared on the interpolation grid [0, T] and the extrapolation grid
 [T, T_extra] with the noise-free truth. Norms are normalised per point: L1 is the mean absolute
 difference, L-infinity the largest one, both in the units of y. A prediction that cannot be
@@ -20,7 +21,7 @@ from bench.tasks import Trajectory
 from core import protocol
 from core.expressions import ExpressionError, compile_scalar, complexity, parse
 from core.metrics import METRICS, compare
-from core.solving import SolveError, solve
+from core.solving import SolveError, relative_atol, solve
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,10 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
     has_extra = len(trajectory.t_extra) > 0
     t_all = np.concatenate([trajectory.t, trajectory.t_extra[1:]]) if has_extra else trajectory.t
     rhs = compile_scalar(expr)
+    atol = relative_atol(protocol.ATOL, np.max(np.abs(trajectory.y)))  # data in tiny units keep their digits
 
     def solved(t):
-        return solve(rhs, trajectory.y0, t, rtol=protocol.RTOL, atol=protocol.ATOL, mxstep=protocol.MXSTEP,
+        return solve(rhs, trajectory.y0, t, rtol=protocol.RTOL, atol=atol, mxstep=protocol.MXSTEP,
                      time_limit=protocol.SOLVE_TIME_LIMIT)
 
     try:

@@ -30,7 +30,7 @@ from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares
 
 from core.expressions import Y, compile_scalar
-from core.solving import SolveError, solve
+from core.solving import SolveError, relative_atol, solve
 
 RTOL = ATOL = 1e-7  # LSODA tolerances while fitting (scoring uses the protocol's 1e-9)
 MXSTEP = 5000  # LSODA steps between two output points: the counted bound of one solve
@@ -151,15 +151,6 @@ def fit_integral(template: Template, t: np.ndarray, y: np.ndarray, start, *, max
         return Fit(tuple(map(float, start)), float(y[0]), math.inf)
     rss = float(residual @ residual)
     return Fit(tuple(float(v) for v in x[1:]), float(x[0]), rss if math.isfinite(rss) else math.inf, nfev)
-
-
-def relative_atol(atol: float, y0: float) -> float:
-    """`atol` times |y0| when |y0| < 1: an absolute tolerance fit for y near 1 is as large as
-    the solution itself at y near 1e-7, so a trajectory in tiny units would be integrated to no
-    digits at all (y0 = 0 keeps `atol`; values above 1 keep it too, so the fits there are as
-    before)."""
-    scale = min(1.0, abs(float(y0)))
-    return atol * scale if scale > 0 and math.isfinite(scale) else atol
 
 
 class _Budget:

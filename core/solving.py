@@ -9,6 +9,7 @@ or threads. Default settings are the protocol's (`core.protocol`).
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from typing import Callable
@@ -126,11 +127,21 @@ def valid_initial_value(expr, y0: float, t: np.ndarray, grid: int, *, rtol: floa
     return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance
 
 
+def relative_atol(atol: float, size: float) -> float:
+    """`atol` times |size| (y0, or the largest |y| when known) when it is below 1: an absolute
+    tolerance fit for y near 1 is as large as the solution itself at y near 1e-7, so a trajectory
+    in tiny units would be integrated to no digits at all (0 keeps `atol`; sizes above 1 keep it
+    too, so solutions there are as before)."""
+    scale = min(1.0, abs(float(size)))
+    return atol * scale if scale > 0 and math.isfinite(scale) else atol
+
+
 def solve_truth(expression: str, y0: float, time_limit: float = protocol.SOLVE_TIME_LIMIT):
     """Noise-free solution on the interpolation and extrapolation grids (one LSODA run over
-    `protocol.truth_grid()`): (y on [0, T], y on [T, T_extra]); raises SolveError."""
+    `protocol.truth_grid()`, absolute tolerance relative to |y0| below 1): (y on [0, T], y on
+    [T, T_extra]); raises SolveError."""
     y_all = solve(compile_scalar(parse(expression)), y0, protocol.truth_grid(), rtol=protocol.RTOL,
-                  atol=protocol.ATOL, mxstep=protocol.MXSTEP, time_limit=time_limit)
+                  atol=relative_atol(protocol.ATOL, y0), mxstep=protocol.MXSTEP, time_limit=time_limit)
     return y_all[: protocol.GRID], y_all[protocol.GRID - 1:]
 
 

@@ -101,9 +101,13 @@ def _comment_lines(path: Path) -> tuple[int, list[str] | None, str]:
     return skip, None, following
 
 
+MAX_SIZE = 1e100  # larger or (unless zero) smaller |y| is refused: its squares overflow or underflow
+
+
 def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MIN_POINTS) -> None:
     """The rules every observed trajectory obeys, from a file or from code: 1-D t and y of equal
-    length, at least `min_points` points, all finite, strictly increasing times. ValueError
+    length, at least `min_points` points, all finite, strictly increasing times, y neither
+    beyond 1e100 nor all below 1e-100 in size (unless all zero). ValueError
     whose one-line message names the problem and the fix."""
     if t.ndim != 1 or y.ndim != 1 or t.shape != y.shape:
         raise ValueError(f"t and y must be 1-D arrays of equal length (got {t.shape} and {y.shape})")
@@ -112,11 +116,14 @@ def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MI
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
         bad = int(np.sum(~np.isfinite(t)) + np.sum(~np.isfinite(y)))
         raise ValueError(f"{bad} empty, NaN or infinite values in t or y; remove those points")
-    steps = np.diff(t)
-    if np.any(steps == 0):
-        raise ValueError(f"duplicate time {t[1:][steps == 0][0]:g}; keep one point per time")
-    if np.any(steps < 0):
-        raise ValueError("times are not sorted in increasing order")
+    size = float(np.max(np.abs(y)))
+    if size > MAX_SIZE or 0 < size < 1 / MAX_SIZE:  # squares and variances over- or underflow
+        raise ValueError(f"the largest |y| is {size:.3g}, outside [1e-100, 1e100]; rescale y (change its unit)")
+    times, counts = np.unique(t, return_counts=True)
+    if np.any(counts > 1):
+        raise ValueError(f"duplicate time {times[counts > 1][0]:g}; keep one point per time")
+    if np.any(np.diff(t) < 0):
+        raise ValueError("times are not sorted in increasing order; sort the points by t")
 
 
 def _expression(path: Path, frame) -> str | None:

@@ -3,6 +3,8 @@ import pytest
 
 from bench import datasets
 from bench.scoring import score
+from bench.tasks import Trajectory
+from core import protocol
 from core.metrics import compare, r2
 
 
@@ -35,3 +37,14 @@ def test_metrics_follow_their_definitions():
     assert m["l1"] == pytest.approx(0.25) and m["linf"] == pytest.approx(1.0)
     assert m["isclose"] == pytest.approx(0.75)
     assert r2(np.ones(3), np.ones(3)) == 1.0
+
+
+@pytest.mark.parametrize("size", [1e-8, 1e-12])
+def test_data_in_tiny_units_score_as_in_unit_ones(size):
+    """The solver's absolute tolerance follows the size of y below 1, so units do not change scores."""
+    t = protocol.interpolation_grid()
+    unit, tiny = (Trajectory("csv", "decay", 0, None, 3.0 * s, t, 3.0 * s * np.exp(-0.5 * t), np.empty(0),
+                             np.empty(0)) for s in (1.0, size))
+    assert score("-0.5*y", tiny).interpolation["r2"] == pytest.approx(1.0, abs=1e-9)
+    wrong = [score("-0.45*y", trajectory).interpolation["r2"] for trajectory in (unit, tiny)]
+    assert wrong[1] == pytest.approx(wrong[0], rel=1e-6)

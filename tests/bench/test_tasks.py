@@ -41,7 +41,10 @@ def test_seed_changes_the_sample_and_is_reproducible(logistic):
     (np.arange(20.0), np.r_[np.inf, np.ones(19)], "NaN or infinite"),
     (np.arange(20.0)[::-1], np.ones(20), "not sorted"),
     (np.r_[0.0, 0.0, np.arange(1.0, 19.0)], np.ones(20), "duplicate time"),
+    (np.r_[np.arange(1.0, 19.0), 3.0, 0.0], np.ones(20), "duplicate time 3"),  # out of order too
     (np.arange(5.0), np.ones(5), "at least 10"),
+    (np.arange(20.0), np.full(20, 3e200), "rescale y"),
+    (np.arange(20.0), np.full(20, -3e-300), "rescale y"),
 ])
 def test_bad_trajectories_are_refused_with_a_reason(t, y, message):
     with pytest.raises(InvalidInput, match=message):
@@ -56,3 +59,8 @@ def test_an_unwritable_cache_only_costs_the_speed_up(tmp_path, monkeypatch):
         solved = datasets.load("textbook")
     assert len(solved) == 12 and all(np.isfinite(tr.y).all() for tr in solved)
     assert list(tmp_path.iterdir()) == [blocker]  # no temporary file left behind
+
+
+def test_data_at_rest_and_at_the_size_limits_are_accepted():
+    for y in (np.zeros(20), np.full(20, 1e99), np.r_[0.0, np.full(19, 1e-99)]):
+        Observations(np.arange(20.0), y)
