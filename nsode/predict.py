@@ -155,16 +155,16 @@ class Predictor:
     def _searched(self, exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray) -> Prediction:
         found, info = search(exprs, t, y, self.search)
         first: dict[str, float] = {}
+        rejected: dict[str, str] = {}  # of the listed (first) fit of each text, not of a later one
         for f in found:  # each expression once, at its best rank
-            first.setdefault(to_infix(f.expr), f.r2)
+            text = to_infix(f.expr)
+            if text not in first and f.rejected:
+                rejected[text] = f.rejected
+            first.setdefault(text, f.r2)
         ranked = list(first.items())
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
         near = rivals(found, t, y, info["stability_sigma"], distinct=True,  # checks their stability too
                       settings=self.search)
-        rejected = {}
-        for f in found:
-            if f.rejected:
-                rejected.setdefault(to_infix(f.expr), f.rejected)
         return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0],
                           rivals=near, rejected=rejected)

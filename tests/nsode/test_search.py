@@ -57,6 +57,17 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     assert "beyond the data (to t = 4)" in out
 
 
+def test_data_at_rest_read_y_prime_zero_and_the_pick_is_not_flagged_unstable(tmp_path, capsys):
+    """Another template fitted to the same text 0 may fail the check; the listed fit did not."""
+    from nsode.__main__ import main
+
+    path = tmp_path / "rest.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},0\n" for a in T))
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("y' = 0\n") and "unstable" not in out
+
+
 def test_the_paper_s_model_says_when_the_data_lie_outside_its_training_range(tmp_path, capsys):
     from nsode.__main__ import main
 
