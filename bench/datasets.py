@@ -169,11 +169,18 @@ def csv_name(path: Path) -> str:
 
 
 def csv_files(path: Path) -> list[Path]:
-    """The trajectories of a CSV dataset: the file, or a folder's `.csv` files (any case), sorted."""
+    """The trajectories of a CSV dataset: the file, or a folder's `.csv` files (any case), sorted;
+    rows are keyed by the file's stem, so two files with one stem (a.csv, a.CSV) are refused."""
     path = Path(path)
     if not path.is_dir():
         return [path]
-    return sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() == ".csv")
+    files = sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() == ".csv")
+    stems = [f.stem for f in files]
+    twice = sorted({stem for stem in stems if stems.count(stem) > 1})
+    if twice:
+        raise DatasetError(f"{path}: {len(twice)} name(s) used by two files, such as {twice[0]!r} "
+                           f"({', '.join(f.name for f in files if f.stem == twice[0])}): rename one")
+    return files
 
 
 def _read_csv_trajectory(file: Path, dataset: str) -> Trajectory:

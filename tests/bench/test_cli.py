@@ -333,6 +333,9 @@ def test_a_csv_folder_is_named_whole_and_reads_csv_files_of_any_case(tmp_path, t
     assert ran.returncode == 0, ran.stderr
     rows = pd.read_parquet(tmp_path / "o" / "parts")
     assert set(rows["dataset"]) == {"runs.v2"} and set(rows["equation_id"]) == {"A", "b"}
+    write_csv(folder / "b.CSV", *trajectory)  # rows are keyed by the name: one of the two would be lost
+    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "truth", "--out", tmp_path / "o2"),
+                          "rename one")
 
 
 def test_draw_y0_and_method_files_name_their_problems(tmp_path):
