@@ -48,6 +48,7 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
         with warnings.catch_warnings():  # more values in a row than names in the header
             warnings.simplefilter("error", pd.errors.ParserWarning)
             frame = pd.read_csv(path, index_col=False, skiprows=skip,  # never a column taken silently as the index
+                                dtype=_text_columns(names or header.split(",")),
                                 **({"header": None, "names": names} if names else {}))
     except pd.errors.ParserWarning:
         raise TrajectoryFileError(f"{path}: some rows have more values than the header has names") from None
@@ -126,12 +127,24 @@ def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MI
         raise ValueError("times are not sorted in increasing order; sort the points by t")
 
 
+def _text_columns(names: list[str]) -> dict[str, type]:
+    """The expression column is read as text: a constant law such as `1` is not a number."""
+    names = [name.rstrip("\r\n") for name in names]
+    return {key: str for name in names if name.strip().lower() == "expression" for key in (name, name.strip())}
+
+
 def _expression(path: Path, frame) -> str | None:
-    if "expression" not in frame.columns or not isinstance(frame["expression"].iloc[0], str):
+    """The law of the optional expression column: its non-empty cells must agree."""
+    if "expression" not in frame.columns:
         return None
-    expression = frame["expression"].iloc[0]
+    laws = list(dict.fromkeys(v.strip() for v in frame["expression"] if isinstance(v, str) and v.strip()))
+    if not laws:
+        return None
+    if len(laws) > 1:
+        raise TrajectoryFileError(f"{path}: column 'expression' holds {len(laws)} different laws ({laws[0]!r}, "
+                                  f"{laws[1]!r}, ...); one trajectory has one law")
     try:
-        parse(expression)
+        parse(laws[0])
     except ExpressionError as err:
         raise TrajectoryFileError(f"{path}: column 'expression': {err}") from None
-    return expression
+    return laws[0]

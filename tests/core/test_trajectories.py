@@ -36,3 +36,25 @@ def test_ambiguous_columns_are_refused_by_name(tmp_path, text, message):
     (tmp_path / "d.csv").write_text(text)
     with pytest.raises(TrajectoryFileError, match=message):
         read_trajectory(tmp_path / "d.csv")
+
+
+def _with_laws(laws: list[str], header: str = "t,y,expression") -> str:
+    return header + "\n" + "".join(f"{row.rstrip()},{law}\n" for row, law in zip(ROWS.splitlines(), laws))
+
+
+@pytest.mark.parametrize("text, law", [
+    (_with_laws(["1"] * 20), "1"),  # a constant law is text, not the number 1.0
+    (_with_laws([""] + ["-0.5*y"] * 19), "-0.5*y"),  # an empty first cell
+    (_with_laws(["-0.5*y"] + [""] * 19, header="t,y, Expression "), "-0.5*y"),
+    (_with_laws([""] * 20), None),
+])
+def test_the_expression_column_gives_the_one_law_its_cells_hold(tmp_path, text, law):
+    (tmp_path / "d.csv").write_text(text)
+    assert read_trajectory(tmp_path / "d.csv").expression == law
+
+
+def test_an_expression_column_with_two_laws_or_a_bad_one_is_refused(tmp_path):
+    for laws, message in ((["-0.5*y"] * 19 + ["-y"], "2 different laws"), (["y**"] * 20, "column 'expression'")):
+        (tmp_path / "d.csv").write_text(_with_laws(laws))
+        with pytest.raises(TrajectoryFileError, match=message):
+            read_trajectory(tmp_path / "d.csv")
