@@ -68,11 +68,16 @@ def load(name_or_path: str) -> list[Trajectory]:
         raise DatasetError(f"{path}: {err}") from None
 
 
-def read_spec(path: Path) -> dict:
+def _read_json(path: Path):
     try:
-        spec = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise DatasetError(f"{path}: not a readable JSON dataset file ({err})") from None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
+        hint = "" if path.suffix.lower() == ".json" else "; a CSV trajectory needs a .csv ending"
+        raise DatasetError(f"{path}: not a readable JSON dataset file ({err}){hint}") from None
+
+
+def read_spec(path: Path) -> dict:
+    spec = _read_json(Path(path))
     if not isinstance(spec, dict) or spec.get("format") != FORMAT:
         raise DatasetError(f"{path}: missing \"format\": \"{FORMAT}\"")
     for key in ("name", "version", "equations"):
@@ -241,10 +246,7 @@ def fill_initial_values(path: Path, progress=None) -> int:
     an interrupted run keeps its progress.
     """
     path = Path(path)
-    try:
-        spec = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise DatasetError(f"{path}: not a readable JSON dataset file ({err})") from None
+    spec = _read_json(path)
     rule = spec.get("y0_draw") if isinstance(spec, dict) else None
     if not rule:
         raise DatasetError(f"{path}: no \"y0_draw\" rule to draw initial values with")

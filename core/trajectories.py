@@ -52,6 +52,10 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
                                 **({"header": None, "names": names} if names else {}))
     except pd.errors.ParserWarning:
         raise TrajectoryFileError(f"{path}: some rows have more values than the header has names") from None
+    except pd.errors.EmptyDataError:
+        raise TrajectoryFileError(f"{path}: the file is empty; write a header line t,y and one row per point") from None
+    except UnicodeDecodeError:
+        raise TrajectoryFileError(f"{path}: not UTF-8 text; save the file as UTF-8 (or plain ASCII)") from None
     except Exception as err:
         raise TrajectoryFileError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
     frame.columns = [str(c).strip().lower() for c in frame.columns]

@@ -12,7 +12,9 @@ and an information criterion prefers the simpler of two fits that the noise cann
 `--paper` uses the paper's raw-input nsode-eps and its selection (best R^2 of the beam as decoded).
 The chosen ODE's constants and initial value are printed (and plotted) to the digits the data
 support: rounded at their standard errors, estimated from the trajectory's sensitivity at the
-noise level read from the data; candidates and `--paper` picks to 4 significant digits.
+noise level read from the data, with more digits where constants move together (c and p of
+c*y**p) and rounding each at its own error would change the law; candidates and `--paper` picks
+to 4 significant digits.
 It then says how far the fits that the data cannot tell from the pick (criterion within 5) part
 from it over twice the observed span; the plot draws them in grey. Where they part, the data do
 not determine the extrapolation, whichever law is chosen.
@@ -212,7 +214,7 @@ def main(argv=None) -> int:
     pr.add_argument("--paper", action="store_true",
                     help="the paper's selection: the beam's expression with the best R^2, constants as decoded")
     pr.add_argument("--refine", action="store_true", help=argparse.SUPPRESS)  # the search; now the default
-    pr.add_argument("--top", type=whole_number(0), default=5, help="candidates to list (default %(default)s)")
+    pr.add_argument("--top", type=whole_number(0), default=5, help="candidates to list (default %(default)s; 0: none)")
     pr.add_argument("--plot", type=Path, default=None,
                     help="write a figure of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data (PNG; PDF, SVG or JPEG when the name ends so; a name "
@@ -281,7 +283,8 @@ def main(argv=None) -> int:
         text = shown(readable(expr, y))
         unsafe = "  [unstable beyond the data]" if expr in result.rejected else ""
         listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2_text(r2), unsafe))
-    print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
+    if listed:  # --top 0: none asked for
+        print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
     for text, r2, unsafe in listed.values():
         print(f"  {r2:>10}  {text}{unsafe}")
     if result.info.get("safety_net"):

@@ -64,3 +64,12 @@ def test_an_unwritable_cache_only_costs_the_speed_up(tmp_path, monkeypatch):
 def test_data_at_rest_and_at_the_size_limits_are_accepted():
     for y in (np.zeros(20), np.full(20, 1e99), np.r_[0.0, np.full(19, 1e-99)]):
         Observations(np.arange(20.0), y)
+
+
+def test_a_dataset_file_that_is_not_json_hints_at_the_csv_ending(tmp_path):
+    (tmp_path / "data.txt").write_text("t,y\n0,1\n")
+    with pytest.raises(datasets.DatasetError, match="needs a .csv ending"):
+        datasets.read_spec(tmp_path / "data.txt")
+    (tmp_path / "data.json").write_bytes(b'{"name": "caf\xe9"}')
+    with pytest.raises(datasets.DatasetError, match="not a readable JSON"):
+        datasets.read_spec(tmp_path / "data.json")

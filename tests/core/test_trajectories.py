@@ -58,3 +58,13 @@ def test_an_expression_column_with_two_laws_or_a_bad_one_is_refused(tmp_path):
         (tmp_path / "d.csv").write_text(_with_laws(laws))
         with pytest.raises(TrajectoryFileError, match=message):
             read_trajectory(tmp_path / "d.csv")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "the file is empty"),
+    ("t,y,note\n" + "".join(f"{a},{a},caf\xe9\n" for a in range(12)), "not UTF-8 text"),
+])
+def test_empty_and_non_utf8_files_say_so(tmp_path, content, message):
+    (tmp_path / "d.csv").write_bytes(content if isinstance(content, bytes) else content.encode("latin-1"))
+    with pytest.raises(TrajectoryFileError, match=message):
+        read_trajectory(tmp_path / "d.csv")
