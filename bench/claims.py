@@ -1,7 +1,8 @@
 """The paper's five claims about its results, each checked against stored rows by an explicit rule.
 
 Every verdict is computed from medians under the report's failure policy (a failed task counts as
-R^2 = -inf; its complexity is left out), so it can be recomputed from the stored rows alone.
+R^2 = -inf; its complexity is left out unless it wrote a law that diverged), so it can be
+recomputed from the stored rows alone.
 Verdicts: "holds", "partly", "does not hold", or "not measured" when the rows lack what the rule
 needs (a method, a dataset, a second noise level or sample size). The thresholds are the
 constants below; the rules are stated once, in RULES, and printed in the reproduction report.

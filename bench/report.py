@@ -2,7 +2,8 @@
 
 Policy for failed rows (stated once, applied everywhere): a task whose prediction failed
 (error, timeout, invalid expression, or an integration that diverged) counts with R^2 = -inf
-and isclose = 0 in the medians; its L1, L-infinity and complexity are missing and left out.
+and isclose = 0 in the medians; its L1 and L-infinity are missing and left out, and so is its
+complexity unless it wrote a law (a diverged prediction keeps the complexity of its law).
 So a method that fails on most tasks has a median R^2 of -inf, as in the paper's figures.
 """
 from __future__ import annotations

@@ -215,6 +215,7 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
                                  advice="write to a new --out folder, or delete the old one")
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
+    store.folder.mkdir(parents=True, exist_ok=True)
     _write_config(sweep, store.folder, ran=bool(pending), digests=digests)
     if progress and resuming:
         print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "

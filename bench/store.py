@@ -21,8 +21,7 @@ KEY = list(_KEY)
 class ResultStore:
     def __init__(self, folder: str | Path, flush_rows: int = 25, flush_seconds: float = 1.0):
         self.folder = Path(folder)
-        self.parts = self.folder / "parts"
-        self.parts.mkdir(parents=True, exist_ok=True)
+        self.parts = self.folder / "parts"  # created by the first write: reading a mistyped path creates nothing
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
         self._buffer: list[dict] = []
         self._last_flush = time.monotonic()
@@ -69,6 +68,7 @@ class ResultStore:
 
     def _write(self, frame: pd.DataFrame) -> None:
         name = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet"
+        self.parts.mkdir(parents=True, exist_ok=True)
         tmp = self.parts / f".{name}.tmp"
         stored_types(frame).to_parquet(tmp, index=False)
         os.replace(tmp, self.parts / name)

@@ -16,7 +16,9 @@ or by one sampling step's worth of its slope; version 13 also from exactly 0 whe
 close: a law with a removable singularity there, sin(y)/y, cannot start from rest; version 14
 charges 10 criterion units per function nested in another's argument among statistical ties,
 so sin(sin(c*y)) no longer stands in for a logistic; version 15 charges a law that fixes the
-unit of y) reads the beam as skeletons and
+unit of y; version 16 leaves out a moved start that crosses 0 where the observations never do;
+version 17 lets a law that tends to 0 at 0 (y log y) pass the start at rest; version 18 makes
+that start only when y0 lies within the noise of 0) reads the beam as skeletons and
 lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe
 to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in

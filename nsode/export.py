@@ -1,6 +1,7 @@
 """Export trained weights for shipping: fp16 safetensors + config (no optimizer state).
 
-    python -m nsode.export RUN/best nsode/checkpoints/nsode-eps
+    python -m nsode.export RUN/best checkpoints/my-eps                                # a new folder
+    python -m nsode.export RUN/best nsode/checkpoints/nsode-eps --replace     # ship it in place
 
 Training can continue from the shipped folder with `python -m nsode.train --init FOLDER`
 (weights are loaded back as float32; the optimizer restarts).
@@ -21,7 +22,7 @@ from nsode.model import WEIGHTS_NAME, CheckpointError, count_parameters, load
 MAX_BYTES = 16 * 2**20  # keep the repository light (issue 5)
 
 
-def export(src: Path, dst: Path) -> int:
+def export(src: Path, dst: Path, replace: bool = False) -> int:
     if dst.resolve() == src.resolve():
         raise CheckpointError(f"{dst} is the folder exported: write the fp16 copy elsewhere (its fp32 weights "
                               "would be lost)")
@@ -29,6 +30,8 @@ def export(src: Path, dst: Path) -> int:
         raise CheckpointError(f"{dst} holds a training run's state (optimizer.safetensors): export to a new folder")
     if dst.exists() and not dst.is_dir():
         raise CheckpointError(f"{dst} is a file, not a folder")
+    if (dst / WEIGHTS_NAME).exists() and not replace:  # e.g. a shipped checkpoint every NSODE method reads
+        raise CheckpointError(f"{dst} already holds weights: export to a new folder, or add --replace")
     model = load(src).to(torch.float16)
     dst.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dst)
@@ -47,9 +50,11 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("src", type=Path, help="a checkpoint folder written by nsode.train (e.g. RUN/best)")
     p.add_argument("dst", type=Path, help="where to write the shipped checkpoint")
+    p.add_argument("--replace", action="store_true", help="overwrite the weights DST already holds "
+                   "(refused without it: DST may be a shipped checkpoint)")
     args = p.parse_args(argv)
     try:
-        export(args.src, args.dst)
+        export(args.src, args.dst, args.replace)
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -149,3 +149,9 @@ def test_what_a_method_prints_is_kept_in_its_row_not_shown(tmp_path, capfd):
     assert chatty["status"] == "ok" and chatty["output"].endswith("generation 4999\nfrom C: done\n")
     assert len(chatty["output"]) <= 2000
     assert "generation" not in capfd.readouterr().out
+
+
+def test_reading_a_mistyped_result_folder_creates_nothing(tmp_path):
+    from bench.store import ResultStore
+
+    assert ResultStore(tmp_path / "typo").read().empty and not (tmp_path / "typo").exists()

@@ -95,6 +95,9 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path):
             "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
     assert main(args + ["--out", str(tmp_path / "a"), "--steps", "2"]) == 0
     export(tmp_path / "a" / "best", tmp_path / "shipped")
+    with pytest.raises(CheckpointError, match="already holds weights"):  # a shipped folder is kept
+        export(tmp_path / "a" / "last", tmp_path / "shipped")
+    export(tmp_path / "a" / "last", tmp_path / "shipped", replace=True)
     with pytest.raises(CheckpointError, match="exported"):
         export(tmp_path / "shipped", tmp_path / "shipped")  # would overwrite its own weights with fp16
     with pytest.raises(CheckpointError, match="training run"):
