@@ -14,6 +14,7 @@ import os
 import re
 import warnings
 import zlib
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -180,8 +181,7 @@ def csv_files(path: Path) -> list[Path]:
     if not path.is_dir():
         return [path]
     files = sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() == ".csv")
-    stems = [f.stem for f in files]
-    twice = sorted({stem for stem in stems if stems.count(stem) > 1})
+    twice = sorted(stem for stem, count in Counter(f.stem for f in files).items() if count > 1)
     if twice:
         raise DatasetError(f"{path}: {len(twice)} name(s) used by two files, such as {twice[0]!r} "
                            f"({', '.join(f.name for f in files if f.stem == twice[0])}): rename one")

@@ -267,11 +267,11 @@ def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, dict
     stored row."""
     config = asdict(sweep)
     config["methods"] = [spec.label for spec in sweep.methods]
-    start = {**provenance.describe(), "started_at": time.time(), "grid": _grid(config)}  # before datasets accumulate
+    grid = _grid(config)  # this start's, before the datasets accumulate
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
     before = _previous_config(folder)
     config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
     config["data_digests"] = {**before.get("data_digests", {}), **_new_data(digests, before.get("data_digests", {}))}
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
-    config["runs"] = runs + ([start] if ran else [])
+    config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time(), "grid": grid}] if ran else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")

@@ -63,13 +63,13 @@ class SindyWeak(Method):
         """Integral features (K x columns) and integral of dy/dt (K) from pysindy's weak library."""
         from pysindy import WeakPDELibrary
 
-        span = t[-1] - t[0]
+        span, gap = t[-1] - t[0], float(np.max(np.diff(t)))
         # every subdomain must hold a few observations, or pysindy fails: sparse or gapped
         # sampling widens the test functions beyond `support`
-        half_width = max(self.support * span, 1.5 * float(np.max(np.diff(t))))
+        half_width = max(self.support * span, 1.5 * gap)
         if half_width >= 0.5 * span:
             raise InvalidInput("the observations are too sparse or gapped for weak-form test functions "
-                               f"(largest gap {np.max(np.diff(t)):.3g} of a span of {span:.3g})")
+                               f"(largest gap {gap:.3g} of a span of {span:.3g})")
         with family.seeded(seed), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             library = WeakPDELibrary(function_library=family.custom_library(terms), spatiotemporal_grid=t, K=int(k),

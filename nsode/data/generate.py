@@ -262,6 +262,11 @@ def provenance(config: Config, seed: int, solution_seed: int | None = None) -> d
     return out
 
 
+def _differing(have: dict, wanted: dict) -> list[str]:
+    """The keys whose values differ between two provenance records, sorted."""
+    return sorted(k for k in set(have) | set(wanted) if have.get(k) != wanted.get(k))
+
+
 def prepare_folder(folder: Path, config: Config, seed: int, solution_seed: int | None = None) -> None:
     """Write config.json, or check that an existing one matches (else GenerateError)."""
     wanted = provenance(config, seed, solution_seed)
@@ -271,7 +276,7 @@ def prepare_folder(folder: Path, config: Config, seed: int, solution_seed: int |
             have = json.loads(file.read_text())
         except json.JSONDecodeError:
             raise GenerateError(f"{file} is not valid JSON; use a new --out folder") from None
-        diff = sorted(k for k in set(have) | set(wanted) if have.get(k) != wanted.get(k))
+        diff = _differing(have, wanted)
         if diff:
             raise GenerateError(f"{folder} was generated with different {', '.join(diff)}; "
                                 "resume with the same --seed, --solution-seed and --config, or use a new --out folder")
@@ -297,9 +302,9 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
     records, search = _read_skeletons(file)
     origin = provenance(config, seed)  # what fixes the list: seed, config, generator, excluded skeletons
     if search.setdefault("origin", origin) != origin:  # lists written before the record was kept pass
-        diff = sorted(k for k in set(origin) | set(search["origin"]) if origin.get(k) != search["origin"].get(k))
-        raise GenerateError(f"{file} was searched with different {', '.join(diff)}; copy it only to a run with "
-                            "the same --seed and --config (a new --solution-seed is fine), or use a new --out folder")
+        raise GenerateError(f"{file} was searched with different {', '.join(_differing(search['origin'], origin))}; "
+                            "copy it only to a run with the same --seed and --config (a new --solution-seed "
+                            "is fine), or use a new --out folder")
     if len(records) >= n:
         return [r for r, _ in records[:n]]
     counts = Counter(search["candidates"])
