@@ -119,6 +119,12 @@ def neg_mse(estimator, X, y) -> float:
     return -float(np.mean((pred - y) ** 2))
 
 
+def stopped_by_time(estimator, X, y) -> float:
+    """A second grid-search score: 1 for a run that its own time limit ended (a GP run given
+    `max_time`), 0 for one that spent its counted budget; the sweep's rows count them."""
+    return float(getattr(estimator, "stopped_by_time_", False))
+
+
 def evaluate_expression(expression: str, X: np.ndarray) -> np.ndarray:
     """f(y) at X[:, 0]; nan where f is undefined."""
     return compile_vector(parse(expression))(np.asarray(X, dtype=float)[:, 0])
@@ -127,8 +133,8 @@ def evaluate_expression(expression: str, X: np.ndarray) -> np.ndarray:
 class TimeLimited(BaseEstimator, RegressorMixin):
     """Fits `estimator` in a child process and kills it after `seconds` (hard limit, no signals
     in the fitting process; `core.processes.call_with_deadline`). The child sends back only
-    `expression_`, so regressors need not be picklable after fitting; `predict` evaluates that
-    expression. The child dies with its parent and stays in the parent's process group, so the
+    `expression_` (and `stopped_by_time_` of a regressor that stops by itself), so regressors
+    need not be picklable after fitting; `predict` evaluates that expression. The child dies with its parent and stays in the parent's process group, so the
     runner's kill of a worker also kills it.
     """
 
@@ -140,8 +146,8 @@ class TimeLimited(BaseEstimator, RegressorMixin):
     def fit(self, X, y):
         start = time.perf_counter()
         try:
-            self.expression_ = call_with_deadline(_fit_expression, (clone(self.estimator), np.asarray(X), np.asarray(y)),
-                                                  self.seconds, self.start_method)
+            self.expression_, self.stopped_by_time_ = call_with_deadline(
+                _fit_expression, (clone(self.estimator), np.asarray(X), np.asarray(y)), self.seconds, self.start_method)
         except Deadline:
             raise FitTimeout(f"fit exceeded its {self.seconds:g} s limit; killed") from None
         finally:
@@ -154,12 +160,13 @@ class TimeLimited(BaseEstimator, RegressorMixin):
         return evaluate_expression(self.expression_, X)
 
 
-def _fit_expression(estimator, X, y) -> str:
-    """In the child: fit, and refuse unparseable output here, with the regressor's own message."""
+def _fit_expression(estimator, X, y) -> tuple[str, bool]:
+    """In the child: fit, and refuse unparseable output here, with the regressor's own message;
+    with the expression, whether the regressor's own time limit ended its run."""
     estimator.fit(X, y)
     expression = estimator.expression_
     parse(expression)
-    return expression
+    return expression, bool(getattr(estimator, "stopped_by_time_", False))
 
 
 class FiniteDifferenceMethod(Method):
@@ -250,7 +257,8 @@ def grid_search(regressor: BaseEstimator, grid: dict[str, list] | list[dict[str,
     if run_time_limit is not None:
         regressor = TimeLimited(regressor, seconds=per_run_limit(grids, run_time_limit, task_time_limit))
         grids = [{f"estimator__{key}": values for key, values in g.items()} for g in grids]
-    return GridSearchCV(regressor, grids, scoring=neg_mse, cv=cv, refit=True, n_jobs=1, error_score=-np.inf)
+    return GridSearchCV(regressor, grids, scoring={"mse": neg_mse, "stopped_by_time": stopped_by_time}, cv=cv,
+                        refit="mse", n_jobs=1, error_score=-np.inf)
 
 
 def _grids(grid: dict[str, list] | list[dict[str, list]]) -> list[dict[str, list]]:
@@ -267,12 +275,16 @@ def per_run_limit(grid: dict[str, list] | list[dict[str, list]], run_time_limit:
 
 
 def prediction_from_search(search: GridSearchCV) -> Prediction:
-    """The refit best estimator's expression, with the chosen setting and the search's record."""
-    scores = np.asarray(search.cv_results_["mean_test_score"], dtype=float)
+    """The refit best estimator's expression, with the chosen setting and the search's record:
+    runs, failed runs, and runs (the refit included) that stopped at their time limit before
+    their counted budget was spent - a load-dependent result where that is not 0."""
+    scores = np.asarray(search.cv_results_["mean_test_mse"], dtype=float)
     if not np.any(np.isfinite(scores)):
         raise RuntimeError(f"all {len(scores)} hyperparameter runs failed or timed out")
     best = search.best_estimator_
     params = {k.removeprefix("estimator__"): v for k, v in search.best_params_.items()}
     metadata = {"best_params": params, "validation_mse": -float(search.best_score_),
-                "runs": int(len(scores)), "failed_runs": int(np.sum(~np.isfinite(scores)))}
+                "runs": int(len(scores)), "failed_runs": int(np.sum(~np.isfinite(scores))),
+                "runs_stopped_by_time": int(np.sum(search.cv_results_["mean_test_stopped_by_time"] == 1.0))
+                + int(getattr(best, "stopped_by_time_", False))}
     return Prediction(best.expression_, metadata=metadata)

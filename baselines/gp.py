@@ -292,7 +292,8 @@ class GPRegressor(RegressorMixin, BaseEstimator):
     Subclasses implement `_search(evaluator, pset, rng) -> (program, scale or None)`.
     X has one column (the state y); the target is dy/dt. After `fit`: `program_` (DEAP
     prefix list), `scale_` ((a, b) of linear scaling or None), `expression_` (string in y),
-    `n_evaluations_` and `training_error_` (MSE).
+    `n_evaluations_`, `stopped_by_time_` (True when `max_time` ended the run before its counted
+    budget did) and `training_error_` (MSE).
     """
 
     def _functions(self) -> tuple[str, ...]:
@@ -310,6 +311,7 @@ class GPRegressor(RegressorMixin, BaseEstimator):
         evaluator = Evaluator(X[:, 0].copy(), target, self.max_time)
         with seeded_random(seed if seed is not None else random.randrange(2**32)):
             program, scale = self._search(evaluator, primitive_set(self._functions()), rng)
+        self.stopped_by_time_ = evaluator.out_of_time()
         self.program_, self.scale_ = program, scale
         self.expression_ = expression(program, scale, points=evaluator.y)
         self.n_evaluations_ = evaluator.count

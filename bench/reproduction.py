@@ -46,13 +46,24 @@ def starts(rows: pd.DataFrame, runs: list[dict]) -> list[tuple[str, int, float]]
 
 
 def method_times(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per method: tasks, the task deadline, median and max fit time, and core-hours of fitting."""
-    rows = rows.assign(fit_time=pd.to_numeric(rows["fit_time"], errors="coerce"))
+    """Per method: tasks, the task deadline, median and max fit time, core-hours of fitting, and
+    the tasks where a run's own time limit fired before its counted budget was spent
+    (`time_cut_tasks`: results that a busier machine could change)."""
+    rows = rows.assign(fit_time=pd.to_numeric(rows["fit_time"], errors="coerce"),
+                       time_cut=[_stopped_by_time(m) for m in rows["metadata"]] if "metadata" in rows else False)
     grouped = rows.groupby("method")
     table = pd.DataFrame({"tasks": grouped.size(), "time_limit_s": grouped["time_limit"].max(),
                           "median_fit_s": grouped["fit_time"].median(), "max_fit_s": grouped["fit_time"].max(),
-                          "core_hours": grouped["fit_time"].sum() / 3600})
+                          "core_hours": grouped["fit_time"].sum() / 3600, "time_cut_tasks": grouped["time_cut"].sum()})
     return table.reset_index()
+
+
+def _stopped_by_time(metadata) -> bool:
+    """Whether a row's metadata (JSON text) records a run that stopped at its time limit."""
+    try:
+        return bool(json.loads(metadata).get("runs_stopped_by_time", 0))
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 
 def _runs(sweep_folder: Path) -> list[dict]:

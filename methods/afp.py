@@ -3,7 +3,7 @@ configuration, re-implemented on DEAP (`baselines.gp_ellyn.AFPRegressor`, whose 
 lists the differences from ellyn), fitted to smoothed finite differences. Grid as SRBench:
 population 100/500/1000 at 500,000 evaluations, with and without sin/cos."""
 from baselines.gp_ellyn import AFPRegressor
-from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
+from baselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
 
 
 class AFP(GPFamilyMethod):
@@ -13,4 +13,4 @@ class AFP(GPFamilyMethod):
     grid = ELLYN_GRID
 
     def make_regressor(self, seed, time_limit=None):
-        return AFPRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))
+        return AFPRegressor(max_evaluations=self.evaluations, random_state=seed, max_time=cooperative(time_limit))

@@ -3,7 +3,7 @@ La Cava's thesis 2016), SRBench's ellyn configuration (3 epigenetic hill-climbin
 child, parameter hill climbing), re-implemented on DEAP (`baselines.gp_ellyn.EHCRegressor`,
 whose docstring lists the differences), fitted to smoothed finite differences."""
 from baselines.gp_ellyn import EHCRegressor
-from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
+from baselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
 
 
 class EHC(GPFamilyMethod):
@@ -13,4 +13,4 @@ class EHC(GPFamilyMethod):
     grid = ELLYN_GRID
 
     def make_regressor(self, seed, time_limit=None):
-        return EHCRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))
+        return EHCRegressor(max_evaluations=self.evaluations, random_state=seed, max_time=cooperative(time_limit))

@@ -3,7 +3,7 @@ ellyn configuration, re-implemented on DEAP (`baselines.gp_ellyn.EPLEXRegressor`
 docstring lists the differences; the selection rule is DEAP's `selAutomaticEpsilonLexicase`),
 fitted to smoothed finite differences."""
 from baselines.gp_ellyn import EPLEXRegressor
-from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
+from baselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
 
 
 class EPLEX(GPFamilyMethod):
@@ -13,4 +13,4 @@ class EPLEX(GPFamilyMethod):
     grid = ELLYN_GRID
 
     def make_regressor(self, seed, time_limit=None):
-        return EPLEXRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))
+        return EPLEXRegressor(max_evaluations=self.evaluations, random_state=seed, max_time=cooperative(time_limit))

@@ -4,7 +4,7 @@ predictors, 10 trainers), re-implemented on DEAP (`baselines.gp_ellyn.FEAFPRegre
 whose docstring lists the differences), fitted to smoothed finite differences. Evaluations on
 a predictor's 10 points count as 10/n of one, like SRBench's scaling of generations by n/10."""
 from baselines.gp_ellyn import FEAFPRegressor
-from baselines.gp_method import ELLYN_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
+from baselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
 
 
 class FEAFP(GPFamilyMethod):
@@ -14,4 +14,4 @@ class FEAFP(GPFamilyMethod):
     grid = ELLYN_GRID
 
     def make_regressor(self, seed, time_limit=None):
-        return FEAFPRegressor(max_evaluations=SRBENCH_EVALUATIONS, random_state=seed, max_time=cooperative(time_limit))
+        return FEAFPRegressor(max_evaluations=self.evaluations, random_state=seed, max_time=cooperative(time_limit))

@@ -4,7 +4,7 @@ scaling), re-implemented on DEAP primitives (`baselines.gp_gomea.GPGOMEARegresso
 whose docstring lists the differences from the C++ code), fitted to smoothed finite differences.
 Grid: template height 4/6 x SRBench's two function sets."""
 from baselines.gp_gomea import GPGOMEARegressor
-from baselines.gp_method import GOMEA_GRID, SRBENCH_EVALUATIONS, GPFamilyMethod, cooperative
+from baselines.gp_method import GOMEA_GRID, GPFamilyMethod, cooperative
 
 
 class GPGOMEA(GPFamilyMethod):
@@ -14,5 +14,5 @@ class GPGOMEA(GPFamilyMethod):
     grid = GOMEA_GRID
 
     def make_regressor(self, seed, time_limit=None):
-        return GPGOMEARegressor(population_size=1000, max_evaluations=SRBENCH_EVALUATIONS,
+        return GPGOMEARegressor(population_size=1000, max_evaluations=self.evaluations,
                                 random_state=seed, max_time=cooperative(time_limit))

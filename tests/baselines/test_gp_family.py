@@ -152,3 +152,27 @@ def test_method_file_runs_the_fd_protocol_end_to_end(textbook, method):
     assert score(prediction.expression, trajectory).interpolation["r2"] > 0.99
     again = runner.run(Task(trajectory, 0.0, 192, 0).observations(), Budget(time_limit=120.0, seed=0))
     assert again.expression == prediction.expression
+
+
+def test_counted_budget_decides_and_a_time_limit_that_fires_is_recorded(textbook):
+    """`evaluations` bounds each run, so a generous deadline changes nothing; a deadline that ends
+    runs before their count is spent is counted in the metadata (a load-dependent result)."""
+    from bench.method import Budget
+    from bench.registry import discover
+
+    ehc = discover()["ehc"].load()
+    grid = {"population_size": [100], "functions": [gp.ELLYN_FUNCTIONS_NO_TRIG]}
+    observations = Task(textbook["logistic"], 0.0, 128, 0).observations()
+    counted = ehc(grid=grid, evaluations=3000)
+    first = counted.run(observations, Budget(time_limit=120.0, seed=0))
+    assert first.metadata["runs_stopped_by_time"] == 0
+    assert counted.run(observations, Budget(time_limit=600.0, seed=0)).expression == first.expression
+    rushed = ehc(grid=grid, evaluations=10**9).run(observations, Budget(time_limit=2.0, seed=0))
+    assert rushed.metadata["runs_stopped_by_time"] == 2  # the grid's one run and the refit
+
+
+def test_evaluations_must_be_a_whole_number():
+    from bench.registry import discover
+
+    with pytest.raises(ValueError, match="evaluations=0"):
+        discover()["afp"].load()(evaluations=0).check_params()

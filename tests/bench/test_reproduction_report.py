@@ -51,3 +51,12 @@ def test_a_resumed_sweep_counts_each_start_s_own_time_not_the_pause(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps({"runs": [{**run, "machine": MACHINE} for run in runs]}))
     text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
     assert "0.13 h (460 s) over 2 starts (aaaaaaa: 0.11 h (400 s), 4 rows; bbbbbbb: 0.02 h (60 s), 2 rows)" in text
+
+
+def test_method_times_count_the_tasks_a_time_limit_cut_short():
+    gp, other = rows("gp", [True] * 3), rows("other", [True] * 2)
+    gp[0]["metadata"] = json.dumps({"runs": 6, "runs_stopped_by_time": 2})
+    gp[1]["metadata"] = json.dumps({"runs": 6, "runs_stopped_by_time": 0})
+    other[0]["metadata"] = "not json"
+    table = reproduction.method_times(pd.DataFrame(gp + other)).set_index("method")
+    assert table.loc["gp", "time_cut_tasks"] == 1 and table.loc["other", "time_cut_tasks"] == 0
