@@ -8,6 +8,7 @@ import struct
 from pathlib import Path
 
 WEIGHTS_NAME = "model.safetensors"
+INPUT_SCALINGS = ("none", "pow2")  # nsode.scaling.MODES, which needs sympy: kept equal by a test
 PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt"}
 
 
@@ -31,6 +32,9 @@ def check(folder: str | Path) -> None:
         raise CheckpointError(f"{folder / 'config.json'} cannot be read ({err})") from None
     if not isinstance(config, dict) or config.get("model_type") != "nsode":
         raise CheckpointError(f"{folder / 'config.json'} is not an NSODE model's configuration")
+    if config.get("input_scaling", "none") not in INPUT_SCALINGS:  # anything else would read raw inputs silently
+        raise CheckpointError(f"{folder / 'config.json'}: input_scaling {config['input_scaling']!r} is not one of "
+                              f"{', '.join(INPUT_SCALINGS)}")
     pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
     if pickles:
         raise CheckpointError(f"{folder} contains pickle files ({', '.join(pickles)}); NSODE loads "
@@ -51,10 +55,10 @@ def _whole_safetensors(path: Path) -> bool:
             if length > size - 8:
                 return False
             header = json.loads(handle.read(length))
-    except (OSError, ValueError, struct.error):
-        return False
-    ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
-    return isinstance(header, dict) and 8 + length + max(ends, default=0) == size
+        ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
+    except (OSError, ValueError, struct.error, AttributeError, KeyError, TypeError, IndexError):
+        return False  # unreadable, or a header that is not a map of tensors with their offsets
+    return 8 + length + max(ends, default=0) == size
 
 
 def share_weights(folder: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -33,14 +34,25 @@ def export(src: Path, dst: Path, replace: bool = False) -> int:
     if (dst / WEIGHTS_NAME).exists() and not replace:  # e.g. a shipped checkpoint every NSODE method reads
         raise CheckpointError(f"{dst} already holds weights: export to a new folder, or add --replace")
     model = load(src).to(torch.float16)
-    dst.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(dst)
-    share_weights(dst)
-    if (src / "training_state.json").is_file():
-        shutil.copy(src / "training_state.json", dst / "training_state.json")
-    size = (dst / WEIGHTS_NAME).stat().st_size
-    if size > MAX_BYTES:
-        raise SystemExit(f"error: {dst / WEIGHTS_NAME} is {size / 2**20:.1f} MiB, over the 16 MiB limit")
+    staging = dst.parent / f".{dst.name}.export"  # written and checked in full before DST is touched
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        model.save_pretrained(staging)
+        size = (staging / WEIGHTS_NAME).stat().st_size
+        if size > MAX_BYTES:
+            raise CheckpointError(f"the fp16 weights of {src} are {size / 2**20:.1f} MiB, over the 16 MiB limit "
+                                  f"for shipped checkpoints; {dst} is left as it was (any checkpoint folder loads as it is: "
+                                  f"--checkpoint {src})")
+        if (src / "training_state.json").is_file():
+            shutil.copy(src / "training_state.json", staging / "training_state.json")
+        dst.mkdir(parents=True, exist_ok=True)
+        (dst / "training_state.json").unlink(missing_ok=True)  # a replaced model's state would describe it
+        for file in staging.iterdir():
+            os.replace(file, dst / file.name)
+        share_weights(dst)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     print(json.dumps({"parameters": count_parameters(model), "bytes": size}))
     return size
 

@@ -140,10 +140,21 @@ def load(folder: str | Path, device: str | torch.device = "cpu") -> NSODEModel:
     folder = Path(folder)
     check(folder)
     hf_logging.disable_progress_bar()  # one checkpoint, one file: a progress bar is noise
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # transformers' load report table: the error below says it in one line
     try:
-        model = NSODEModel.from_pretrained(folder, use_safetensors=True, dtype=torch.float32)
+        model, info = NSODEModel.from_pretrained(folder, use_safetensors=True, dtype=torch.float32,
+                                                 output_loading_info=True)
     except Exception as err:  # transformers and safetensors raise many kinds: one line names the folder
         raise CheckpointError(f"{folder} cannot be loaded: {one_line(err)}") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    for kind in ("missing_keys", "mismatched_keys", "unexpected_keys"):  # never run on random weights
+        keys = sorted(str(k) for k in info.get(kind) or ())
+        if keys:
+            raise CheckpointError(f"{folder / WEIGHTS_NAME} does not match its config.json: "
+                                  f"{len(keys)} {kind.replace('_', ' ')} ({', '.join(keys[:3])}"
+                                  f"{', ...' if len(keys) > 3 else ''})")
     return model.to(device).eval()
 
 

@@ -40,7 +40,7 @@ from nsode import model as nsode_model
 from nsode.checkpoint_files import share_weights
 from nsode.batching import VARIANTS, collate, model_view, observe, two_hot_loss
 from nsode.scaling import MODES as SCALING_MODES
-from nsode.data.shards import shard_paths
+from nsode.data.shards import CONFIG_FILE, read_config, shard_paths
 from nsode.stream import folder_weights, list_shards, stream_examples
 
 DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "mini": 4e-4, "tiny": 5e-4}
@@ -74,7 +74,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--accum", type=whole_number(1), default=1, help="gradient accumulation steps per update")
     p.add_argument("--lr", type=positive_number, default=None, help="peak learning rate (default depends on preset)")
     p.add_argument("--warmup", type=whole_number(0), default=None,
-                   help="linear warm-up steps (default: 2%% of --steps, >= 100; 0: none)")
+                   help="linear warm-up steps (default: 2%% of the steps this run trains, from the step --init "
+                        "loaded; at least 100; 0: none)")
     p.add_argument("--schedule", default="constant", choices=["constant", "cosine", "cosine-time"],
                    help="after warm-up: constant (paper), cosine decay to 10%% of the peak at --steps, or "
                         "at the end of --max-minutes (cosine-time)")
@@ -153,7 +154,12 @@ def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
 
 
 def load_optimizer(folder: Path, opt) -> None:
-    tensors = load_file(str(folder / "optimizer.safetensors"))
+    try:
+        tensors = load_file(str(folder / "optimizer.safetensors"))
+    except Exception as err:  # safetensors raises its own SafetensorError on a damaged file
+        raise nsode_model.CheckpointError(
+            f"{folder / 'optimizer.safetensors'} cannot be read ({str(err).splitlines()[0][:120]}): delete it to "
+            "resume with a fresh optimizer") from None
     params = [p for g in opt.param_groups for p in g["params"]]
     for i, p in enumerate(params):
         state = {k.split(".", 1)[1]: v.to(p.device) for k, v in tensors.items() if k.split(".", 1)[0] == str(i)}
@@ -307,6 +313,16 @@ class UsageError(ValueError):
 
 def check_data(args) -> list[Path]:
     data = [Path(d) for d in args.data]
+    for folder in data:  # each named folder counts: a mistyped supplement must not drop out unseen
+        if not folder.is_dir():
+            raise UsageError(f"--data {folder}: no such folder")
+        try:
+            read_config(folder)
+        except FileNotFoundError:
+            raise UsageError(f"--data {folder}: no {CONFIG_FILE} (a folder written by python -m nsode.data "
+                             "generate, copied whole)") from None
+        except (ValueError, TypeError, AttributeError) as err:  # JSONDecodeError and ConfigError are ValueErrors
+            raise UsageError(f"--data {folder}: its {CONFIG_FILE} cannot be read: {err}") from None
     if not any(shard_paths(d) for d in data):  # a folder without shards yet is fine: passes re-list them
         raise UsageError(f"no shards in {' '.join(map(str, data))}; generate some with python -m nsode.data generate")
     try:
@@ -462,6 +478,9 @@ def main(argv=None) -> int:
     previous = signal.signal(signal.SIGTERM, _stop) if threading.current_thread() is threading.main_thread() else None
     try:
         train(args, data, out, device, model, state)
+    except (UsageError, nsode_model.CheckpointError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         saved = f"saved {out / 'last'}; run the same command with --resume to continue" if (out / "last").is_dir() \
             else "nothing saved yet"
@@ -478,12 +497,18 @@ def _stop(signum, frame):
     raise KeyboardInterrupt
 
 
+def default_warmup(total_steps: int, warmup_start: int) -> int:
+    """2% of the steps since the warm-up began (0, or the step --init loaded), at least 100: a run
+    continued from shipped weights warms up over its own steps, not over those the weights saw."""
+    return max(100, (total_steps - warmup_start) // 50)
+
+
 def train(args, data: list[Path], out: Path, device, model, state: dict) -> None:
     """The optimisation loop, evaluating and checkpointing every --eval-every steps."""
     torch.manual_seed(args.seed + state["step"])
     model.train()
     peak = args.lr if args.lr is not None else DEFAULT_LR[args.preset]
-    warmup = args.warmup if args.warmup is not None else max(100, args.steps // 50)
+    warmup = args.warmup if args.warmup is not None else default_warmup(args.steps, state["warmup_start"])
     opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
     if args.resume and (out / "last" / "optimizer.safetensors").is_file():
         load_optimizer(out / "last", opt)
@@ -511,7 +536,11 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
                                 schedule=args.schedule, time_frac=(time.perf_counter() - run_start) / budget_s)
             opt.zero_grad(set_to_none=True)
             for _ in range(args.accum):
-                b = next(stream).to(device, non_blocking=True)
+                b = next(stream, None)
+                if b is None:  # a pass over every shard gave no example to train on
+                    raise UsageError("no training examples in --data: every skeleton is held out for validation "
+                                     "(lower --val-percent) or left out as a Large test-set skeleton")
+                b = b.to(device, non_blocking=True)
                 with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
                     logits = model(b.bits, b.dec_ids, b.dec_w, b.mask)
                 loss, acc = two_hot_loss(logits, b.tgt_ids, b.tgt_w)

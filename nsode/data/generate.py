@@ -374,6 +374,13 @@ def _write_skeletons(file: Path, records: list, search: dict) -> None:
     store.write_table_atomic(table.replace_schema_metadata({b"search": json.dumps(search).encode()}), file)
 
 
+def _solved_end(folder: Path) -> int:
+    """One past the last skeleton index that the folder's finished shards hold (0 for none)."""
+    ends = [(pq.read_schema(path).metadata or {}).get(b"skeletons", b"0:0").decode().partition(":")[2]
+            for path in store.shard_paths(folder)]
+    return max((int(end) for end in ends if end.isdigit()), default=0)
+
+
 def shard_is_done(path: Path, expected: str) -> bool:
     if not (path.exists() and store.extra_path(path).exists()):
         return False
@@ -403,6 +410,10 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
         rows = find_skeletons(folder, n_skeletons, seed, config, run, progress, workers=16 if scheduler else jobs)
         if not solve:
             return totals(folder)
+        solved = _solved_end(folder)
+        if rows and solved > rows[-1].index + 1:  # re-solving the last shard short would drop the later ones
+            raise GenerateError(f"{folder} already holds solved skeletons up to {solved}; --n-skeletons {n_skeletons} "
+                                f"would drop some of them: give at least {solved}, or a new --out")
         size = config.skeletons_per_shard
         parts = [rows[k:k + size] for k in range(0, len(rows), size)]
         todo = [s for s, part in enumerate(parts)

@@ -1,10 +1,13 @@
+import json
 import pickle
+import struct
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from nsode.model import CheckpointError, build, load
-
+from nsode import checkpoint_files, scaling
 
 
 def test_save_load_round_trip_gives_identical_outputs(tmp_path):
@@ -29,6 +32,39 @@ def test_checkpoint_folder_with_a_pickle_file_is_refused(tmp_path):
 def test_missing_checkpoint_gives_a_clear_error(tmp_path):
     with pytest.raises(CheckpointError, match="config.json"):
         load(tmp_path / "nothing")
+
+
+def _header_only(folder, header):
+    text = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(text)) + text)
+
+
+def _drop_tensor(folder, prefix):
+    tensors = load_file(str(folder / "model.safetensors"))
+    save_file({k: v for k, v in tensors.items() if not k.startswith(prefix)}, str(folder / "model.safetensors"))
+
+
+def _config_with(folder, **changes):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda f: _header_only(f, []), "whole safetensors"),  # a header that is not a map of tensors
+    (lambda f: _header_only(f, {"a": {"dtype": "F16"}}), "whole safetensors"),  # a tensor without offsets
+    (lambda f: _drop_tensor(f, "lm_head"), "1 missing keys"),  # would load with a random output layer
+    (lambda f: _config_with(f, input_scaling="Pow2"), "input_scaling 'Pow2'"),  # would read raw inputs
+])
+def test_weights_that_do_not_fit_the_model_are_refused_not_initialised(tmp_path, damage, problem, capsys):
+    build("tiny").save_pretrained(tmp_path)
+    damage(tmp_path)
+    with pytest.raises(CheckpointError, match=problem):
+        load(tmp_path)
+    assert "newly initialized" not in capsys.readouterr().err.lower()
+
+
+def test_checkpoint_files_know_every_input_scaling():
+    assert checkpoint_files.INPUT_SCALINGS == scaling.MODES
 
 
 @pytest.mark.parametrize("damage, problem", [

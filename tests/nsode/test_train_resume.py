@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from nsode import train
-from nsode.train import lr_at, main
+from nsode.train import default_warmup, lr_at, main
 
 VAL_PERCENT = 30
 
@@ -58,9 +58,41 @@ def test_warm_up_then_constant_or_cosine_learning_rate():
     assert lr_at(500, 1e-3, 10, total=1000) == 1e-3
     assert lr_at(1000, 1e-3, 10, total=1000, schedule="cosine") == pytest.approx(1e-4)
     assert lr_at(105, 1e-3, 10, start=100, total=1000) == pytest.approx(6e-4)  # re-warm-up after --init
+    assert default_warmup(35_000, 0) == 700
+    assert default_warmup(35_000, 25_000) == 200  # --init: 2% of the 10,000 steps this run adds
+    assert default_warmup(189_788, 187_788) == 100
 
 
-def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp_path, monkeypatch):
+def test_a_data_folder_that_cannot_be_read_is_one_line_not_skipped(training_data, tmp_path, capsys):
+    import shutil
+
+    args = ["--preset", "tiny", "--batch-size", "4", "--steps", "2", "--out", str(tmp_path / "run")]
+    assert main(args + ["--data", str(training_data), str(tmp_path / "typo"), "--weights", "1", "2"]) == 2
+    assert "typo: no such folder" in capsys.readouterr().err  # a mistyped supplement is not dropped unseen
+    shutil.copytree(training_data / "shards", tmp_path / "bare" / "shards")  # shards copied without config.json
+    assert main(args + ["--data", str(tmp_path / "bare")]) == 2
+    assert "no config.json" in capsys.readouterr().err
+    (tmp_path / "bare" / "config.json").write_text("[1]")
+    assert main(args + ["--data", str(tmp_path / "bare")]) == 2
+    assert "cannot be read" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_data_without_training_examples_is_one_line(training_data, tmp_path, capsys, monkeypatch):
+    import nsode.stream
+
+    monkeypatch.setattr(nsode.stream, "excluded_skeletons", lambda: _Everything())
+    assert main(["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--steps", "2",
+                 "--val-batches", "1", "--out", str(tmp_path / "run")]) == 2
+    assert "no training examples" in capsys.readouterr().err
+
+
+class _Everything(frozenset):
+    def __contains__(self, item):
+        return True
+
+
+def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
             "--eval-every", "2", "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT)]
@@ -85,9 +117,13 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
     log = pd.read_csv(out / "log.csv")
     assert list(log["step"]) == [2, 4, 6] and log["samples"].iloc[-1] == 24
     assert np.isfinite(log["val_loss"]).all()
+    optimizer = out / "last" / "optimizer.safetensors"
+    optimizer.write_bytes(optimizer.read_bytes()[:1000])  # damaged: one line saying what to do
+    assert main(args + ["--steps", "8", "--resume"]) == 2
+    assert "delete it to resume with a fresh optimizer" in capsys.readouterr().err
 
 
-def test_training_continues_from_exported_fp16_weights(training_data, tmp_path):
+def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, monkeypatch):
     from nsode.export import export
     from nsode.model import CheckpointError
 
@@ -98,6 +134,12 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path):
     with pytest.raises(CheckpointError, match="already holds weights"):  # a shipped folder is kept
         export(tmp_path / "a" / "last", tmp_path / "shipped")
     export(tmp_path / "a" / "last", tmp_path / "shipped", replace=True)
+    before = {f.name: f.read_bytes() for f in (tmp_path / "shipped").iterdir()}
+    monkeypatch.setattr("nsode.export.MAX_BYTES", 1000)
+    with pytest.raises(CheckpointError, match="over the 16 MiB limit"):  # checked before the folder is touched
+        export(tmp_path / "a" / "best", tmp_path / "shipped", replace=True)
+    assert {f.name: f.read_bytes() for f in (tmp_path / "shipped").iterdir()} == before
+    monkeypatch.undo()
     with pytest.raises(CheckpointError, match="exported"):
         export(tmp_path / "shipped", tmp_path / "shipped")  # would overwrite its own weights with fp16
     with pytest.raises(CheckpointError, match="training run"):

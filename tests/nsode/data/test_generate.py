@@ -134,6 +134,10 @@ def test_a_larger_n_extends_the_same_skeleton_list(tmp_path, tiny_folder, tiny_c
     generate.generate(tmp_path / "e", 4, 3, tiny_config, progress=False)
     generate.generate(tmp_path / "e", 7, 3, tiny_config, progress=False)
     _assert_same(tiny_folder, tmp_path / "e")
+    before = _contents(tmp_path / "e")
+    with pytest.raises(generate.GenerateError, match="already holds solved skeletons up to 7"):
+        generate.generate(tmp_path / "e", 3, 3, tiny_config, progress=False)  # would re-solve a shard short
+    assert _contents(tmp_path / "e") == before
 
 
 def test_a_list_searched_alone_is_solved_later_into_the_same_folder(tmp_path, tiny_folder, tiny_config):
