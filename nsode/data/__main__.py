@@ -114,8 +114,8 @@ def main(argv=None) -> int:
         print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: run the same command again to resume (the skeleton search saves its list every "
-              "30 s, the solving stage each finished shard)", file=sys.stderr)
+        print("interrupted: run the same command again to resume (the skeleton search keeps the skeletons of its "
+              "finished blocks, the solving stage each finished shard)", file=sys.stderr)
         return 130
 
 

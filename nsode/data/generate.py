@@ -276,6 +276,8 @@ def prepare_folder(folder: Path, config: Config, seed: int, solution_seed: int |
             have = json.loads(file.read_text())
         except json.JSONDecodeError:
             raise GenerateError(f"{file} is not valid JSON; use a new --out folder") from None
+        if not isinstance(have, dict):
+            raise GenerateError(f"{file} is not a generator's configuration (a JSON object); use a new --out folder")
         diff = _differing(have, wanted)
         if diff:
             raise GenerateError(f"{folder} was generated with different {', '.join(diff)}; "
@@ -313,47 +315,58 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
     block, position = search["block"], search["position"]
     bar = tqdm(total=n, initial=len(records), desc="skeletons", unit="sk", disable=not progress)
     dry = 0  # candidates since the last new skeleton
+
+    def state() -> tuple:
+        """What a resumed search needs, taken where records, block, position and counts agree (between blocks)."""
+        return len(records), {"block": block, "position": position, "candidates": dict(sorted(counts.items())),
+                              "origin": origin}
+
+    kept, last = state(), state()  # kept: as on disk; last: the newest consistent state
     saved = time.monotonic()
-    while len(records) < n:
-        if time.monotonic() - saved > SAVE_SECONDS:  # an interrupted search resumes from here, not from 0
-            _write_skeletons(file, records, {"block": block, "position": position,
-                                             "candidates": dict(sorted(counts.items())), "origin": origin})
-            saved = time.monotonic()
-        if dry > MAX_DRY_CANDIDATES:
-            bar.close()
-            raise GenerateError(f"no new skeleton in the last {dry} candidates ({len(records)} found): the "
-                                f"distribution seems to have fewer than {n} skeletons; ask for fewer")
-        # blocks per wave: one per worker at first, then what the rate so far says is needed
-        # (a multiple of the workers, at most 8 each), so little work is done past N
-        wave = workers
-        if block > 0 and records:
-            needed = math.ceil((n - len(records)) / (len(records) / block) * 1.1)
-            wave = workers * max(1, min(8, math.ceil(needed / workers)))
-        indices = range(block, block + wave)
-        for b, (found, rejected) in zip(indices, run(candidate_block, [(b, seed, config) for b in indices])):
-            if len(records) == n:  # the rest of the wave is not needed (but consumed: no cancelled tasks)
-                continue
-            if position == 0:  # a block resumed part-way had its rejections counted already
-                counts += rejected
-                counts["in support"] += len(found)
-            dry += config.candidates_per_block if position == 0 else 0
-            for cand in found[position:]:
-                position += 1
-                if cand.skeleton in excluded:
-                    counts["excluded (Large)"] += 1
-                elif cand.skeleton in seen:
-                    counts["duplicate skeleton"] += 1
-                else:
-                    seen.add(cand.skeleton)
-                    records.append((SkeletonRow(len(records), cand.skeleton, cand.expression, cand.complexity), b))
-                    dry = 0
-                    bar.update()
-                    if len(records) == n:
-                        break
-            block, position = (b, position) if position < len(found) else (b + 1, 0)
+    try:
+        while len(records) < n:
+            if dry > MAX_DRY_CANDIDATES:
+                bar.close()
+                raise GenerateError(f"no new skeleton in the last {dry} candidates ({len(records)} found): the "
+                                    f"distribution seems to have fewer than {n} skeletons; ask for fewer")
+            # blocks per wave: one per worker at first, then what the rate so far says is needed
+            # (a multiple of the workers, at most 8 each), so little work is done past N
+            wave = workers
+            if block > 0 and records:
+                needed = math.ceil((n - len(records)) / (len(records) / block) * 1.1)
+                wave = workers * max(1, min(8, math.ceil(needed / workers)))
+            indices = range(block, block + wave)
+            for b, (found, rejected) in zip(indices, run(candidate_block, [(b, seed, config) for b in indices])):
+                if len(records) == n:  # the rest of the wave is not needed (but consumed: no cancelled tasks)
+                    continue
+                if position == 0:  # a block resumed part-way had its rejections counted already
+                    counts += rejected
+                    counts["in support"] += len(found)
+                dry += config.candidates_per_block if position == 0 else 0
+                for cand in found[position:]:
+                    position += 1
+                    if cand.skeleton in excluded:
+                        counts["excluded (Large)"] += 1
+                    elif cand.skeleton in seen:
+                        counts["duplicate skeleton"] += 1
+                    else:
+                        seen.add(cand.skeleton)
+                        records.append((SkeletonRow(len(records), cand.skeleton, cand.expression, cand.complexity), b))
+                        dry = 0
+                        bar.update()
+                        if len(records) == n:
+                            break
+                block, position = (b, position) if position < len(found) else (b + 1, 0)
+                last = state()
+                if time.monotonic() - saved > SAVE_SECONDS:  # an interrupted search resumes from here, not from 0
+                    _write_skeletons(file, records[:last[0]], last[1])
+                    kept, saved = last, time.monotonic()
+    except KeyboardInterrupt:  # keep what the finished blocks found, then stop as asked
+        if last != kept:
+            _write_skeletons(file, records[:last[0]], last[1])
+        raise
     bar.close()
-    _write_skeletons(file, records, {"block": block, "position": position, "candidates": dict(sorted(counts.items())),
-                                     "origin": origin})
+    _write_skeletons(file, records, state()[1])
     return [r for r, _ in records]
 
 

@@ -111,7 +111,9 @@ def test_resume_after_interruption_produces_identical_shards(tmp_path, tiny_fold
     _assert_same(tiny_folder, tmp_path / "r")
 
 
-def test_an_interrupted_skeleton_search_resumes_where_it_saved(tmp_path, tiny_folder, tiny_config, monkeypatch):
+@pytest.mark.parametrize("save_seconds", [0.0, 1e9])  # saved by time, or only by the interrupt itself
+def test_an_interrupted_skeleton_search_resumes_where_it_saved(tmp_path, tiny_folder, tiny_config, monkeypatch,
+                                                               save_seconds):
     real = generate.candidate_block
 
     def interrupted(block, *args):
@@ -119,7 +121,7 @@ def test_an_interrupted_skeleton_search_resumes_where_it_saved(tmp_path, tiny_fo
             raise KeyboardInterrupt
         return real(block, *args)
 
-    monkeypatch.setattr(generate, "SAVE_SECONDS", 0.0)  # save at every wave
+    monkeypatch.setattr(generate, "SAVE_SECONDS", save_seconds)
     monkeypatch.setattr(generate, "candidate_block", interrupted)
     with pytest.raises(KeyboardInterrupt):
         generate.generate(tmp_path / "k", 7, 3, tiny_config, progress=False)
@@ -201,3 +203,12 @@ def test_an_unknown_config_key_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "n_solutions" in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("text, problem", [("{oops", "not valid JSON"), ("[1]", "not a generator's configuration")])
+def test_a_damaged_config_json_is_refused_in_one_line(tmp_path, capsys, text, problem):
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "config.json").write_text(text)
+    assert main(["generate", "--out", str(tmp_path / "o"), "--n-skeletons", "2", "--seed", "1", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and problem in err
