@@ -58,7 +58,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="model size of a run built from scratch (default small); loaded weights keep theirs")
     p.add_argument("--variant", default=None, choices=sorted(VARIANTS),
                    help="how examples are observed: nsode-eps (128 random points, 1%% noise) or nsode (256 clean "
-                        "grid points); default: the resumed run's, else nsode-eps")
+                        "grid points); default: the resumed run's or the --init weights' (their training_state.json), "
+                        "else nsode-eps")
     p.add_argument("--off-grid", type=share, default=None, metavar="FRACTION",
                    help="fraction of examples observed at uniform random times instead of grid points "
                         "(default: nsode-eps 0.5, nsode 0; the paper: 0)")
@@ -162,7 +163,9 @@ def load_optimizer(folder: Path, opt) -> None:
             "resume with a fresh optimizer") from None
     params = [p for g in opt.param_groups for p in g["params"]]
     for i, p in enumerate(params):
-        state = {k.split(".", 1)[1]: v.to(p.device) for k, v in tensors.items() if k.split(".", 1)[0] == str(i)}
+        # AdamW keeps its step counters on the CPU (not capturable or fused): on the GPU each update would sync per tensor
+        state = {name: v if name == "step" else v.to(p.device) for name, v in
+                 ((k.split(".", 1)[1], v) for k, v in tensors.items() if k.split(".", 1)[0] == str(i))}
         if state:
             opt.state[p] = state
 
@@ -363,6 +366,9 @@ def start(args, out: Path, device) -> tuple:
             old = _training_state(Path(args.init))
             state.update(step=old.get("step", 0), samples=old.get("samples", 0),
                          elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
+            if args.variant is None and old.get("variant") in VARIANTS:  # continue as the weights were trained
+                args.variant = old["variant"]
+                args.off_grid = old.get("off_grid") if args.off_grid is None else args.off_grid
     else:
         model = nsode_model.build(state["preset"], dropout=args.dropout or 0.0).to(device)
     if resuming or args.init:  # the weights know their size, whatever a copied state file says

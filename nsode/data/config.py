@@ -144,9 +144,12 @@ def load(path: str | Path | None = None) -> Config:
 
 def _number(data: dict, key: str, kind):
     """data[key] as `kind` (int or float); ConfigError naming the key when it is not one."""
+    value = data[key]
     try:
-        return kind(data[key])
-    except (TypeError, ValueError):
+        if kind is int and (isinstance(value, bool) or float(value) != int(float(value))):
+            raise ValueError(value)  # 10.5 read as 10 would be a silent change of the setting
+        return kind(value)
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"{key}: {data[key]!r} is not {'a whole number' if kind is int else 'a number'}") from None
 
 

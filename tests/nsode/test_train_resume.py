@@ -279,3 +279,12 @@ def test_a_flag_that_cannot_train_is_refused_in_one_line(tmp_path, flag, capsys)
     with pytest.raises(SystemExit) as stopped:
         main(["--data", str(tmp_path), "--out", str(tmp_path / "o"), *flag])
     assert stopped.value.code == 2 and flag[0] in capsys.readouterr().err
+
+
+def test_init_continues_with_the_variant_the_weights_were_trained_with(training_data, tmp_path):
+    args = ["--data", str(training_data), "--batch-size", "4", "--eval-every", "2", "--val-batches", "1",
+            "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
+    assert main(args + ["--preset", "tiny", "--variant", "nsode", "--out", str(tmp_path / "a"), "--steps", "2"]) == 0
+    assert main(args + ["--init", str(tmp_path / "a" / "last"), "--out", str(tmp_path / "b"), "--steps", "4"]) == 0
+    state = json.loads((tmp_path / "b" / "last" / "training_state.json").read_text())
+    assert state["variant"] == "nsode" and state["off_grid"] == 0

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from nsode.data import generate
+from nsode.data import config, generate
 from nsode.data import shards as store
 from nsode.data import tokens as tok
 from nsode.data.__main__ import main
@@ -212,3 +212,13 @@ def test_a_damaged_config_json_is_refused_in_one_line(tmp_path, capsys, text, pr
     assert main(["generate", "--out", str(tmp_path / "o"), "--n-skeletons", "2", "--seed", "1", "-q"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and problem in err
+
+
+@pytest.mark.parametrize("value, ok", [(64, True), (64.0, True), (64.5, False), (True, False), ("ten", False)])
+def test_a_whole_number_setting_is_never_truncated(value, ok):
+    data = {**config.default().to_dict(), "grid": value}
+    if ok:
+        assert config.from_dict(data).grid == 64
+    else:
+        with pytest.raises(config.ConfigError, match="grid: .* is not a whole number"):
+            config.from_dict(data)
