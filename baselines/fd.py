@@ -134,8 +134,9 @@ class TimeLimited(BaseEstimator, RegressorMixin):
     """Fits `estimator` in a child process and kills it after `seconds` (hard limit, no signals
     in the fitting process; `core.processes.call_with_deadline`). The child sends back only
     `expression_` (and `stopped_by_time_` of a regressor that stops by itself), so regressors
-    need not be picklable after fitting; `predict` evaluates that expression. The child dies with its parent and stays in the parent's process group, so the
-    runner's kill of a worker also kills it.
+    need not be picklable after fitting; `predict` evaluates that expression. The child dies with
+    its parent and stays in the parent's process group, so the runner's kill of a worker also
+    kills it.
     """
 
     def __init__(self, estimator=None, seconds: float = RUN_TIME_LIMIT, start_method: str = "fork"):
