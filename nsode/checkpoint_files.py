@@ -8,7 +8,7 @@ import struct
 from pathlib import Path
 
 WEIGHTS_NAME = "model.safetensors"
-INPUT_SCALINGS = ("none", "pow2")  # nsode.scaling.MODES, which needs sympy: kept equal by a test
+INPUT_SCALINGS = ("none", "pow2")  # the input paths a model may read (nsode.scaling.MODES)
 PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt"}
 
 

@@ -25,8 +25,8 @@ import numpy as np
 import sympy
 
 from core.expressions import Y
+from nsode.checkpoint_files import INPUT_SCALINGS as MODES  # one list: the checkpoint check needs no sympy
 
-MODES = ("none", "pow2")
 REFERENCE_SPAN = 2.0  # T of the training data: the time span the model is used to
 REFERENCE_VALUE = 4.0  # about max |y| of a training trajectory (y0 ~ U(-5, 5)): most stay unscaled
 RAW_RANGE = 3  # powers of two of max |y| around REFERENCE_VALUE that raw-input training data span (94%)

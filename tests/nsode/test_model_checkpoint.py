@@ -7,7 +7,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from nsode.model import CheckpointError, build, load
-from nsode import checkpoint_files, scaling
 
 
 def test_save_load_round_trip_gives_identical_outputs(tmp_path):
@@ -61,10 +60,6 @@ def test_weights_that_do_not_fit_the_model_are_refused_not_initialised(tmp_path,
     with pytest.raises(CheckpointError, match=problem):
         load(tmp_path)
     assert "newly initialized" not in capsys.readouterr().err.lower()
-
-
-def test_checkpoint_files_know_every_input_scaling():
-    assert checkpoint_files.INPUT_SCALINGS == scaling.MODES
 
 
 @pytest.mark.parametrize("damage, problem", [
