@@ -14,7 +14,8 @@ transformers of these sizes, and a batch of 32 instead of 600 keeps updates smal
 `--schedule cosine` then anneals to 10% of the peak by --steps, which helps a short run; the
 paper's `constant` is the default. `--schedule cosine-time` anneals over the wall-clock budget
 --max-minutes instead: for a machine lent for a fixed time, when the steps it allows are unknown
-(`scripts/gpu_session.sh`). `--init FOLDER` continues from shipped weights (the optimizer
+(`scripts/gpu_session.sh`); a --resume continues that anneal, so --max-minutes is then the whole
+anneal's budget, counting the minutes before the interruption. `--init FOLDER` continues from shipped weights (the optimizer
 restarts with a fresh warm-up; step and sample counts continue).
 """
 from __future__ import annotations
@@ -84,7 +85,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="the update count to stop at, counted from the first run's start: with --init or --resume "
                         "it must exceed the loaded step (the shipped nsode-eps is at 25,000; default 20,000)")
     p.add_argument("--max-minutes", type=positive_number, default=None,
-                   help="stop (and checkpoint) after this wall time")
+                   help="stop (and checkpoint) after this wall time (cosine-time: the anneal's whole budget, "
+                        "counting the minutes trained before a --resume)")
     p.add_argument("--eval-every", type=whole_number(1), default=200, help="updates between validation + checkpoint")
     p.add_argument("--snapshot-every", type=whole_number(0), default=0, metavar="STEPS",
                    help="also keep the weights every STEPS updates in OUT/snapshots/step-N (learning curves "
@@ -152,6 +154,24 @@ def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
         folder.rename(old)
     fresh.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_checkpoint(folder: Path) -> None:
+    """Finish a save_checkpoint that was killed between its two renames (SIGKILL, power loss): the
+    new folder is complete once it holds training_state.json (written last), else the old one
+    goes back."""
+    fresh, old = folder.with_name(folder.name + ".tmp"), folder.with_name(folder.name + ".old")
+    if folder.exists():
+        return
+    if (fresh / "training_state.json").is_file():
+        fresh.rename(folder)
+    elif old.is_dir():
+        old.rename(folder)
+
+
+def annealed_before(state: dict, schedule: str) -> float:
+    """Wall seconds a resumed run already spent in its cosine-time anneal (0 when it starts one)."""
+    return state.get("anneal_s", 0.0) if schedule == state.get("schedule") == "cosine-time" else 0.0
 
 
 def load_optimizer(folder: Path, opt) -> None:
@@ -343,6 +363,8 @@ def start(args, out: Path, device) -> tuple:
     resuming = args.resume
     if resuming and args.init:
         raise UsageError("--init and --resume: --resume continues OUT/last; give one of them")
+    for name in ("last", "best"):
+        recover_checkpoint(out / name)
     has_run = (out / "last" / "training_state.json").is_file()
     if resuming and not has_run:
         raise UsageError(f"--resume: {out / 'last'} holds no run to continue; leave out --resume to start one")
@@ -357,6 +379,10 @@ def start(args, out: Path, device) -> tuple:
                                  f"{state[flag]}; give a new --out to train another way")
         args.variant = args.variant or state.get("variant")
         args.off_grid = state.get("off_grid") if args.off_grid is None else args.off_grid
+        spent = annealed_before(state, args.schedule)
+        if args.max_minutes and spent >= 60 * args.max_minutes:
+            raise UsageError(f"--max-minutes {args.max_minutes:g}: the cosine-time anneal of the run in {out} has "
+                             f"already spent {spent / 60:.1f} minutes; give more to continue it")
         if not (out / "last" / "optimizer.safetensors").is_file():
             print(f"warning: {out / 'last'} has no optimizer.safetensors: the optimizer restarts from zero "
                   "moments at the current learning rate (consider --warmup)", file=sys.stderr)
@@ -527,6 +553,15 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     log = Logger(out / "log.csv")
     t_start, run_start = time.perf_counter() - state["elapsed_s"], time.perf_counter()
     budget_s = 60 * args.max_minutes if args.max_minutes else math.inf
+    spent_before = annealed_before(state, args.schedule)  # a resumed cosine-time run continues its anneal
+    state["schedule"] = args.schedule
+
+    def spent_s() -> float:
+        return spent_before + time.perf_counter() - run_start
+
+    def keep_time() -> None:
+        state["elapsed_s"] = time.perf_counter() - t_start
+        state["anneal_s"] = spent_s() if args.schedule == "cosine-time" else 0.0
     print(f"NSODE {args.preset} ({nsode_model.count_parameters(model) / 1e6:.2f}M parameters), "
           f"variant {args.variant}, device {device}, lr {peak:g}, warm-up {warmup}, "
           f"batch {args.batch_size} x {args.accum}, {args.workers} data workers, input scaling {args.input_scaling}, "
@@ -539,7 +574,7 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
         while state["step"] < args.steps:
             for g in opt.param_groups:
                 g["lr"] = lr_at(state["step"], peak, warmup, start=state["warmup_start"], total=args.steps,
-                                schedule=args.schedule, time_frac=(time.perf_counter() - run_start) / budget_s)
+                                schedule=args.schedule, time_frac=spent_s() / budget_s)
             opt.zero_grad(set_to_none=True)
             for _ in range(args.accum):
                 b = next(stream, None)
@@ -559,9 +594,9 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
             scaler.step(opt)
             scaler.update()
             state["step"] += 1
-            out_of_time = args.max_minutes is not None and time.perf_counter() - run_start > 60 * args.max_minutes
+            out_of_time = spent_s() > budget_s
             if state["step"] % args.eval_every == 0 or state["step"] == args.steps or out_of_time:
-                state["elapsed_s"] = time.perf_counter() - t_start
+                keep_time()
                 metrics = validate(model, device)
                 log({"step": state["step"], "samples": state["samples"], "elapsed_s": round(state["elapsed_s"], 1),
                      "lr": opt.param_groups[0]["lr"], "loss": np.mean(run_loss), "acc": np.mean(run_acc), **metrics})
@@ -570,7 +605,7 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
             if out_of_time:
                 break
     except KeyboardInterrupt:  # the weights and the optimizer are those of the last finished update
-        state["elapsed_s"] = time.perf_counter() - t_start
+        keep_time()
         save_checkpoint(out / "last", model, opt, state)
         raise
 

@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -288,3 +289,37 @@ def test_init_continues_with_the_variant_the_weights_were_trained_with(training_
     assert main(args + ["--init", str(tmp_path / "a" / "last"), "--out", str(tmp_path / "b"), "--steps", "4"]) == 0
     state = json.loads((tmp_path / "b" / "last" / "training_state.json").read_text())
     assert state["variant"] == "nsode" and state["off_grid"] == 0
+
+
+def test_a_resumed_cosine_time_run_continues_its_anneal(training_data, tmp_path):
+    out = tmp_path / "run"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "1", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT),
+            "--schedule", "cosine-time", "--max-minutes", "10", "--warmup", "0", "--lr", "1e-3"]
+    assert main(args + ["--steps", "2"]) == 0
+    state_file = out / "last" / "training_state.json"
+    state = json.loads(state_file.read_text())
+    assert state["schedule"] == "cosine-time" and 0 < state["anneal_s"] < 60
+    state_file.write_text(json.dumps({**state, "anneal_s": 300.0}))  # interrupted half-way through the anneal
+    assert main(args + ["--steps", "3", "--resume"]) == 0
+    lr = pd.read_csv(out / "log.csv")["lr"].iloc[-1]
+    assert lr == pytest.approx(5.5e-4, abs=2e-5)  # not back at the peak
+    assert json.loads(state_file.read_text())["anneal_s"] > 300
+    state_file.write_text(json.dumps({**state, "anneal_s": 600.0}))  # the whole budget is spent
+    assert main(args + ["--steps", "4", "--resume"]) == 2
+    assert main(args[:-8] + ["--steps", "4", "--resume"]) == 0  # a constant schedule starts afresh
+
+
+def test_a_save_killed_between_its_renames_is_finished_on_resume(training_data, tmp_path):
+    out = tmp_path / "run"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "2", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
+    assert main(args + ["--steps", "2"]) == 0
+    shutil.copytree(out / "last", out / "last.tmp")  # the new save was complete ...
+    (out / "last").rename(out / "last.old")  # ... and the old one moved aside when the kill came
+    assert main(args + ["--steps", "4", "--resume"]) == 0
+    assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 4
+    (out / "last").rename(out / "last.old")  # killed before the new save was complete
+    (out / "last.tmp").mkdir()
+    assert main(args + ["--steps", "6", "--resume"]) == 0
+    assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 6
