@@ -63,7 +63,7 @@ def test_an_unwritable_cache_only_costs_the_speed_up(tmp_path, monkeypatch):
 
 def test_data_at_rest_and_at_the_size_limits_are_accepted():
     for y in (np.zeros(20), np.full(20, 1e99), np.r_[0.0, np.full(19, 1e-99)]):
-        Observations(np.arange(20.0), y)
+        assert np.array_equal(Observations(np.arange(20.0), y).y, y)  # accepted as given, not rescaled
 
 
 def test_a_dataset_file_that_is_not_json_hints_at_the_csv_ending(tmp_path):
