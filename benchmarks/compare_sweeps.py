@@ -19,6 +19,7 @@ import pandas as pd
 
 from bench.rows import KEY
 from bench.store import ResultStore
+from core.arguments import existing_folder, nonnegative_number
 
 TIMINGS = ("fit_time", "setup_time", "finished_at", "time_limit")
 
@@ -56,12 +57,15 @@ def differences(before: pd.DataFrame, after: pd.DataFrame, ignore, rtol: float) 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("before")
-    p.add_argument("after")
+    p.add_argument("before", type=existing_folder)
+    p.add_argument("after", type=existing_folder)
     p.add_argument("--ignore", nargs="*", default=[], help="fields not to compare")
-    p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance for numbers (default: exact)")
+    p.add_argument("--rtol", type=nonnegative_number, default=0.0, help="relative tolerance for numbers (default: exact)")
     args = p.parse_args(argv)
     before, after = ResultStore(args.before).read(), ResultStore(args.after).read()
+    empty = [str(folder) for folder, rows in ((args.before, before), (args.after, after)) if rows.empty]
+    if empty:
+        p.error(f"no stored rows in {', '.join(empty)} (a result folder of python -m bench run holds parts/)")
     diff = differences(before, after, set(args.ignore), args.rtol)
     only = sorted(set(after.columns) - set(before.columns)), sorted(set(before.columns) - set(after.columns))
     print(f"{len(before)} rows before, {len(after)} after; fields added: {only[0] or 'none'}, removed: {only[1] or 'none'}")

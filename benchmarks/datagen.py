@@ -21,6 +21,7 @@ from scipy.integrate import solve_ivp
 from nsode.data import config as cfg
 from nsode.data import generate, simplify
 from nsode.data import tokens as tok
+from core.arguments import whole_number
 from core.expressions import compile_scalar, compile_vector
 from core.solving import SolveError, fd_residual, solve
 
@@ -128,9 +129,9 @@ def _ivp_one(f, y0, t, config):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--skeletons", type=int, default=40, help="skeletons to generate (default 40)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--compare", type=int, default=6, help="skeletons for the solver comparison (5 x 5 solutions each)")
+    p.add_argument("--skeletons", type=whole_number(1), default=40, help="skeletons to generate (default 40)")
+    p.add_argument("--seed", type=whole_number(0), default=0)
+    p.add_argument("--compare", type=whole_number(1), default=6, help="skeletons for the solver comparison (5 x 5 solutions each)")
     args = p.parse_args()
     config = cfg.default()
     timer = Counter()

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
+from core.arguments import existing_folder, positive_number
+
 
 def read_log(run: Path, offset_s: float = 0.0) -> pd.DataFrame:
     """Evaluation rows; minutes from the run's start (`offset_s`: training seconds it inherited)."""
@@ -35,13 +37,16 @@ def at_minute(log: pd.DataFrame, minute: float) -> tuple[float, float]:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="+", type=Path, help="run folders (each with log.csv)")
-    p.add_argument("--minutes", nargs="+", type=float, default=[5, 10, 15, 20, 25])
+    p.add_argument("runs", nargs="+", type=existing_folder, help="run folders (each with log.csv)")
+    p.add_argument("--minutes", nargs="+", type=positive_number, default=[5, 10, 15, 20, 25])
     p.add_argument("--offset-s", nargs="+", type=float, default=None, metavar="S",
                    help="one per run: training seconds a run inherited with --init (its elapsed_s at the start)")
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG: validation (solid) and training (dashed) loss against minutes and samples")
     a = p.parse_args(argv)
+    missing = [str(run) for run in a.runs if not (run / "log.csv").is_file()]
+    if missing:
+        p.error(f"no log.csv (written by python -m nsode.train) in {', '.join(missing)}")
     offsets = a.offset_s or [0.0] * len(a.runs)
     if len(offsets) != len(a.runs):
         p.error("--offset-s takes one value per run")

@@ -19,6 +19,7 @@ import numpy as np
 from baselines import gp
 from baselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor
 from baselines.gp_gomea import GPGOMEARegressor
+from core.arguments import positive_number, whole_number
 
 ALGORITHMS = {  # population 100; each runs until `--seconds` have passed
     "AFP": lambda s: AFPRegressor(population_size=100, generations=10**6, random_state=0, max_time=s),
@@ -44,8 +45,8 @@ def evaluator_rate(y: np.ndarray, target: np.ndarray, seconds: float) -> tuple[f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=int, default=96, help="training points (FD protocol: ~half of n=192)")
-    parser.add_argument("--seconds", type=float, default=3.0, help="wall-clock seconds per measurement")
+    parser.add_argument("--points", type=whole_number(10), default=96, help="training points (FD protocol: ~half of n=192)")
+    parser.add_argument("--seconds", type=positive_number, default=3.0, help="wall-clock seconds per measurement")
     args = parser.parse_args()
     y = np.linspace(1.0, 4.9, args.points)
     target = 0.23 * y * (1 - y)

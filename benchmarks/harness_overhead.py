@@ -18,6 +18,7 @@ from bench import datasets, registry, runner
 from bench.method import Budget
 from bench.scoring import score
 from bench.tasks import Task
+from core.arguments import whole_number
 
 
 MULTIPLE = 8  # the larger sweep has this many times the tasks (noise levels)
@@ -44,7 +45,7 @@ def through_runner(spec, noise=(0.0,)) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions; the median is reported")
+    parser.add_argument("--repeat", type=whole_number(1), default=3, help="repetitions; the median is reported")
     args = parser.parse_args()
     tasks = [Task(tr, 0.0, 128, 0) for tr in datasets.load("textbook")]
     spec = registry.discover()["truth"]

@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from nsode_quality import heldout_examples, recall, recovery_r2, simple_cases  # noqa: E402
 
+from core.arguments import existing_folder, whole_number  # noqa: E402
 from nsode.model import load  # noqa: E402
 from nsode.predict import Predictor  # noqa: E402
 from nsode.search import Settings  # noqa: E402
@@ -66,15 +67,15 @@ def measure(folder: Path, data: list[str], args) -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", nargs="*", default=[], help="training run folders (their snapshots/step-N)")
-    p.add_argument("--extra", nargs="*", default=[], help="more checkpoint folders (e.g. the shipped one)")
-    p.add_argument("--data", nargs="+", required=True, help="data folders whose held-out skeletons are measured")
-    p.add_argument("--val-limit", type=int, default=512, help="held-out solutions for the loss, per folder")
-    p.add_argument("--recall-limit", type=int, default=60, help="held-out ODEs for recall, per folder")
-    p.add_argument("--simple", type=int, default=24, help="simple ODEs for recovery")
-    p.add_argument("--search-beam", type=int, default=256)
+    p.add_argument("--runs", nargs="*", type=existing_folder, default=[], help="training run folders (their snapshots/step-N)")
+    p.add_argument("--extra", nargs="*", type=existing_folder, default=[], help="more checkpoint folders (e.g. the shipped one)")
+    p.add_argument("--data", nargs="+", type=existing_folder, required=True, help="data folders whose held-out skeletons are measured")
+    p.add_argument("--val-limit", type=whole_number(1), default=512, help="held-out solutions for the loss, per folder")
+    p.add_argument("--recall-limit", type=whole_number(1), default=60, help="held-out ODEs for recall, per folder")
+    p.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs for recovery")
+    p.add_argument("--search-beam", type=whole_number(1), default=256)
     p.add_argument("--out", default="curves.csv", help="CSV of all rows (rows already there are kept)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=whole_number(1), default=1)
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG of all rows of --out: validation losses and recovery against samples seen")
     args = p.parse_args(argv)
@@ -82,6 +83,9 @@ def main(argv=None) -> None:
     folders = [Path(f) for f in args.extra]
     for run in args.runs:
         folders += sorted((Path(run) / "snapshots").glob("step-*"))
+    if not folders:
+        p.error("no checkpoints to measure: give --extra folders, or --runs whose snapshots/ hold step-N folders "
+                "(nsode.train --snapshot-every)")
     out = Path(args.out)
     done = pd.read_csv(out) if out.is_file() else pd.DataFrame(columns=["checkpoint"])
     rows = done.to_dict("records")
@@ -126,5 +130,12 @@ def plot_curves(table: pd.DataFrame, out: Path) -> None:
     print(f"plot written to {out}")
 
 
+
 if __name__ == "__main__":
-    main()
+    from bench.datasets import DatasetError
+    from nsode.checkpoint_files import CheckpointError
+
+    try:
+        main()
+    except (DatasetError, CheckpointError) as err:  # a mistyped dataset name or checkpoint folder
+        sys.exit(f"error: {err}")

@@ -11,11 +11,13 @@ Prints a markdown table.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
 import torch
 
+from core.arguments import whole_number
 from core.expressions import compile_scalar
 from core.solving import solve
 from nsode.data.tokens import parse_infix
@@ -39,9 +41,9 @@ def trajectories(n: int, rng) -> list[tuple[np.ndarray, np.ndarray]]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", default=str(default_checkpoint()))
-    p.add_argument("--beams", type=int, nargs="+", default=[16, 64, 256, 1536])
-    p.add_argument("--trajectories", type=int, default=10)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--beams", type=whole_number(1), nargs="+", default=[16, 64, 256, 1536])
+    p.add_argument("--trajectories", type=whole_number(1), default=10)
+    p.add_argument("--threads", type=whole_number(1), default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     pred = Predictor(args.checkpoint)
@@ -74,5 +76,12 @@ def main() -> None:
               flush=True)
 
 
+
 if __name__ == "__main__":
-    main()
+    from bench.datasets import DatasetError
+    from nsode.checkpoint_files import CheckpointError
+
+    try:
+        main()
+    except (DatasetError, CheckpointError) as err:  # a mistyped dataset name or checkpoint folder
+        sys.exit(f"error: {err}")

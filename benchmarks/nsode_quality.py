@@ -16,6 +16,7 @@ figures match `python -m bench run --methods nsode-eps ...`; this script is the 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from bench import datasets
 from baselines import grammar
 from bench.scoring import score
 from bench.tasks import observe
+from core.arguments import existing_folder, nonnegative_number, positive_number, whole_number
 from core.expressions import Y
 from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
@@ -355,32 +357,32 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variants", nargs="+", default=["nsode", "nsode-eps"])
     p.add_argument("--datasets", nargs="+", help="dataset names ('none': skip)", default=["textbook", "classic"] + (["large"] if LARGE.is_file() else []))
-    p.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.01, 0.02])
-    p.add_argument("--n", type=int, default=128)
-    p.add_argument("--beam", type=int, default=64, help="beam of the paper's selection")
-    p.add_argument("--search-beam", type=int, default=SEARCH_BEAM, help="beam of the search rows")
-    p.add_argument("--branches", type=int, default=SEARCH_BRANCHES,
+    p.add_argument("--noise", type=nonnegative_number, nargs="+", default=[0.0, 0.01, 0.02])
+    p.add_argument("--n", type=whole_number(10), default=128)
+    p.add_argument("--beam", type=whole_number(1), default=64, help="beam of the paper's selection")
+    p.add_argument("--search-beam", type=whole_number(1), default=SEARCH_BEAM, help="beam of the search rows")
+    p.add_argument("--branches", type=whole_number(0), default=SEARCH_BRANCHES,
                    help="constant intervals each hypothesis of the search beam may branch into (0: all, as the paper)")
-    p.add_argument("--grammar-count", type=int, default=64, help="skeletons sampled from the ProGED grammar")
+    p.add_argument("--grammar-count", type=whole_number(1), default=64, help="skeletons sampled from the ProGED grammar")
     p.add_argument("--rows", nargs="+", choices=ROWS, default=["paper", "search"])
-    p.add_argument("--limit", type=int, default=None, help="trajectories per dataset, evenly spread (default: all)")
-    p.add_argument("--heldout", default=None, help="data folder for skeleton recall and accuracy (its validation skeletons)")
-    p.add_argument("--heldout-limit", type=int, default=100, help="held-out ODEs to decode (one solution each)")
-    p.add_argument("--simple", type=int, default=24, help="simple ODEs with random constants to recover (0: skip)")
-    p.add_argument("--simple-noise", type=float, nargs="+", default=[0.0, 0.01])
-    p.add_argument("--simple-seed", type=int, default=11, help="seed of the simple ODEs' constants (and, + 1, their noise)")
-    p.add_argument("--simple-scales", type=float, nargs="+", default=[1.0],
+    p.add_argument("--limit", type=whole_number(1), default=None, help="trajectories per dataset, evenly spread (default: all)")
+    p.add_argument("--heldout", type=existing_folder, default=None, help="data folder for skeleton recall and accuracy (its validation skeletons)")
+    p.add_argument("--heldout-limit", type=whole_number(1), default=100, help="held-out ODEs to decode (one solution each)")
+    p.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs with random constants to recover (0: skip)")
+    p.add_argument("--simple-noise", type=nonnegative_number, nargs="+", default=[0.0, 0.01])
+    p.add_argument("--simple-seed", type=whole_number(0), default=11, help="seed of the simple ODEs' constants (and, + 1, their noise)")
+    p.add_argument("--simple-scales", type=positive_number, nargs="+", default=[1.0],
                    help="units of y for the simple ODEs (e.g. 1 100 0.01: the same laws with y x100 and x0.01)")
-    p.add_argument("--generated", nargs="*", default=[], metavar="DATA_DIR",
+    p.add_argument("--generated", nargs="*", type=existing_folder, default=[], metavar="DATA_DIR",
                    help="data folders whose held-out skeletons' ODEs to recover (first ODE of each)")
-    p.add_argument("--generated-limit", type=int, default=40, help="held-out skeletons per --generated folder")
-    p.add_argument("--generated-noise", type=float, nargs="+", default=[0.01, 0.02])
-    p.add_argument("--generated-seed", type=int, default=0, help="seed of the held-out ODEs' noise draws")
+    p.add_argument("--generated-limit", type=whole_number(1), default=40, help="held-out skeletons per --generated folder")
+    p.add_argument("--generated-noise", type=nonnegative_number, nargs="+", default=[0.01, 0.02])
+    p.add_argument("--generated-seed", type=whole_number(0), default=0, help="seed of the held-out ODEs' noise draws")
     p.add_argument("--scaled", default=None, metavar="VARIANT",
                    help="the search rows route as the shipped nsode-eps+refine does: this scale-invariant "
                         "checkpoint (e.g. nsode-eps-scaled) reads trajectories outside the variant's training range")
     p.add_argument("--checkpoints", default=None, help="folder holding <variant>/ checkpoints (default: shipped)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=whole_number(1), default=1)
     p.add_argument("--tasks-csv", default=None, help="also write one line per (dataset task, row, variant) to this CSV")
     p.add_argument("--cases-csv", default=None,
                    help="also write one line per (trajectory, row) of the simple and generated sets to this CSV "
@@ -418,5 +420,12 @@ def main() -> None:
                             args.simple_scales, log)
 
 
+
 if __name__ == "__main__":
-    main()
+    from bench.datasets import DatasetError
+    from nsode.checkpoint_files import CheckpointError
+
+    try:
+        main()
+    except (DatasetError, CheckpointError) as err:  # a mistyped dataset name or checkpoint folder
+        sys.exit(f"error: {err}")

@@ -36,6 +36,7 @@ beams with it in the shipped one's place, and the two caches' `run`s are compare
 from __future__ import annotations
 
 import argparse
+import sys
 import dataclasses
 import json
 import math
@@ -47,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from core.arguments import existing_file, existing_folder, nonnegative_number, positive_number, whole_number
 from nsode.options import setting_value
 from nsode.search import Settings, tie_cost
 from nsode_quality import LAW_SETS, SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
@@ -272,26 +274,26 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("beams", help="cache the beam of every trajectory of a draw")
-    b.add_argument("--data", nargs="*", default=[], help="data folders whose held-out skeletons to draw")
+    b.add_argument("--data", nargs="*", type=existing_folder, default=[], help="data folders whose held-out skeletons to draw")
     b.add_argument("--skeletons", type=int, nargs=2, default=(0, 40), metavar=("FIRST", "END"),
                    help="held-out skeletons FIRST..END-1 of each folder")
-    b.add_argument("--simple", type=int, default=24, help="simple ODEs per noise level and unit of y")
-    b.add_argument("--simple-seed", type=int, default=27)
-    b.add_argument("--noise-seed", type=int, default=17, help="seed of the held-out ODEs' noise draws")
-    b.add_argument("--sigmas", type=float, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
-    b.add_argument("--points", type=int, default=None,
+    b.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs per noise level and unit of y")
+    b.add_argument("--simple-seed", type=whole_number(0), default=27)
+    b.add_argument("--noise-seed", type=whole_number(0), default=17, help="seed of the held-out ODEs' noise draws")
+    b.add_argument("--sigmas", type=nonnegative_number, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
+    b.add_argument("--points", type=whole_number(10), default=None,
                    help="observations kept of the 128 on [0, 2], evenly spaced (default: all)")
-    b.add_argument("--rate", type=float, default=1.0,
+    b.add_argument("--rate", type=positive_number, default=1.0,
                    help="run the simple ODEs this many times as fast: long records over many time constants "
                         "(with --points, sparse ones; default 1)")
-    b.add_argument("--start", type=float, default=1.0,
+    b.add_argument("--start", type=positive_number, default=1.0,
                    help="start the simple ODEs from this many times their initial values (0.1: growth from far "
                         "below the equilibrium; laws that then fail before t = 4 are left out; default 1)")
     b.add_argument("--laws", choices=sorted(LAW_SETS), default="simple",
                    help="the laws of the simple draw: the simple ODEs, or growth (Gompertz; default simple)")
     b.add_argument("--scaled", metavar="FOLDER",
                    help="scale-invariant checkpoint that reads the routed trajectories (default: the shipped one)")
-    b.add_argument("--reads", type=int, default=None, metavar="N",
+    b.add_argument("--reads", type=whole_number(1), default=None, metavar="N",
                    help="show the encoder a view of exactly N observations (default: as given)")
     b.add_argument("--out", type=Path, required=True)
     r = sub.add_parser("run", help="the search with some settings on a cached draw")
@@ -303,18 +305,18 @@ def main() -> None:
     w.add_argument("beams", type=Path)
     w.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
                    help="nsode.search.Settings fields (default: the shipped search)")
-    w.add_argument("--wide", type=float, default=12.0, help="criterion units above the pick recorded (default 12)")
+    w.add_argument("--wide", type=nonnegative_number, default=12.0, help="criterion units above the pick recorded (default 12)")
     w.add_argument("--out", type=Path, required=True)
     t = sub.add_parser("ties", help="tie-break rules replayed on `window` records, beside a perfect tie-break")
-    t.add_argument("records", type=Path, nargs="+")
+    t.add_argument("records", type=existing_file, nargs="+")
     o = sub.add_parser("bound", help="the search against the true law refitted, per family, from `window` records")
-    o.add_argument("records", type=Path, help="a `window` record file")
-    o.add_argument("beams", type=Path, help="the cached draw it was recorded on")
+    o.add_argument("records", type=existing_file, help="a `window` record file")
+    o.add_argument("beams", type=existing_file, help="the cached draw it was recorded on")
     c = sub.add_parser("compare", help="recovered per set, paired, for two runs")
-    c.add_argument("first", type=Path)
-    c.add_argument("second", type=Path)
+    c.add_argument("first", type=existing_file)
+    c.add_argument("second", type=existing_file)
     for q in (b, r, w, o):
-        q.add_argument("-j", "--jobs", type=int, default=2)
+        q.add_argument("-j", "--jobs", type=whole_number(1), default=2)
     args = p.parse_args()
 
     if args.command == "beams":
@@ -323,7 +325,7 @@ def main() -> None:
         index = observed(args.points)
         with Pool(args.jobs, initializer=_use_reader, initargs=(args.scaled, args.reads)) as pool:
             beams = pool.map(_beam, [(SIMPLE_T[index], y[index]) for _, _, y, _ in draw], chunksize=4)
-        args.out.write_text(json.dumps({"draw": {"data": args.data, "skeletons": args.skeletons,
+        args.out.write_text(json.dumps({"draw": {"data": [str(d) for d in args.data], "skeletons": args.skeletons,
                                                  "simple": args.simple, "simple_seed": args.simple_seed,
                                                  "noise_seed": args.noise_seed, "sigmas": args.sigmas,
                                                  "scaled": args.scaled, "points": args.points,
@@ -390,5 +392,12 @@ def main() -> None:
               f"{int((both.a & ~both.b).sum())}, only by the second {int((both.b & ~both.a).sum())}")
 
 
+
 if __name__ == "__main__":
-    main()
+    from bench.datasets import DatasetError
+    from nsode.checkpoint_files import CheckpointError
+
+    try:
+        main()
+    except (DatasetError, CheckpointError) as err:  # a mistyped dataset name or checkpoint folder
+        sys.exit(f"error: {err}")

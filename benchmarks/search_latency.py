@@ -9,6 +9,7 @@ decides what to optimise. Prints a markdown table of medians.
 from __future__ import annotations
 
 import argparse
+import sys
 import platform
 import time
 import warnings
@@ -16,6 +17,7 @@ import warnings
 import numpy as np
 import torch
 
+from core.arguments import positive_number, whole_number
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.predict import Predictor
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
@@ -24,11 +26,11 @@ from nsode_quality import SIMPLE_T, simple_cases  # this folder is on the path w
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--trajectories", type=int, default=12, help="simple ODEs per scale (sigma 0.01)")
-    p.add_argument("--scales", type=float, nargs="+", default=[1.0, 100.0, 0.01],
+    p.add_argument("--trajectories", type=whole_number(1), default=12, help="simple ODEs per scale (sigma 0.01)")
+    p.add_argument("--scales", type=positive_number, nargs="+", default=[1.0, 100.0, 0.01],
                    help="units of y (1: the raw model reads them; 100 and 0.01: the scale-invariant one)")
-    p.add_argument("--seed", type=int, default=5)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=whole_number(0), default=5)
+    p.add_argument("--threads", type=whole_number(1), default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
@@ -54,5 +56,12 @@ def main() -> None:
               flush=True)
 
 
+
 if __name__ == "__main__":
-    main()
+    from bench.datasets import DatasetError
+    from nsode.checkpoint_files import CheckpointError
+
+    try:
+        main()
+    except (DatasetError, CheckpointError) as err:  # a mistyped dataset name or checkpoint folder
+        sys.exit(f"error: {err}")

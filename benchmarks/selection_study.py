@@ -12,6 +12,7 @@ offline on those records (seconds, so rules can be compared on hundreds of traje
 from __future__ import annotations
 
 import argparse
+import sys
 import math
 import time
 
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 import sympy
 
+from core.arguments import existing_file, existing_folder, nonnegative_number, whole_number
 from core.fitting import (SOLVE_FAILURES, fit_integral, fit_trajectory, noise_level, trajectory,
                           unstable_reason)
 from core.metrics import r2
@@ -186,23 +188,23 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect", help="fit the search's candidates on generated ODEs and record them")
-    c.add_argument("--data", default=None, help="data folder whose held-out skeletons to use")
-    c.add_argument("--heldout", type=int, default=40, help="held-out skeletons (one ODE each)")
-    c.add_argument("--simple", type=int, default=24, help="simple ODEs with random constants")
-    c.add_argument("--noise", type=float, nargs="+", default=[0.01, 0.02])
+    c.add_argument("--data", type=existing_folder, default=None, help="data folder whose held-out skeletons to use")
+    c.add_argument("--heldout", type=whole_number(0), default=40, help="held-out skeletons (one ODE each)")
+    c.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs with random constants")
+    c.add_argument("--noise", type=nonnegative_number, nargs="+", default=[0.01, 0.02])
     c.add_argument("--dataset", default=None,
                    help="instead: a benchmark dataset, for evaluation only (extrapolation R^2)")
-    c.add_argument("--limit", type=int, default=30, help="with --dataset: trajectories, evenly spread")
+    c.add_argument("--limit", type=whole_number(1), default=30, help="with --dataset: trajectories, evenly spread")
     c.add_argument("--variant", default="nsode-eps")
-    c.add_argument("--beam", type=int, default=256)
-    c.add_argument("--top-k", type=int, default=16)
-    c.add_argument("--max-nfev", type=int, default=40)
+    c.add_argument("--beam", type=whole_number(1), default=256)
+    c.add_argument("--top-k", type=whole_number(1), default=16)
+    c.add_argument("--max-nfev", type=whole_number(1), default=40)
     c.add_argument("--basis", type=int, default=Settings.basis,
                    help="powers y, ..., y**BASIS recombined beside the beam's terms (default %(default)s)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=whole_number(0), default=0)
     c.add_argument("--out", required=True)
     r = sub.add_parser("rules", help="score selection rules on collected records")
-    r.add_argument("records", nargs="+", help="CSV files of `collect` (each file's cases kept apart)")
+    r.add_argument("records", type=existing_file, nargs="+", help="CSV files of `collect` (each file's cases kept apart)")
     args = p.parse_args()
     if args.command == "collect":
         collect(args)
@@ -313,5 +315,12 @@ def print_rules(records: pd.DataFrame) -> None:
             print(f"- {name}: {np.sum(got > 0.99)} / {np.sum(got > 0.9)}")
 
 
+
 if __name__ == "__main__":
-    main()
+    from bench.datasets import DatasetError
+    from nsode.checkpoint_files import CheckpointError
+
+    try:
+        main()
+    except (DatasetError, CheckpointError) as err:  # a mistyped dataset name or checkpoint folder
+        sys.exit(f"error: {err}")

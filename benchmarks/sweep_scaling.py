@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from bench import registry, runner, store
+from core.arguments import whole_number
 
 
 def timed_sweep(backend: str, workers: int, noise: tuple[float, ...]) -> tuple[float, int]:
@@ -54,7 +55,7 @@ def driver_time_per_task(noise: tuple[float, ...]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--noise-levels", type=int, default=2, help="noise levels of the small sweep (12 tasks each)")
+    parser.add_argument("--noise-levels", type=whole_number(1), default=2, help="noise levels of the small sweep (12 tasks each)")
     args = parser.parse_args()
     levels = (0.0, 0.001, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04)
     small = levels[:args.noise_levels]

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from tabulate import tabulate
 
+from core.arguments import existing_folder, whole_number
 from nsode import model as nsode_model
 from nsode.batching import two_hot_loss
 from nsode.stream import stream_examples
@@ -70,12 +71,12 @@ def measure(data, preset, batch_size, threads, bf16, compile_, separate, scaling
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", nargs="+", required=True, help="data folder(s) of nsode.data generate")
+    p.add_argument("--data", nargs="+", type=existing_folder, required=True, help="data folder(s) of nsode.data generate")
     p.add_argument("--preset", nargs="+", default=["tiny"])
-    p.add_argument("--batch-size", nargs="+", type=int, default=[32, 64])
-    p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    p.add_argument("--batch-size", nargs="+", type=whole_number(1), default=[32, 64])
+    p.add_argument("--threads", nargs="+", type=whole_number(1), default=[1, 2])
     p.add_argument("--scaling", default="pow2", choices=["none", "pow2"])
-    p.add_argument("--steps", type=int, default=30, help="timed steps per setting (after 3 warm-up steps)")
+    p.add_argument("--steps", type=whole_number(1), default=30, help="timed steps per setting (after 3 warm-up steps)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile rows")
     a = p.parse_args(argv)
     rows = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 
 def nonnegative_number(text: str) -> float:
@@ -49,3 +50,19 @@ def whole_number(low: int, high: int | None = None):
             raise argparse.ArgumentTypeError(f"{text!r} must be at most {high}")
         return value
     return parse
+
+
+def existing_file(text: str) -> Path:
+    """An argparse type: a file that exists (a table to read)."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return path
+
+
+def existing_folder(text: str) -> Path:
+    """An argparse type: a folder that exists (results or a run to read)."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no such folder")
+    return path

@@ -1,0 +1,28 @@
+"""The benchmark scripts refuse bad arguments in one line, before any measuring."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["datagen.py", "--skeletons", "0"], "--skeletons: '0' must be at least 1"),
+    (["harness_overhead.py", "--repeat", "0"], "--repeat: '0' must be at least 1"),
+    (["gp_throughput.py", "--seconds", "0"], "--seconds: '0' must be a finite number > 0"),
+    (["compare_sweeps.py", "missing-a", "missing-b"], "missing-a: no such folder"),
+    (["compare_sweeps.py", ".", "."], "no stored rows in"),
+    (["equal_time.py", "."], "no log.csv"),
+    (["selection_study.py", "rules", "missing.csv"], "missing.csv: no such file"),
+    (["search_ab.py", "compare", "missing-a", "missing-b"], "missing-a: no such file"),
+    (["nsode_quality.py", "--datasets", "bogus", "--simple", "0"], "unknown dataset 'bogus'"),
+    (["nsode_latency.py", "--checkpoint", ".", "--trajectories", "1", "--beams", "2"], "is not an NSODE checkpoint"),
+])
+def test_a_bad_argument_is_one_line(tmp_path, argv, message):
+    done = subprocess.run([sys.executable, str(SCRIPTS / argv[0]), *argv[1:]], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not list(tmp_path.iterdir())  # nothing written where it ran
