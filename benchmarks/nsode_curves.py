@@ -82,10 +82,12 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     folders = [Path(f) for f in args.extra]
     for run in args.runs:
-        folders += sorted((Path(run) / "snapshots").glob("step-*"))
+        snapshots = sorted((Path(run) / "snapshots").glob("step-*"))
+        if not snapshots:
+            p.error(f"{run} has no snapshots/step-N folders to measure (train it with nsode.train --snapshot-every)")
+        folders += snapshots
     if not folders:
-        p.error("no checkpoints to measure: give --extra folders, or --runs whose snapshots/ hold step-N folders "
-                "(nsode.train --snapshot-every)")
+        p.error("no checkpoints to measure: give --extra folders, or --runs whose snapshots/ hold step-N folders")
     out = Path(args.out)
     done = pd.read_csv(out) if out.is_file() else pd.DataFrame(columns=["checkpoint"])
     rows = done.to_dict("records")

@@ -15,6 +15,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks"
     (["compare_sweeps.py", "missing-a", "missing-b"], "missing-a: no such folder"),
     (["compare_sweeps.py", ".", "."], "no stored rows in"),
     (["equal_time.py", "."], "no log.csv"),
+    (["nsode_curves.py", "--runs", ".", "--extra", ".", "--data", "."], ". has no snapshots/step-N folders"),
     (["selection_study.py", "rules", "missing.csv"], "missing.csv: no such file"),
     (["search_ab.py", "compare", "missing-a", "missing-b"], "missing-a: no such file"),
     (["nsode_quality.py", "--datasets", "bogus", "--simple", "0"], "unknown dataset 'bogus'"),
