@@ -334,7 +334,8 @@ def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[t
     for size, index in by_size.items():
         picks = np.array([[0, *(columns[id(term)] for term in sums[i])] for i in index])
         design = integrals[picks].transpose(0, 2, 1)  # [sums, n, 1 + size]
-        norm = np.linalg.norm(design, axis=1, keepdims=True)
+        with np.errstate(over="ignore"):  # a column past 1e154 norms to inf: it fits as zero
+            norm = np.linalg.norm(design, axis=1, keepdims=True)
         norm[norm == 0] = 1.0
         unit = design / norm
         gram = np.einsum("snk,snj->skj", unit, unit) + 1e-12 * np.eye(size + 1)
