@@ -23,7 +23,7 @@ from core.arguments import existing_folder, whole_number
 from nsode import model as nsode_model
 from nsode.batching import two_hot_loss
 from nsode.stream import stream_examples
-from nsode.train import batches
+from nsode.train import batches, cpu_has_bf16
 
 
 def batch_stream(data, batch_size, scaling, seed=0):
@@ -92,6 +92,8 @@ def main(argv=None) -> None:
     print()
     print(tabulate(rows, headers=["preset", "batch", "threads", "precision", "data process", "compile", "samples/s"],
                    tablefmt="github"))
+    if not cpu_has_bf16():  # without AVX-512 BF16 or AMX, oneDNN emulates bf16: several times slower
+        print("\nthis CPU has no native bf16 instructions: the bf16 rows are emulated (nsode.train --bf16 would be slower)")
 
 
 if __name__ == "__main__":
