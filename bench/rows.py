@@ -6,6 +6,8 @@ the scoring and the reports all read their column names from here.
 """
 from __future__ import annotations
 
+import json
+
 from core.metrics import METRICS
 
 KEY = ("dataset", "equation_id", "y0_index", "noise", "n", "seed", "method")
@@ -48,6 +50,18 @@ def make_row(task, method: str, version: str, time_limit: float, result: dict, s
     row.update({k: result.get(k) for k in RESULT_FIELDS})
     row.update({k: (scores or {}).get(k) for k in SCORE_FIELDS})
     return row
+
+
+def cut_by_time(status, metadata) -> bool:
+    """Whether a row's result depends on its time limit: the task timed out, or the method's
+    metadata (JSON text) records a run that stopped at its own time limit (`runs_stopped_by_time`)
+    before its counted budget was spent. A longer limit could change such a result."""
+    if status == "timeout":
+        return True
+    try:
+        return bool(json.loads(metadata).get("runs_stopped_by_time", 0))
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 # the numeric columns the reports summarise (medians, quartiles), in the tables' order
 METRIC_COLUMNS = (*(f"{metric}_{part}" for metric in METRICS for part in ("interp", "extrap")), "complexity",

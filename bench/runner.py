@@ -168,8 +168,8 @@ class Pending:
 
 
 def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
-    """The jobs of `sweep` that `store` does not hold yet (a timeout stored under a shorter time
-    limit than the sweep's now is run again)."""
+    """The jobs of `sweep` that `store` does not hold yet (a result cut short by a shorter time
+    limit than the sweep's now, a timeout or a run stopped at its limit, is run again)."""
     versions = {spec.label: spec.version for spec in sweep.methods}
     limits = {spec.label: method_time_limit(sweep, spec) for spec in sweep.methods}
     done = store.finished(versions, limits)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.rows import KEY as _KEY, stored_types
+from bench.rows import KEY as _KEY, cut_by_time, stored_types
 
 KEY = list(_KEY)
 
@@ -38,14 +38,17 @@ class ResultStore:
 
     def finished(self, versions: dict[str, str], limits: dict[str, float] | None = None) -> set[tuple]:
         """Keys of rows already stored for the current version of each method; given each
-        method's current time limit, a timeout under a shorter limit does not count (it is redone)."""
+        method's current time limit, a result cut short by a shorter limit does not count (it is
+        redone): a timeout, or a run that stopped at its time limit (`bench.rows.cut_by_time`)."""
         frame = self.read()
         if frame.empty:
             return set()
         keep = frame["method_version"] == frame["method"].map(versions)
         if limits and "time_limit" in frame:
             shorter = frame["time_limit"] < frame["method"].map(limits).fillna(-float("inf"))
-            keep &= ~((frame["status"] == "timeout") & shorter)
+            metadata = frame["metadata"] if "metadata" in frame else [None] * len(frame)
+            cut = [cut_by_time(status, meta) for status, meta in zip(frame["status"], metadata)]
+            keep &= ~(pd.Series(cut, index=frame.index) & shorter)
         return set(frame.loc[keep, KEY].itertuples(index=False, name=None))
 
     def append(self, row: dict) -> None:

@@ -115,6 +115,18 @@ def test_a_timeout_is_rerun_when_the_time_limit_grows_and_kept_otherwise(tmp_pat
     assert len(parts) == 4 and set(parts["status"]) == {"ok", "timeout"}
 
 
+def test_a_result_cut_short_by_its_time_limit_is_rerun_when_the_limit_grows(tmp_path):
+    short = sweep(tmp_path, "cut-short", "truth", subset={"textbook": 2}, time_limit=5)
+    runner.run(short, progress=False)
+    assert runner.pending_jobs(short, ResultStore(short.out)) == []
+    longer = sweep(tmp_path, "cut-short", "truth", subset={"textbook": 2}, time_limit=20)
+    redo = runner.pending_jobs(longer, ResultStore(longer.out))
+    assert {pending.job.spec.label for pending in redo} == {"cut-short"} and len(redo) == 2  # truth was not cut
+    rows = runner.run(longer, progress=False).read()
+    assert set(rows.loc[rows.method == "cut-short", "time_limit"]) == {20}
+    assert rows.loc[rows.method == "cut-short", "metadata"].str.contains('"runs_stopped_by_time": 0').all()
+
+
 def test_a_failed_write_still_stops_the_workers(tmp_path, monkeypatch):
     """Otherwise the driver waits on its workers at exit and never returns."""
     closed = []
