@@ -219,7 +219,8 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     _write_config(sweep, store.folder, ran=bool(pending), digests=digests)
     if progress and resuming:
         print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
-              "(a new time limit reruns only timeouts; a new method version reruns its rows)", file=sys.stderr)
+              "(a longer time limit reruns only the results it cut short; a new method version reruns its rows)",
+              file=sys.stderr)
     if not pending:
         return store
     executor = make_executor(sweep)
