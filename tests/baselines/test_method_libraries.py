@@ -1,6 +1,8 @@
 """The library-based FD regressors (issue 6): each available one fits y' = 0.23 y (1 - y) from
 y0 = 0.1 (n = 256, no noise) to R^2 > 0.99 with a small budget, fails cleanly on a bad
 trajectory, and unavailable ones (PySR without Julia, FEAT without feat-ml) skip with the reason."""
+import sys
+
 import pytest
 
 from baselines.libraries import feat_expression
@@ -43,6 +45,17 @@ def test_unavailable_method_says_why_in_one_line(name):
     if reason is None:
         pytest.skip(f"{name} is available on this machine")
     assert reason and "\n" not in reason
+
+
+def test_pysr_asks_for_julia_before_importing_pysr(monkeypatch):
+    """Importing pysr downloads Julia where it is missing (minutes); listing methods must not."""
+    import juliapkg
+    from bench.registry import discover
+
+    monkeypatch.setattr(juliapkg, "resolve", lambda dry_run=False, **_: False)  # Julia missing
+    monkeypatch.setitem(sys.modules, "pysr", None)  # any import of pysr would now fail
+    reason = discover()["pysr"].instantiate().unavailable_reason()
+    assert "not installed here" in reason and "\n" not in reason
 
 
 def test_feat_text_is_read_with_the_whitelisting_parser():
