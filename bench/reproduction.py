@@ -150,7 +150,11 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               "dataset and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
               report.format_leaderboard(board), "",
               *_leaders_section(rows, board, roles.oracles),
-              "## Time per method", "", times.to_markdown(index=False, floatfmt=".3g"), "",
+              "## Time per method", "",
+              "time_limit_s: the largest task limit among the method's rows (a resume under a longer limit "
+              "redoes only the rows the shorter one cut short); time_cut_tasks: rows in which a run stopped "
+              "at its own time limit before its counted budget was spent.", "",
+              times.to_markdown(index=False, floatfmt=".3g"), "",
               "## Figures and tables", "",
               "![median R^2, complexity and fit time against noise](main.png)", "",
               "![median R^2 per dataset, interpolation](r2_interp.png)", "",
