@@ -14,7 +14,7 @@ import pandas as pd
 
 from bench import claims, compare, provenance, report
 from bench.method import Oracle
-from bench.rows import cut_by_time
+from bench.rows import runs_stopped_by_time
 
 REPORT = "REPRODUCTION.md"
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
@@ -51,7 +51,7 @@ def method_times(rows: pd.DataFrame) -> pd.DataFrame:
     the tasks where a run's own time limit fired before its counted budget was spent
     (`time_cut_tasks`: results that a busier machine could change)."""
     rows = rows.assign(fit_time=pd.to_numeric(rows["fit_time"], errors="coerce"),
-                       time_cut=[cut_by_time(None, m) for m in rows["metadata"]] if "metadata" in rows else False)
+                       time_cut=[runs_stopped_by_time(m) for m in rows["metadata"]] if "metadata" in rows else False)
     grouped = rows.groupby("method")
     table = pd.DataFrame({"tasks": grouped.size(), "time_limit_s": grouped["time_limit"].max(),
                           "median_fit_s": grouped["fit_time"].median(), "max_fit_s": grouped["fit_time"].max(),

@@ -53,11 +53,14 @@ def make_row(task, method: str, version: str, time_limit: float, result: dict, s
 
 
 def cut_by_time(status, metadata) -> bool:
-    """Whether a row's result depends on its time limit: the task timed out, or the method's
-    metadata (JSON text) records a run that stopped at its own time limit (`runs_stopped_by_time`)
-    before its counted budget was spent. A longer limit could change such a result."""
-    if status == "timeout":
-        return True
+    """Whether a row's result depends on its time limit: the task timed out, or a run stopped at
+    its own time limit. A longer limit could change such a result."""
+    return status == "timeout" or runs_stopped_by_time(metadata)
+
+
+def runs_stopped_by_time(metadata) -> bool:
+    """Whether a row's metadata (JSON text) records a run that stopped at its own time limit
+    (`runs_stopped_by_time`) before its counted budget was spent."""
     try:
         return bool(json.loads(metadata).get("runs_stopped_by_time", 0))
     except (TypeError, ValueError, AttributeError):
