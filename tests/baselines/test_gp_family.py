@@ -119,9 +119,23 @@ def test_silenced_primitives_pass_their_first_argument_and_express_into_the_tree
     assert gp.expression(express(tree, silenced)) == "y"
 
 
-def test_vectorised_epsilon_lexicase_picks_what_deap_picks():
-    errors = np.random.default_rng(0).random((60, 25)).round(2)
-    errors[10:20] = errors[9]  # identical rows, which DEAP loops over to the last case
+def _clones(errors):
+    """Rows 10-19 identical, which DEAP loops over to the last case."""
+    errors[10:20] = errors[9]
+    return errors
+
+
+def _near_clones(errors):
+    """Half the rows one program's clones, a few of them off on one case each: most cases then
+    keep every candidate, the steps the vectorised rule skips."""
+    errors[:30] = errors[0]
+    errors[[3, 7, 11], [4, 9, 9]] += [0.5, 0.25, 1.0]
+    return errors
+
+
+@pytest.mark.parametrize("shape", [_clones, _near_clones])
+def test_vectorised_epsilon_lexicase_picks_what_deap_picks(shape):
+    errors = shape(np.random.default_rng(0).random((60, 25)).round(2))
 
     class Fitness(base.Fitness):
         weights = (-1.0,) * errors.shape[1]
