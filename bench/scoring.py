@@ -1,7 +1,8 @@
 """Scores of one prediction against the ground truth of one trajectory.
 
 The predicted ODE is integrated from the true initial value with LSODA (protocol tolerances;
-the absolute one relative to the largest |y| of the truth when that is below 1)
+the absolute one relative to the largest |y| of the truth when that is below 1; a counted budget
+of evaluations of f, so a score does not depend on how busy the machine is)
 over [0, T_extra] and compared on the interpolation grid [0, T] and the extrapolation grid
 [T, T_extra] with the noise-free truth. Norms are normalised per point: L1 is the mean absolute
 difference, L-infinity the largest one, both in the units of y. A prediction that cannot be
@@ -57,7 +58,7 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
 
     def solved(t):
         return solve(rhs, trajectory.y0, t, rtol=protocol.RTOL, atol=atol, mxstep=protocol.MXSTEP,
-                     time_limit=protocol.SOLVE_TIME_LIMIT)
+                     max_rhs_calls=protocol.SOLVE_MAX_RHS_CALLS, time_limit=protocol.SOLVE_TIME_LIMIT)
 
     try:
         y_all = solved(t_all)

@@ -4,9 +4,10 @@ The evaluator is timed on random programs (ellyn's initial lengths, <= 20 nodes)
 values of y in [1, 4.9] with the logistic target 0.23 y (1 - y) (about a training half of n = 192); each algorithm is timed on a short run of its own loop,
 counting every program it scores (its overhead - selection, linkage learning, predictor
 co-evolution - included; FE-AFP's evaluations on a predictor's 10 points count as 10/n of
-one). Prints a markdown table.
+one). Prints a markdown table. The ellyn grid's populations are 100, 500 and 1000; at 1000,
+EPLEX's parent selection is most of its time.
 
-    python benchmarks/gp_throughput.py [--points 96] [--seconds 3]
+    python benchmarks/gp_throughput.py [--points 96] [--seconds 3] [--population 100]
 """
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ from baselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFP
 from baselines.gp_gomea import GPGOMEARegressor
 from core.arguments import positive_number, whole_number
 
-ALGORITHMS = {  # population 100; each runs until `--seconds` have passed
-    "AFP": lambda s: AFPRegressor(population_size=100, generations=10**6, random_state=0, max_time=s),
-    "FE-AFP": lambda s: FEAFPRegressor(population_size=100, generations=10**6, random_state=0, max_time=s),
-    "EHC": lambda s: EHCRegressor(population_size=100, generations=10**6, random_state=0, max_time=s),
-    "EPLEX": lambda s: EPLEXRegressor(population_size=100, generations=10**6, random_state=0, max_time=s),
-    "GP-GOMEA": lambda s: GPGOMEARegressor(population_size=100, max_evaluations=10**9, random_state=0, max_time=s),
+ALGORITHMS = {  # each runs until `--seconds` have passed
+    "AFP": lambda p, s: AFPRegressor(population_size=p, generations=10**6, random_state=0, max_time=s),
+    "FE-AFP": lambda p, s: FEAFPRegressor(population_size=p, generations=10**6, random_state=0, max_time=s),
+    "EHC": lambda p, s: EHCRegressor(population_size=p, generations=10**6, random_state=0, max_time=s),
+    "EPLEX": lambda p, s: EPLEXRegressor(population_size=p, generations=10**6, random_state=0, max_time=s),
+    "GP-GOMEA": lambda p, s: GPGOMEARegressor(population_size=p, max_evaluations=10**9, random_state=0, max_time=s),
 }
 
 
@@ -47,6 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=whole_number(10), default=96, help="training points (FD protocol: ~half of n=192)")
     parser.add_argument("--seconds", type=positive_number, default=3.0, help="wall-clock seconds per measurement")
+    parser.add_argument("--population", type=whole_number(2), default=100, help="population size of every algorithm")
     args = parser.parse_args()
     y = np.linspace(1.0, 4.9, args.points)
     target = 0.23 * y * (1 - y)
@@ -55,9 +57,9 @@ def main() -> None:
     print(f"| shared evaluator | {rate:,.0f} | random programs, mean length {length:.1f}, {args.points} points |")
     for name, make in ALGORITHMS.items():
         start = time.perf_counter()
-        model = make(args.seconds).fit(y[:, None], target)
+        model = make(args.population, args.seconds).fit(y[:, None], target)
         elapsed = time.perf_counter() - start
-        print(f"| {name} | {model.n_evaluations_ / elapsed:,.0f} | population 100, {model.n_evaluations_:,.0f} evaluations in {elapsed:.1f} s |")
+        print(f"| {name} | {model.n_evaluations_ / elapsed:,.0f} | population {args.population}, {model.n_evaluations_:,.0f} evaluations in {elapsed:.1f} s |")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Solve y' = f(y) with LSODA under a step limit and a wall-clock limit, and check a solution
+"""Solve y' = f(y) with LSODA under a step limit, a count of right-hand-side evaluations and a
+wall-clock safety net, and check a solution
 by its finite-difference residual. The one solver of the project: ground truth, scoring of
 predictions, initial-value checks, NSODE's selection and the data generator all call it.
 
@@ -33,6 +34,10 @@ class _Deadline(Exception):
     pass
 
 
+class _OverBudget(Exception):
+    pass
+
+
 def solve(
     rhs: Callable[[float], float],
     y0: float,
@@ -42,14 +47,22 @@ def solve(
     atol: float = ATOL,
     mxstep: int = MXSTEP,
     time_limit: float | None = 5.0,
+    max_rhs_calls: int | None = None,
 ) -> np.ndarray:
-    """Values of the solution at the times `t` (t[0] is the initial time); raises SolveError."""
+    """Values of the solution at the times `t` (t[0] is the initial time); raises SolveError.
+
+    `max_rhs_calls` is a counted budget, so a slow solve fails or succeeds alike on any machine
+    under any load; `time_limit` (seconds of wall clock) is the safety net beside it.
+    """
     deadline = None if time_limit is None else time.perf_counter() + time_limit
+    budget = math.inf if max_rhs_calls is None else max_rhs_calls
     calls = 0
 
     def f(y, _t):
         nonlocal calls
         calls += 1
+        if calls > budget:
+            raise _OverBudget
         if deadline is not None and calls % 128 == 0 and time.perf_counter() > deadline:
             raise _Deadline
         return rhs(y[0])
@@ -61,6 +74,8 @@ def solve(
                                mxstep=mxstep, full_output=True)
     except _Deadline:
         raise SolveError(f"solver exceeded its {time_limit:g} s time limit") from None
+    except _OverBudget:
+        raise SolveError(f"solver exceeded its budget of {max_rhs_calls:,} right-hand-side evaluations") from None
     except (ArithmeticError, ValueError, TypeError) as err:
         raise SolveError(f"right-hand side not real-valued on the path ({err})") from None
     if info["message"] != "Integration successful.":
@@ -141,7 +156,8 @@ def solve_truth(expression: str, y0: float, time_limit: float = protocol.SOLVE_T
     `protocol.truth_grid()`, absolute tolerance relative to |y0| below 1): (y on [0, T], y on
     [T, T_extra]); raises SolveError."""
     y_all = solve(compile_scalar(parse(expression)), y0, protocol.truth_grid(), rtol=protocol.RTOL,
-                  atol=relative_atol(protocol.ATOL, y0), mxstep=protocol.MXSTEP, time_limit=time_limit)
+                  atol=relative_atol(protocol.ATOL, y0), mxstep=protocol.MXSTEP, time_limit=time_limit,
+                  max_rhs_calls=protocol.SOLVE_MAX_RHS_CALLS)
     return y_all[: protocol.GRID], y_all[protocol.GRID - 1:]
 
 

@@ -23,6 +23,9 @@ lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refit
 to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
+`nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
+count of right-hand-side evaluations (nsode.select.MAX_RHS_CALLS) instead of 1 s of wall clock,
+so their answer no longer depends on how busy the machine is.
 """
 import dataclasses
 import functools
@@ -61,7 +64,7 @@ class NSODE(Method):
     nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
-    version = "1"
+    version = "2"
     requires = ("torch", "transformers", "safetensors")
     time_limit = 180.0
     description = "NSODE: transformer trained on 256 equidistant clean points, beam search + R^2 selection"

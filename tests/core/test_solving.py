@@ -1,0 +1,27 @@
+"""The one solver's counted budget: a slow solve fails or succeeds by its count of evaluations of
+f, not by the clock, so a score does not depend on how busy the machine is."""
+import numpy as np
+import pytest
+
+from core.expressions import compile_scalar, parse
+from core.solving import SolveError, solve
+
+FAST_TURNS = "y - sin(0.8*y**3)"  # from y0 = -3 it turns ever faster: 52,760 evaluations on [0, 2]
+
+
+def test_a_solve_over_its_count_of_evaluations_fails_with_that_reason_whatever_the_clock():
+    f = compile_scalar(parse(FAST_TURNS))
+    t = np.linspace(0.0, 2.0, 128)
+    calls = []
+
+    def counted(v):
+        calls.append(v)
+        return f(v)
+
+    with pytest.raises(SolveError, match="budget of 10,000 right-hand-side evaluations"):
+        solve(counted, -3.0, t, time_limit=None, max_rhs_calls=10_000)
+    assert len(calls) == 10_000  # the evaluation past the budget is refused before f is called
+    calls.clear()
+    y = solve(counted, -3.0, t, time_limit=None, max_rhs_calls=100_000)
+    assert np.all(np.isfinite(y)) and len(calls) < 100_000
+    np.testing.assert_array_equal(y, solve(f, -3.0, t, time_limit=None))  # the count changes nothing else
