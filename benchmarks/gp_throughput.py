@@ -4,8 +4,7 @@ The evaluator is timed on random programs (ellyn's initial lengths, <= 20 nodes)
 values of y in [1, 4.9] with the logistic target 0.23 y (1 - y) (about a training half of n = 192); each algorithm is timed on a short run of its own loop,
 counting every program it scores (its overhead - selection, linkage learning, predictor
 co-evolution - included; FE-AFP's evaluations on a predictor's 10 points count as 10/n of
-one). Prints a markdown table. The ellyn grid's populations are 100, 500 and 1000; at 1000,
-EPLEX's parent selection is most of its time.
+one). Prints a markdown table. The ellyn grid's populations are 100, 500 and 1000.
 
     python benchmarks/gp_throughput.py [--points 96] [--seconds 3] [--population 100]
 """
