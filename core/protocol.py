@@ -12,6 +12,7 @@ RTOL = ATOL = 1e-9  # LSODA tolerances for ground truth and for integrating pred
 MXSTEP = 20_000  # LSODA's step limit between two output points
 SOLVE_MAX_RHS_CALLS = 5_000_000  # evaluations of f per ODE solve (truth, scoring): about 10 s on a 2-core VM
 SOLVE_TIME_LIMIT = 60.0  # seconds of wall clock per solve: a safety net; the count above decides first
+Y0_CHECK_MAX_RHS_CALLS = 1_000_000  # evaluations of f when checking a drawn y0 (about 2 s on a 2-core VM)
 FD_TOLERANCE = 1.0  # a valid solution has max |FD derivative - f(y)| at most this (data generator and y0 draws)
 
 NOISE_LEVELS = (0.0, 0.001, 0.005, 0.01, 0.015, 0.02)  # sigma of multiplicative noise

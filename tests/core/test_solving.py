@@ -3,8 +3,9 @@ f, not by the clock, so a score does not depend on how busy the machine is."""
 import numpy as np
 import pytest
 
+from core import protocol
 from core.expressions import compile_scalar, parse
-from core.solving import SolveError, solve
+from core.solving import SolveError, is_valid_initial_value, solve
 
 FAST_TURNS = "y - sin(0.8*y**3)"  # from y0 = -3 it turns ever faster: 52,760 evaluations on [0, 2]
 
@@ -25,3 +26,9 @@ def test_a_solve_over_its_count_of_evaluations_fails_with_that_reason_whatever_t
     y = solve(counted, -3.0, t, time_limit=None, max_rhs_calls=100_000)
     assert np.all(np.isfinite(y)) and len(calls) < 100_000
     np.testing.assert_array_equal(y, solve(f, -3.0, t, time_limit=None))  # the count changes nothing else
+
+
+def test_a_drawn_initial_value_is_judged_by_the_count_of_its_check(monkeypatch):
+    assert is_valid_initial_value("-y", 1.0)
+    monkeypatch.setattr(protocol, "Y0_CHECK_MAX_RHS_CALLS", 50)  # the decay to t = 4 needs more
+    assert not is_valid_initial_value("-y", 1.0)
