@@ -38,7 +38,7 @@ def test_nsode_variants_are_parameter_sets_of_one_class(specs):
     classes = {specs[name].load() for name in ("nsode", "nsode-eps", "nsode-eps+refine")}
     assert len(classes) == 1
     refine = specs["nsode-eps+refine"]
-    assert refine.label == "nsode-eps+refine" and refine.version == SEARCH_VERSION + "+" + SEARCH_WEIGHTS and specs["nsode-eps"].version == "1+" + WEIGHTS
+    assert refine.label == "nsode-eps+refine" and refine.version == SEARCH_VERSION + "+" + SEARCH_WEIGHTS and specs["nsode-eps"].version == "2+" + WEIGHTS
     params = refine.instantiate().get_params()
     assert (params["checkpoint"], params["scaled_checkpoint"]) == ("nsode-eps", "nsode-eps-scaled")
     assert params["search"] is True and params["beam"] == 256
