@@ -36,6 +36,18 @@ def test_proged_recovers_the_logistic_equation(logistic, logistic_observations):
     assert r2_on(logistic, prediction) > 0.99, prediction.expression
 
 
+def test_a_search_cut_by_its_time_limit_says_so(logistic_observations):
+    """A cut search is recorded (the report counts it; a resume under a longer limit redoes it)."""
+    full = run(load("proged")(sample_size=4, restarts=1), logistic_observations)
+    assert full.metadata["runs_stopped_by_time"] == 0 and full.metadata["skeletons_fitted"] == 4
+    try:
+        cut = run(load("proged")(sample_size=64), logistic_observations, time_limit=0.5)
+    except RuntimeError as failure:  # cut before a single skeleton was fitted
+        assert "stopped at its 0.425 s time limit" in str(failure)
+    else:
+        assert cut.metadata["runs_stopped_by_time"] == 1 and cut.metadata["skeletons_fitted"] < 64
+
+
 def test_proged_gives_a_law_or_a_clean_failure_where_powers_of_y_overflow(overflowing_observations):
     try:
         parse(run(load("proged")(sample_size=4, restarts=1), overflowing_observations, time_limit=30).expression)
