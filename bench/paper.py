@@ -52,8 +52,9 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
             print(f"skipping dataset {name}: {err}")
     if not names:
         raise ConfigError("none of the config's datasets exists here")
-    specs = registry.discover(tuple(method_files))
     wanted = config["methods"]
+    only = None if wanted == "all" else tuple(registry.parse_method_argument(m)[0] for m in wanted)
+    specs = registry.discover(tuple(method_files), only)
     if wanted == "all":
         chosen = [s for s in specs.values() if registry.unavailable_reason(s) is None]
     else:

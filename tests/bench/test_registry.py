@@ -1,0 +1,93 @@
+"""A command that names its methods imports only the method files that declare them, and finds
+exactly what reading every file would find."""
+import textwrap
+
+import pytest
+
+from bench import registry
+
+HEADER = "from bench import Method, Prediction\nfrom bench.method import Variant\n"
+
+
+@pytest.fixture
+def methods_dir(tmp_path, monkeypatch):
+    """A methods folder of three files: one declares `alpha` and its variant `alpha-fast`, one
+    `beta`, and one writes a marker when it is imported and then fails."""
+    folder = tmp_path / "methods"
+    folder.mkdir()
+    _write(folder / "alpha.py", """
+        class Alpha(Method):
+            name = "alpha"
+            variants = {"alpha-fast": Variant({}, "alpha, fast")}
+            def run(self, observations, budget):
+                return Prediction("-y")
+        """)
+    _write(folder / "beta.py", """
+        class Beta(Method):
+            name = "beta"
+            def run(self, observations, budget):
+                return Prediction("y")
+        """)
+    marker = tmp_path / "imported"
+    _write(folder / "broken.py", f"""
+        open({str(marker)!r}, "w").close()
+        raise ImportError("a library this file needs is missing")
+        """)
+    monkeypatch.setattr(registry, "METHODS_DIR", folder)
+    monkeypatch.setattr(registry, "BROKEN", {})
+    return folder, marker
+
+
+def _write(path, body):
+    path.write_text(HEADER + textwrap.dedent(body))
+
+
+def test_named_methods_skip_the_files_that_do_not_declare_them(methods_dir):
+    folder, marker = methods_dir
+    specs = registry.discover(only=("alpha-fast",))
+    assert set(specs) == {"alpha", "alpha-fast"} and specs["alpha-fast"].cls == "alpha"
+    assert not marker.exists() and not registry.BROKEN
+
+
+def test_a_name_no_source_declares_reads_every_file(methods_dir):
+    folder, marker = methods_dir
+    specs = registry.discover(only=("nosuch",))
+    assert set(specs) == {"alpha", "alpha-fast", "beta"}  # what the unknown-name error lists
+    assert marker.exists() and "broken.py" in registry.BROKEN
+
+
+def test_a_file_whose_names_the_source_leaves_open_is_imported(methods_dir):
+    folder, marker = methods_dir
+    _write(folder / "computed.py", """
+        from bench.method import Method as Base
+        NAME = "gamma"
+        class Gamma(Base):
+            name = NAME
+            def run(self, observations, budget):
+                return Prediction("y")
+        """)
+    assert registry.declared_names(folder / "computed.py") is None
+    assert set(registry.discover(only=("gamma",))) == {"gamma"}
+    assert not marker.exists()
+
+
+def test_what_the_source_declares_is_what_importing_finds_for_every_builtin_file():
+    for file in sorted(registry.METHODS_DIR.glob("*.py")):
+        imported = set(registry._file_specs(registry._classes_in_file(file), file))
+        assert registry.declared_names(file) == imported, file.name
+
+
+def test_a_subclass_does_not_list_its_base_s_variants_again(tmp_path):
+    file = tmp_path / "sub.py"
+    _write(file, """
+        class Base(Method):
+            name = "base"
+            variants = {"base-small": Variant({}, "small")}
+            def run(self, observations, budget):
+                return Prediction("y")
+        class Sub(Base):
+            name = "sub"
+        """)
+    specs = registry.discover((str(file),))
+    assert specs["base-small"].cls == "base" and "sub" in specs
+    assert registry.declared_names(file) == {"base", "base-small", "sub"}
