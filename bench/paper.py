@@ -44,7 +44,7 @@ def load_config(path: str | Path, quick: bool = False) -> dict:
 def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, scheduler: str | None,
                       method_files: tuple[str, ...] = ()) -> runner.Sweep:
     names = []
-    for name in config["datasets"]:
+    for name in _names(config, "datasets", "[textbook, classic]"):
         try:
             datasets.resolve(name)
             names.append(name)
@@ -52,7 +52,7 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
             print(f"skipping dataset {name}: {err}")
     if not names:
         raise ConfigError("none of the config's datasets exists here")
-    wanted = config["methods"]
+    wanted = config["methods"] if config["methods"] == "all" else _names(config, "methods", "[truth, sindy] or all")
     only = None if wanted == "all" else tuple(registry.parse_method_argument(m)[0] for m in wanted)
     specs = registry.discover(tuple(method_files), only)
     if wanted == "all":
@@ -91,6 +91,14 @@ def _grid(config: dict, key: str, kind) -> tuple:
         except argparse.ArgumentTypeError as err:
             raise ConfigError(f"'{key}': {err}") from None
     return tuple(out)
+
+
+def _names(config: dict, key: str, example: str) -> list[str]:
+    """A list setting of names (`datasets`, `methods`)."""
+    values = config[key]
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        raise ConfigError(f"'{key}' must be a list of names, e.g. {key}: {example} (got {values!r})")
+    return values
 
 
 def _mapping(config: dict, key: str, kind) -> dict:

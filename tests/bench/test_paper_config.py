@@ -49,7 +49,8 @@ def test_a_malformed_subset_is_a_config_error(tmp_path):
 
 @pytest.mark.parametrize("setting, problem", [
     ("noise: 0.01", "must be a list"), ("noise: [-0.5]", ">= 0"), ("seeds: [0.5]", "not a whole number"),
-    ("n: [5]", "at least"),
+    ("n: [5]", "at least"), ("methods: truth", "list of names"), ("methods: [truth, 3]", "list of names"),
+    ("datasets: textbook", "list of names"),
 ])
 def test_a_grid_the_command_line_would_refuse_is_a_config_error(tmp_path, setting, problem):
     path = tmp_path / "config.yaml"
