@@ -270,8 +270,7 @@ def _run(args) -> int:
     from bench import report, runner
 
     _check_backend(args)
-    only = tuple(registry.parse_method_argument(m)[0] for m in args.methods) if args.methods else None
-    specs = registry.discover(tuple(args.method_file), only)
+    specs = registry.discover(tuple(args.method_file), tuple(args.methods) if args.methods else None)
     if args.methods:
         selected = registry.select(args.methods, specs)
         for spec in selected:

@@ -52,12 +52,12 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
             print(f"skipping dataset {name}: {err}")
     if not names:
         raise ConfigError("none of the config's datasets exists here")
-    wanted = config["methods"] if config["methods"] == "all" else _names(config, "methods", "[truth, sindy] or all")
-    only = None if wanted == "all" else tuple(registry.parse_method_argument(m)[0] for m in wanted)
-    specs = registry.discover(tuple(method_files), only)
-    if wanted == "all":
+    if config["methods"] == "all":
+        specs = registry.discover(tuple(method_files))
         chosen = [s for s in specs.values() if registry.unavailable_reason(s) is None]
     else:
+        wanted = _names(config, "methods", "[truth, sindy] or all")
+        specs = registry.discover(tuple(method_files), tuple(wanted))
         known = [n for n in wanted if n in specs] if quick else wanted
         chosen = []
         for spec in registry.select(known, specs):

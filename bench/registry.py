@@ -102,18 +102,18 @@ def discover(extra_files: tuple[str, ...] = (), only: tuple[str, ...] | None = N
     """Every method found, by name, with the named variants of each class. Later sources
     override earlier ones: built-in files, then entry points, then explicit `--method-file` paths.
 
-    `only` names the methods a command needs: a built-in file whose source plainly declares none
-    of them (`declared_names`) is then not imported, which saves seconds of library imports per
-    command. When a name is not found that way, every file is read, as without `only`."""
+    `only` holds the method arguments a command needs (`NAME` or `NAME:key=value,...`): a
+    built-in file whose source plainly declares none of their names (`declared_names`) is then
+    not imported, which saves seconds of library imports per command. When a name is not found
+    that way, every file is read, as without `only`."""
     builtin = sorted(METHODS_DIR.glob("*.py"))
-    if only is not None:
-        wanted = set(only)
-        declared = {file: declared_names(file) for file in builtin}
-        builtin = [file for file in builtin if declared[file] is None or declared[file] & wanted]
-    specs = _discover(builtin, extra_files)
-    if only is not None and not wanted <= specs.keys():
-        return discover(extra_files)  # a name declared some other way, or unknown: the error lists all
-    return specs
+    if only is None:
+        return _discover(builtin, extra_files)
+    wanted = {parse_method_argument(argument)[0] for argument in only}
+    declaring = [file for file in builtin if (names := declared_names(file)) is None or names & wanted]
+    specs = _discover(declaring, extra_files)
+    # a name declared some other way, or unknown: read every file, so the error lists them all
+    return specs if wanted <= specs.keys() else _discover(builtin, extra_files)
 
 
 def _discover(builtin: list[Path], extra_files: tuple[str, ...]) -> dict[str, MethodSpec]:

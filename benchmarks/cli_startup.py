@@ -30,11 +30,8 @@ def seconds(code: str) -> float:
     return time.perf_counter() - start
 
 
-def run_seconds(method: str, folder: Path) -> float:
-    dataset = folder / "one.json"
-    dataset.write_text(json.dumps({"format": "bench-dataset/1", "name": "one", "version": "1",
-                                   "equations": [{"id": "decay", "expression": "-0.3*y", "y0": [1.0]}]}))
-    out = folder / f"run-{time.perf_counter_ns()}"
+def run_seconds(method: str, dataset: Path, out: Path) -> float:
+    """Wall seconds of a `bench run` of `method` on the one-task `dataset`, into a new `out`."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "bench", "run", "--dataset", str(dataset), "--methods", method,
                     "--noise", "0", "--n", "128", "--quiet", "--out", str(out)], cwd=ROOT, check=True,
@@ -60,8 +57,11 @@ def main() -> None:
     }
     timed = {name: [seconds(code) for _ in range(args.repeat)] for name, code in codes.items()}
     with tempfile.TemporaryDirectory() as folder:
-        label = f"bench run --methods {args.method} (1 task)"
-        timed[label] = [run_seconds(args.method, Path(folder)) for _ in range(args.repeat)]
+        dataset = Path(folder) / "one.json"
+        dataset.write_text(json.dumps({"format": "bench-dataset/1", "name": "one", "version": "1",
+                                       "equations": [{"id": "decay", "expression": "-0.3*y", "y0": [1.0]}]}))
+        timed[f"bench run --methods {args.method} (1 task)"] = [
+            run_seconds(args.method, dataset, Path(folder) / f"run-{k}") for k in range(args.repeat)]
     print(f"median of {args.repeat} fresh processes, seconds")
     for name, values in timed.items():
         print(f"  {name:<42} {statistics.median(values):6.2f}")
