@@ -18,7 +18,9 @@ charges 10 criterion units per function nested in another's argument among stati
 so sin(sin(c*y)) no longer stands in for a logistic; version 15 charges a law that fixes the
 unit of y; version 16 leaves out a moved start that crosses 0 where the observations never do;
 version 17 lets a law that tends to 0 at 0 (y log y) pass the start at rest; version 18 makes
-that start only when y0 lies within the noise of 0) reads the beam as skeletons and
+that start only when y0 lies within the noise of 0; version 19 reads a record of more than
+1,024 observations through the first and the means of consecutive groups, so that time and
+memory no longer grow with the record: 100,000 points ran out of memory) reads the beam as skeletons and
 lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe
 to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
@@ -49,7 +51,8 @@ class NSODE(Method):
     (nsode.predict.Predictor); `beam` None is the decoder's default (nsode.decode: 64 on CPU, 1536
     on a GPU), `branches` the constant intervals each beam hypothesis may branch into (None: all,
     the paper's beam); `search` switches the paper's R^2 selection for the skeleton search, whose
-    counted budget is `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
+    counted budget is `max_points` (a longer record is read through the means of consecutive
+    groups of observations), `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
     (powers of y recombined beside them, default none), whose candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
     `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `agreement` (the
@@ -75,10 +78,11 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="18"),
+                                    "rejected, information criterion", version="19"),
     }
 
-    def __init__(self, checkpoint="nsode", beam=None, search=False, top_k=Settings.top_k, refit=Settings.refit,
+    def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
+                 top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
                  unit_cost=Settings.unit_cost, agreement=Settings.agreement,
@@ -96,7 +100,7 @@ class NSODE(Method):
         self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
-        self.rest_limit = rest_limit
+        self.rest_limit, self.max_points = rest_limit, max_points
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

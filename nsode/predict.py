@@ -19,13 +19,14 @@ import torch
 from scipy.interpolate import CubicSpline
 
 from core.expressions import Y
+from core.fitting import bin_means
 from nsode import default_checkpoint
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
 from nsode.scaling import Scale, in_raw_range
-from nsode.search import Found, Settings, rivals, search
+from nsode.search import Found, Settings, restate, rivals, search
 from nsode.select import EXACT_TOP, select
 
 
@@ -153,7 +154,14 @@ class Predictor:
         return result
 
     def _searched(self, exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray) -> Prediction:
-        found, info = search(exprs, t, y, self.search)
+        means = bin_means(t, y, self.search.max_points)  # what the search reads of a long record
+        found, info = search(exprs, *means, self.search)
+        near = rivals(found, *means, info["stability_sigma"], distinct=True,  # checks their stability too
+                      settings=self.search)
+        if len(means[0]) < len(t):  # y0 at the first observation, R^2 on every one, as the user reads them
+            for f in found:
+                if math.isfinite(f.r2):
+                    restate(f, means[0][0], t, y)
         first: dict[str, float] = {}
         rejected: dict[str, str] = {}  # of the listed (first) fit of each text, not of a later one
         for f in found:  # each expression once, at its best rank
@@ -164,7 +172,5 @@ class Predictor:
         ranked = list(first.items())
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
-        near = rivals(found, t, y, info["stability_sigma"], distinct=True,  # checks their stability too
-                      settings=self.search)
         return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0],
                           rivals=near, rejected=rejected)

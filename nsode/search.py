@@ -46,9 +46,9 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate, nested_functions
-from core.fitting import (SOLVE_FAILURES, Template, abstract, fit_integral, fit_trajectory, information_criterion,
-                          noise_level, predictive_error, round_to_error, standard_errors, trajectory,
-                          unstable_reason)
+from core.fitting import (SOLVE_FAILURES, Template, abstract, bin_means, fit_integral, fit_trajectory,
+                          information_criterion, noise_level, predictive_error, round_to_error, standard_errors,
+                          trajectory, unstable_reason)
 from core.metrics import r2
 from nsode.data.science import fixes_unit
 
@@ -65,6 +65,7 @@ ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants ar
 @dataclass
 class Settings:
     """The search's budget and choices; all counted, none timed."""
+    max_points: int = 1024  # a longer record is searched through means of consecutive groups (core.fitting.bin_means)
     top_k: int = 16  # skeletons given the full integral-form fit
     pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: model card)
     refit: int = 16  # of those, fitted by least squares on the trajectory
@@ -385,6 +386,18 @@ def template_of(skeleton: _Skeleton) -> tuple[Template, list[float]]:
         coefficient_symbol = params[-1]
         total += coefficient_symbol * (1 if term.rest == 1 else abstract(term.rest, params, start))
     return Template(total, tuple(params)), start
+
+
+def restate(found: Found, start: float, t, y) -> None:
+    """`found`, fitted to group means of the record (t, y) (core.fitting.bin_means) with its y0 at
+    their first time `start`, restated for the record itself: y0 carried back to t[0] along its
+    own law, R^2 taken on every observation (-inf where either fails)."""
+    try:
+        found.y0 = float(trajectory(found.template, found.values, found.y0, np.array([start, t[0]]))[-1])
+    except SOLVE_FAILURES:
+        found.r2 = -math.inf
+        return
+    found.r2 = _score(found.template, found.values, found.y0, t, y, 1.0)[0]
 
 
 def _score(template: Template, values, y0: float, t, y, sigma: float) -> tuple[float, float]:
@@ -781,13 +794,16 @@ def identifiable_form(found: Found, t, y, sigma: float) -> Found:
 
 def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:
     """The whole search on candidate expressions `exprs` (numbers at the proposer's values, best
-    first); `extra` are (label, expressions) pairs from other proposers, e.g. a grammar."""
+    first); `extra` are (label, expressions) pairs from other proposers, e.g. a grammar. A record
+    longer than `settings.max_points` is read through group means (`info["points"]`: how many), and
+    each fit's y0 then belongs to the first group's mean time (`restate` moves it to t[0])."""
     settings = settings or Settings()
-    t, y = np.asarray(t, float), np.asarray(y, float)
+    t, y = bin_means(t, y, settings.max_points)
     sigma = noise_level(t, y)
     skeletons = propose_with(exprs, t, y, sigma, settings)
     for label, more in extra:
         for key, skeleton in propose(more, t, y, sigma, variants=settings.variants, source=label).items():
             if key not in skeletons or skeleton.cheap_ic < skeletons[key].cheap_ic:
                 skeletons[key] = skeleton
-    return choose(skeletons, t, y, sigma, settings)
+    found, info = choose(skeletons, t, y, sigma, settings)
+    return found, {**info, "points": len(t)}

@@ -12,6 +12,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks"
     (["datagen.py", "--skeletons", "0"], "--skeletons: '0' must be at least 1"),
     (["harness_overhead.py", "--repeat", "0"], "--repeat: '0' must be at least 1"),
     (["cli_startup.py", "--method", "nosuch"], "unknown method 'nosuch'"),
+    (["long_records.py", "--points", "5"], "--points: '5' must be at least 10"),
     (["gp_throughput.py", "--seconds", "0"], "--seconds: '0' must be a finite number > 0"),
     (["compare_sweeps.py", "missing-a", "missing-b"], "missing-a: no such folder"),
     (["compare_sweeps.py", ".", "."], "no stored rows in"),

@@ -1,4 +1,5 @@
 """The skeleton search (nsode/search.py): the fitter decides among the model's proposals."""
+import copy
 import math
 
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 import sympy
 
 from core.expressions import Y, compile_scalar, complexity, nested_functions, parse
-from core.fitting import Template, abstract, round_to_error, trajectory_rss
+from core.fitting import Template, abstract, round_to_error, trajectory, trajectory_rss
 from core.metrics import r2
 from core.solving import solve
 from nsode.data.science import fixes_unit
@@ -280,6 +281,20 @@ def test_a_decay_in_tiny_units_is_read_as_in_units_near_one(predictor, unit):
     y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
     assert rate(predictor.predict(T, unit * y).expression) == pytest.approx(rate(predictor.predict(T, y).expression),
                                                                                rel=1e-3)
+
+
+def test_a_long_record_is_searched_through_group_means_and_answered_for_every_observation(predictor):
+    # 100,000 points once ran out of memory: every stage held an array per candidate term and point
+    rng = np.random.default_rng(4)
+    t = np.r_[0.0, np.sort(rng.uniform(0, 2, 4999))]
+    y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * rng.normal(size=t.size))
+    means = copy.copy(predictor)  # the same model, another budget
+    means.search = Settings(max_points=32)
+    result = means.predict(t, y)
+    assert result.info["points"] == 32 and rate(result.expression) == pytest.approx(-0.5, abs=0.002)
+    # y0 belongs to t = 0, not to the first group's mean time (0.03 later, where y is 0.047 lower)
+    assert result.y0 == pytest.approx(3, abs=0.005)
+    assert result.r2 == r2(trajectory(result.chosen.template, result.chosen.values, result.y0, t), y)
 
 
 def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
