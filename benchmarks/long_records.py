@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core import protocol
 from core.arguments import whole_number
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,9 +37,9 @@ def record(path: Path, points: int, seed: int = 0) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--points", type=whole_number(10), nargs="+", default=[1000, 10000, 100000],
+    parser.add_argument("--points", type=whole_number(protocol.MIN_POINTS), nargs="+", default=[1000, 10000, 100000],
                         help="lengths of the records")
-    parser.add_argument("--max-points", type=whole_number(2), default=None,
+    parser.add_argument("--max-points", type=whole_number(protocol.MIN_POINTS), default=None,
                         help="the search's --max-points (default: nsode predict's)")
     args = parser.parse_args()
     extra = [] if args.max_points is None else ["--max-points", str(args.max_points)]

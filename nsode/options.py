@@ -7,14 +7,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
+from core import protocol
 from core.arguments import nonnegative_number, whole_number
 from nsode.search import Settings
 
 # field: (argparse type, a tuple of choices, or bool for an on/off switch; help). A switch whose
 # default is on is written --no-FIELD.
 SEARCH_OPTIONS = {
-    "max_points": (whole_number(2), "a longer record is searched through the first observation and the means of "
-                                    "consecutive groups, N points in all (time and memory grow with the points)"),
+    "max_points": (whole_number(protocol.MIN_POINTS), "a longer record is searched through the means of N "
+                                                      "consecutive groups of its observations (the search's time "
+                                                      "and memory grow with the points it reads)"),
     "top_k": (whole_number(1), "skeletons whose constants and initial value are all fitted"),
     "refit": (whole_number(0), "of those, fitted by least squares on the integrated trajectory"),
     "max_nfev": (whole_number(1), "trajectory evaluations per least-squares fit"),

@@ -36,7 +36,7 @@ def test_flags_set_their_fields_and_are_reported_as_written():
 
 
 @pytest.mark.parametrize("argv", [["--top-k", "0"], ["--forecast", "-1"], ["--node-cost", "nan"],
-                                  ["--criterion", "aic"]])
+                                  ["--criterion", "aic"], ["--max-points", "9"]])
 def test_bad_values_are_refused_by_argparse(argv, capsys):
     with pytest.raises(SystemExit):
         parse(*argv)
