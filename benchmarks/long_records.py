@@ -37,8 +37,8 @@ def record(path: Path, points: int, seed: int = 0) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--points", type=whole_number(protocol.MIN_POINTS), nargs="+", default=[1000, 10000, 100000],
-                        help="lengths of the records")
+    parser.add_argument("--points", type=whole_number(protocol.MIN_POINTS), nargs="+",
+                        default=[1000, 10000, 100000], help="lengths of the records")
     parser.add_argument("--max-points", type=whole_number(protocol.MIN_POINTS), default=None,
                         help="the search's --max-points (default: nsode predict's)")
     args = parser.parse_args()

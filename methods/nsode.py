@@ -19,10 +19,10 @@ so sin(sin(c*y)) no longer stands in for a logistic; version 15 charges a law th
 unit of y; version 16 leaves out a moved start that crosses 0 where the observations never do;
 version 17 lets a law that tends to 0 at 0 (y log y) pass the start at rest; version 18 makes
 that start only when y0 lies within the noise of 0; version 19 reads a record of more than
-1,024 observations through the first and the means of consecutive groups, so that time and
-memory no longer grow with the record: 100,000 points ran out of memory) reads the beam as skeletons and
-lets a fitter decide (nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe
-to extrapolate rejected, parsimony by an information criterion. Its budget is counted (beam,
+1,024 observations through the means of 1,024 consecutive groups, so that time and memory no
+longer grow with the record) reads the beam as skeletons and lets a fitter decide
+(nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to extrapolate
+rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
 `nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
