@@ -89,6 +89,9 @@ def readable(expression: str, y) -> str:
         return expression
 
 
+DENSE_POINTS = 1000  # a plot draws more observations than this small and faint
+
+
 def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None,
          rivals: tuple[np.ndarray, list[np.ndarray]] | None = None) -> None:
     """Data against y' = `expression` from y0 over twice the observed span; the legend reads
@@ -102,7 +105,9 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     from core.expressions import parse
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(t, y, ".", ms=3, color="k", label="data")
+    dense = len(t) > DENSE_POINTS  # a long record drawn as small, faint points: the fit stays visible through it
+    ax.plot(t, y, ".", ms=1 if dense else 3, alpha=max(0.1, DENSE_POINTS / len(t)) if dense else 1.0, color="k",
+            label="data")
     for i, path_ in enumerate(rivals[1] if rivals else []):
         ax.plot(rivals[0], path_, color="0.6", lw=0.8, label="fits as good on the data" if i == 0 else None)
     if expression:
@@ -111,12 +116,14 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
         start = y[0] if y0 is None else y0
         label = f"y' = {label or shown(expression)}"
         try:
-            ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label)
+            ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label, zorder=3)
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
-            ax.plot(t, solve(f, start, t, time_limit=5.0), label=label)
+            ax.plot(t, solve(f, start, t, time_limit=5.0), label=label, zorder=3)
         ax.axvline(t[-1], color="0.7", ls="--", lw=1)
     ax.set(xlabel="t", ylabel="y")
-    ax.legend(fontsize=8)
+    legend = ax.legend(fontsize=8)
+    if dense:  # the legend's marker as a sparse record's, so that it can be seen
+        legend.legend_handles[0].set(alpha=1.0, markersize=3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -58,6 +58,19 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     assert "beyond the data (to t = 4)" in out
 
 
+def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
+    import matplotlib.figure
+    from nsode.__main__ import plot
+
+    drawn = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
+    t = np.linspace(0, 2, 5000)
+    plot(tmp_path / "p.png", t, 3 * np.exp(-0.5 * t), "-0.5*y")
+    data, fit = drawn[0].axes[0].get_lines()[:2]
+    assert data.get_alpha() == pytest.approx(0.2) and fit.get_zorder() > data.get_zorder()
+    assert drawn[0].axes[0].get_legend().legend_handles[0].get_alpha() == 1.0
+
+
 def test_data_at_rest_read_y_prime_zero_and_the_pick_is_not_flagged_unstable(tmp_path, capsys):
     """Another template fitted to the same text 0 may fail the check; the listed fit did not."""
     from nsode.__main__ import main
