@@ -394,10 +394,9 @@ def restate(found: Found, start: float, t, y) -> None:
     own law, R^2 taken on every observation (-inf where either fails)."""
     try:
         found.y0 = float(trajectory(found.template, found.values, found.y0, np.array([start, t[0]]))[-1])
+        found.r2 = r2(trajectory(found.template, found.values, found.y0, t), y)
     except SOLVE_FAILURES:
         found.r2 = -math.inf
-        return
-    found.r2 = _score(found.template, found.values, found.y0, t, y, 1.0)[0]
 
 
 def _score(template: Template, values, y0: float, t, y, sigma: float) -> tuple[float, float]:
