@@ -25,6 +25,7 @@ SEARCH_OPTIONS = {
     "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
     "snap": (bool, "read beam exponents near an integer or +-1/2 also as that exponent"),
     "snap_fitted": (bool, "refit fitted candidates with their exponents near an integer or +-1/2 snapped to it"),
+    "prune": (whole_number(0), "the N best fitted sums are also refitted with each term dropped in turn (0: none)"),
     "drift": (bool, "also consider y' = c (zero-order kinetics); off by default because a slow relaxation whose "
                     "curvature is below the noise then reads as a straight line"),
     "robust": (bool, "reject fits whose solution fails from a perturbed initial value or on twice the span"),

@@ -1,6 +1,7 @@
 """The skeleton search (nsode/search.py): the fitter decides among the model's proposals."""
 import copy
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -517,3 +518,18 @@ def test_a_record_that_moves_past_its_start_need_not_hold_from_rest():
     assert skeleton_key(found[0].expr) != skeleton_key(law)
     reasons = [f.rejected or "" for f in found if skeleton_key(f.expr) == skeleton_key(law)]
     assert reasons and all("from y0 = 0" in reason for reason in reasons)
+
+
+def test_a_spare_term_of_a_fitted_sum_is_pruned_when_the_law_ranks_below_the_shortlist():
+    # the cheap integral-form score can rank the law alone below sums with a spare term (noise
+    # enters every term's integral); top_k=1 stands for a shortlist the law did not make
+    law = -Y**3
+    t = np.sort(np.random.default_rng(3).uniform(0, 2, 128))
+    y = solve(compile_scalar(law), -2.0, t) + 0.003 * np.random.default_rng(4).normal(size=t.size)
+    proposals = [-Y**3 + 0.1 * Y**4]
+    settings = Settings(variants=False, combine=0, top_k=1, steady=False)
+    unpruned, _ = search(proposals, t, y, replace(settings, prune=0))
+    assert skeleton_key(unpruned[0].expr) == skeleton_key(proposals[0])
+    found, _ = search(proposals, t, y, settings)  # the default prunes
+    assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].source == "pruned", found[0].expr
+    assert float(found[0].expr.coeff(Y**3)) == pytest.approx(-1.0, rel=0.01)
