@@ -59,7 +59,8 @@ class NSODE(Method):
     tied fits' vote, off: measured and not kept), `course_tolerance` (the tied fits' vote for the
     heaviest course), `multiplicity` (the extended BIC's charge for the
     skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
-    that exponent), `snap_fitted` (fitted exponents likewise, refitted), `per_capita` (the first
+    that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
+    sums refitted with each term dropped), `per_capita` (the first
     beam expressions g also read as y' = y*g), `stability_noise` (the stability check's start
     perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts kept on
     the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is within the
@@ -88,7 +89,7 @@ class NSODE(Method):
                  unit_cost=Settings.unit_cost, agreement=Settings.agreement,
                  course_tolerance=Settings.course_tolerance,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
-                 drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted,
+                 drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted, prune=Settings.prune,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
                  rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit, threads=1,
@@ -100,7 +101,7 @@ class NSODE(Method):
         self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
-        self.rest_limit, self.max_points = rest_limit, max_points
+        self.rest_limit, self.max_points, self.prune = rest_limit, max_points, prune
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -531,22 +531,9 @@ def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings,
     (`snapped`), refitted as new skeletons with those exponents fixed: the beam may read
     `y**2.4` and the fit move it to 2.98, where the law has `y**3`; one constant fewer, so the
     criterion prefers the snapped law when it fits as well."""
-    seen = {skeleton_key(f.expr) for f in found}
-    exprs = []
-    for f in found:
-        if f.stage != "trajectory":
-            continue
-        other = snapped(f.expr)
-        if other == f.expr:
-            continue
-        key = skeleton_key(other)  # sympy work: once per candidate
-        if key not in seen:
-            seen.add(key)
-            exprs.append(other)
-    if not exprs:
-        return []
-    skeletons = propose(exprs, t, y, sigma, variants=False, source="snapped")
-    return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)), charge)
+    changed = ((f.expr, snapped(f.expr)) for f in found if f.stage == "trajectory")
+    return _fitted_anew([other for expr, other in changed if other != expr], found, t, y, sigma, settings, charge,
+                        "snapped")
 
 
 def _pruned_fits(found: list[Found], t, y, sigma: float, settings: Settings,
@@ -556,23 +543,30 @@ def _pruned_fits(found: list[Found], t, y, sigma: float, settings: Settings,
     the observations enters every term's integral: a sum with a spare term absorbs some of it, and
     the law alone can rank below the shortlist (`-y**3` read as `-1.0*y**3 - 0.00056`). On the
     trajectory the spare term buys less than the criterion charges for it, so the law wins."""
-    seen = {skeleton_key(f.expr) for f in found}
     fitted = sorted((f for f in found if f.stage == "trajectory" and math.isfinite(f.score)), key=lambda f: f.score)
     exprs = []
     for f in fitted[: settings.prune]:
         terms = split(f.expr)
-        if not 2 <= len(terms) <= MAX_TERMS:
-            continue
-        for i in range(len(terms)):
-            rest = [c * r for j, (c, r) in enumerate(terms) if j != i]
-            other = sympy.Add(*rest)
-            key = skeleton_key(other)
-            if other.has(Y) and key not in seen:
-                seen.add(key)
-                exprs.append(other)
-    if not exprs:
+        if 2 <= len(terms) <= MAX_TERMS:
+            drops = (sympy.Add(*(c * r for j, (c, r) in enumerate(terms) if j != i)) for i in range(len(terms)))
+            exprs += [other for other in drops if other.has(Y)]
+    return _fitted_anew(exprs, found, t, y, sigma, settings, charge, "pruned")
+
+
+def _fitted_anew(exprs: list[sympy.Expr], found: list[Found], t, y, sigma: float, settings: Settings,
+                 charge: dict[int, float] | None, source: str) -> list[Found]:
+    """Each of `exprs` whose skeleton is new (not among `found`'s, nor an earlier one's), fitted as
+    a skeleton of its own through stages 2 and 3, every one on the trajectory."""
+    seen = {skeleton_key(f.expr) for f in found}
+    new = []
+    for expr in exprs:
+        key = skeleton_key(expr)  # sympy work: once per expression
+        if key not in seen:
+            seen.add(key)
+            new.append(expr)
+    if not new:
         return []
-    skeletons = propose(exprs, t, y, sigma, variants=False, source="pruned")
+    skeletons = propose(new, t, y, sigma, variants=False, source=source)
     return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)), charge)
 
 

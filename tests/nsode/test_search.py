@@ -121,7 +121,7 @@ def test_parsimony_prefers_the_one_constant_law_over_a_curve_fit():
     found, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False, combine=0))
     assert skeleton_key(found[0].expr) == skeleton_key(-0.5 * Y)
     assert float(found[0].expr.coeff(Y)) == pytest.approx(-0.5, rel=1e-4)
-    by_fit, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False, combine=0, criterion="rss"))
+    by_fit, _ = search([curve_fit, -0.4 * Y], T, DECAY, Settings(variants=False, combine=0, criterion="rss", prune=0))
     assert {f.constants for f in by_fit if f.source != "trivial"} == {1, 4}
 
 
@@ -162,11 +162,12 @@ def test_terms_from_different_candidates_are_recombined_into_the_law():
         return np.allclose([compile_scalar(expr)(v) for v in grid], grid - 0.4 * grid**2, rtol=1e-3, atol=1e-4)
 
     proposals = [sympy.sin(Y) + 0.3 * Y, 0.2 * Y**2.3 + sympy.cos(Y)]
-    without, _ = search(proposals, T, y, Settings(combine=0))
+    alone = Settings(prune=0)  # a recombined sum with a spare term would also be pruned to the law
+    without, _ = search(proposals, T, y, replace(alone, combine=0))
     assert not matches_the_law(without[0].expr)
-    found, _ = search(proposals, T, y, Settings(combine=4))  # the recombined y**2.0x is then also snapped to y**2
+    found, _ = search(proposals, T, y, replace(alone, combine=4))  # the recombined y**2.0x is then also snapped to y**2
     assert found[0].source in ("combination", "snapped") and matches_the_law(found[0].expr), found[0].expr
-    unsnapped, _ = search(proposals, T, y, Settings(combine=4, snap_fitted=False))
+    unsnapped, _ = search(proposals, T, y, replace(alone, combine=4, snap_fitted=False))
     assert unsnapped[0].source == "combination" and matches_the_law(unsnapped[0].expr), unsnapped[0].expr
 
 
