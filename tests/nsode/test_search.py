@@ -483,9 +483,12 @@ def test_a_sparse_logistic_from_far_below_its_capacity_is_read_as_the_logistic()
     law = 0.5 * Y - 0.005 * Y**2
     y = solve(compile_scalar(law), 5.0, t)
     candidates = [law, 30 * sympy.sin(0.02 * Y)]
-    found, _ = search(candidates, t, y)
+    # pruning off: since version 20 a pruned 13.1*sin(0.0313*y), the same course to 100.4 on these
+    # 10 clean points, wins the tie-break by its size (model card, "Version 20")
+    settings = Settings(prune=0)
+    found, _ = search(candidates, t, y, settings)
     assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].rejected is None
-    found, _ = search(candidates, t, y, Settings(keep_sign=False))
+    found, _ = search(candidates, t, y, replace(settings, keep_sign=False))
     assert skeleton_key(found[0].expr) != skeleton_key(law)
 
 
