@@ -115,16 +115,24 @@ def _beam(job) -> list[str]:
     return [to_infix(e) for e, _ in _PREDICTOR.candidates(t, y)]
 
 
-def _read(text: str):
-    """A cached beam expression: in the model's vocabulary as printed (parse_infix keeps its
-    tree), else by the harness's parser (the readers' back-transforms may write e.g. Abs)."""
-    from core.expressions import parse
+def _read(texts: list[str]) -> list:
+    """The cached beam expressions: each in the model's vocabulary as printed (parse_infix keeps
+    its tree), else by the harness's parser (the readers' back-transforms may write e.g. Abs);
+    one neither reads (a back-transform's `inf`, a term the search would drop as not finite) is
+    left out."""
+    from core.expressions import ExpressionError, parse
     from nsode.data.tokens import EncodingError, parse_infix
 
-    try:
-        return parse_infix(text)
-    except EncodingError:
-        return parse(text, flat_products=True)
+    out = []
+    for text in texts:
+        try:
+            out.append(parse_infix(text))
+        except EncodingError:
+            try:
+                out.append(parse(text, flat_products=True))
+            except ExpressionError:
+                continue
+    return out
 
 
 def _recovery(text: str, truth: np.ndarray) -> float:
@@ -144,7 +152,7 @@ def _search(job) -> tuple[str, str, float, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.process_time()
-        found, _ = search([_read(e) for e in exprs], SIMPLE_T[index], y[index], Settings(**overrides))
+        found, _ = search(_read(exprs), SIMPLE_T[index], y[index], Settings(**overrides))
         took = time.process_time() - start
         pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
     return name, pick, _recovery(pick, truth), took
@@ -162,7 +170,7 @@ def _window(job) -> dict:
     t = SIMPLE_T[index]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        found, info = search([_read(e) for e in exprs], t, y[index], settings)
+        found, info = search(_read(exprs), t, y[index], settings)
         ranked = sorted(found, key=lambda f: (f.score, f.constants))  # choose()'s order, before it moves the pick
         first = next((f for f in ranked if math.isfinite(f.r2) and f.rejected is None), None)  # every fit before it was checked
         members = []

@@ -1,7 +1,10 @@
-"""benchmarks/search_ab.py's `bound` table: the search against the true law refitted."""
+"""benchmarks/search_ab.py: its `bound` table (the search against the true law refitted), and its
+reading of cached beams."""
 import math
 import sys
 from pathlib import Path
+
+import sympy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -23,3 +26,11 @@ def test_ceiling_only_laws_are_split_by_where_the_law_alone_lies():
     assert table.loc["simple s0.02", "ceiling only, law above window"] == 1
     assert table.loc["cpu-s1 s0.01", "either"] == 1 and table.loc["cpu-s1 s0.01", "ceiling"] == 0
     assert table.loc["all"].trajectories == 5 and table.loc["all"].either == 5
+
+
+def test_a_cached_beam_expression_no_parser_reads_is_left_out():
+    # the scale-invariant reader's back-transform can write `inf`; the search drops such a term anyway
+    from search_ab import _read
+
+    read = _read(["y*(0.5 - 0.1*y)", "2*inf*y", "Abs(y)**0.5"])
+    assert len(read) == 2 and all(expr.free_symbols and not expr.has(sympy.oo) for expr in read)
