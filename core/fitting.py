@@ -27,7 +27,7 @@ from functools import cached_property
 import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, nnls
 
 from core.expressions import Y, compile_scalar
 from core.solving import SolveError, relative_atol, solve
@@ -41,6 +41,9 @@ RESOLVED = 1e-6  # a difference step must move the trajectory this much, relativ
 NOISE_FLOOR = 1e-4  # relative to the data's scale: the smallest noise level the criterion assumes
 UNDETERMINED_DIGITS = 4  # significant digits shown of a number with an infinite standard error
 CURVATURE_RATIO = 2.0  # a line-fit noise estimate this many times the cubic's is mostly curvature
+NOISE_GROWTH = 2.0  # noise_profile: the level at the largest |y| this many times that at the smallest
+PROFILE_CLIP = 4.0  # noise_profile: relative levels are kept within [1/4, 4]
+PROFILE_MIN_POINTS = 16  # noise_profile: fewer observations give no profile
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
@@ -241,16 +244,42 @@ def estimate_noise(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> 
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < 5:
         return 0.0
-    w = (t[2:] - t[1:-1]) / (t[2:] - t[:-2])  # weight of the left neighbour
-    residual = y[1:-1] - (w * y[:-2] + (1 - w) * y[2:])
-    spread = np.sqrt(1 + w**2 + (1 - w) ** 2)  # the residual's noise is sigma times this
-    line = _root_mean_square(residual / spread)
+    line = _root_mean_square(_line_misses(t, y))
     if not curvature or len(y) < 10:  # fewer than 6 cubic misses: too loose to overrule the line
         return line
     cubic_misses = _interpolation_misses(t, y, 2)
     cubic = _root_mean_square(cubic_misses)
     limit = max(CURVATURE_RATIO, 1 + 4 / math.sqrt(len(cubic_misses)))
     return cubic if line > limit * cubic else line
+
+
+def _line_misses(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each inner point's miss of the straight line through its two neighbours, divided by the
+    miss's spread under unit noise (irregular times allowed)."""
+    w = (t[2:] - t[1:-1]) / (t[2:] - t[:-2])  # weight of the left neighbour
+    residual = y[1:-1] - (w * y[:-2] + (1 - w) * y[2:])
+    return residual / np.sqrt(1 + w**2 + (1 - w) ** 2)
+
+
+def noise_profile(t: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Each observation's noise level relative to the record's root mean square, where the noise
+    evidently grows with |y|; else None. Measured noise is often relative (1% of the reading):
+    on a record whose values fall twentyfold its first points carry most of the noise, and
+    an unweighted comparison of fits rewards a flexible law for following it there. The levels
+    come from sigma_i^2 = a + b y_i^2 fitted by non-negative least squares to the squared misses
+    of the cubic through each point's four nearest neighbours (a line's miss grows with the
+    curvature, which is largest where a decay is fastest: at its largest values); "evidently" means the fitted level at the largest |y| is at
+    least NOISE_GROWTH times that at the smallest, and the profile is clipped to PROFILE_CLIP."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    if len(y) < PROFILE_MIN_POINTS:
+        return None
+    design = np.column_stack([np.ones(len(y) - 4), y[2:-2] ** 2])
+    (a, b), _ = nnls(design, _interpolation_misses(t, y, 2) ** 2)
+    level = a + b * y**2
+    if not np.all(level > 0) or level.max() < NOISE_GROWTH**2 * level.min():
+        return None
+    profile = np.sqrt(level / level.mean())
+    return np.clip(profile, 1 / PROFILE_CLIP, PROFILE_CLIP)
 
 
 def _interpolation_misses(t: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:

@@ -49,8 +49,8 @@ from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate, nested_functions
 from core.fitting import (SOLVE_FAILURES, Template, abstract, bin_means, fit_integral, fit_trajectory,
-                          information_criterion, noise_level, predictive_error, round_to_error, standard_errors,
-                          trajectory, unstable_reason)
+                          information_criterion, noise_level, noise_profile, predictive_error, round_to_error,
+                          standard_errors, trajectory, unstable_reason)
 from core.metrics import r2
 from nsode.data.science import fixes_unit
 
@@ -79,6 +79,7 @@ class Settings:
     snap: bool = True  # also read each beam expression with exponents near an integer or +-1/2 snapped to it
     snap_fitted: bool = True  # also refit each trajectory-fitted candidate with its fitted exponents snapped likewise
     prune: int = 4  # the best N trajectory-fitted sums are also refitted with each term dropped in turn (version 20)
+    noise_growth: bool = False  # the choice weighs residuals by noise that grows with |y| (core.fitting.noise_profile)
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
@@ -402,14 +403,21 @@ def restate(found: Found, start: float, t, y) -> None:
         found.r2 = -math.inf
 
 
-def _score(template: Template, values, y0: float, t, y, sigma: float) -> tuple[float, float]:
-    """(R^2, information criterion) of the trajectory from y0 on the observations."""
+def _score(template: Template, values, y0: float, t, y, sigma: float,
+           profile: np.ndarray | None = None) -> tuple[float, float]:
+    """(R^2, information criterion) of the trajectory from y0 on the observations; with a noise
+    `profile` (core.fitting.noise_profile) each residual counts in its own point's noise."""
     try:
         path = trajectory(template, values, y0, t)
     except SOLVE_FAILURES:
         return -math.inf, math.inf
-    residual = path - y
+    residual = _weighted(path - y, profile)
     return r2(path, y), information_criterion(float(residual @ residual), len(y), len(values) + 1, sigma)
+
+
+def _weighted(residual: np.ndarray, profile: np.ndarray | None) -> np.ndarray:
+    """Residuals in units of their own point's noise relative to the record's (unchanged without a profile)."""
+    return residual if profile is None else residual / profile
 
 
 def multiplicity_charge(skeletons: dict[tuple, _Skeleton], gamma: float) -> dict[int, float]:
@@ -445,10 +453,10 @@ def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings,
 
 
 def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Settings,
-                   charge: dict[int, float] | None = None) -> list[Found]:
+                   charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
     """Stages 2 and 3: all constants and y0 on the integral form for each skeleton, then least
     squares on the trajectory for the `settings.refit` best of those (by criterion plus
-    multiplicity `charge`); unsorted."""
+    multiplicity `charge`); unsorted. A noise `profile` weighs the final criterion only."""
     charge = charge or {}
     fitted = []
     for skeleton in skeletons:
@@ -467,7 +475,7 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
             nfev, net = exact.nfev, exact.safety_net
             if exact.ok:
                 values, y0, stage = exact.values, exact.y0, "trajectory"
-        quality, ic = _score(template, values, y0, t, y, sigma)
+        quality, ic = _score(template, values, y0, t, y, sigma, profile)
         out.append(Found(template.substitute(values), y0, quality, ic, len(values), source, stage, nfev=nfev,
                          safety_net=net, template=template, values=tuple(values), prior=prior))
     return out
@@ -477,11 +485,12 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
     charge = multiplicity_charge(skeletons, settings.multiplicity)
-    found = fit_candidates(shortlist(skeletons, settings, charge), t, y, sigma, settings, charge)
+    profile = noise_profile(t, y) if settings.noise_growth else None
+    found = fit_candidates(shortlist(skeletons, settings, charge), t, y, sigma, settings, charge, profile)
     if settings.snap_fitted:
-        found += _snapped_fits(found, t, y, sigma, settings, charge)
+        found += _snapped_fits(found, t, y, sigma, settings, charge, profile)
     if settings.prune:
-        found += _pruned_fits(found, t, y, sigma, settings, charge)
+        found += _pruned_fits(found, t, y, sigma, settings, charge, profile)
     by = (lambda f: f.score) if settings.criterion == "bic" else (lambda f: -f.r2)
     found.sort(key=lambda f: (by(f), f.constants))
     chosen = None
@@ -496,13 +505,14 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
             break
     compared = 1
     if chosen is not None and settings.forecast > 0:
-        chosen, compared = _best_forecast(found, chosen, t, y, sigma, settings, checked)
+        chosen, compared = _best_forecast(found, chosen, t, y, sigma, settings, checked, profile)
     if chosen is not None and settings.consensus:
         chosen = _consensus(found, chosen, t, y, checked, settings)
     if chosen is not None:
         found.remove(chosen)
         found.insert(0, chosen)
     info = {"skeletons": len(skeletons), "fitted": len(found), "noise_sigma": sigma, "stability_sigma": checked,
+            "noise_profile": profile is not None,
             "forecast_compared": compared,
             "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
             "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
@@ -526,18 +536,18 @@ def _consensus(found: list[Found], chosen: Found, t, y, sigma: float, settings: 
 
 
 def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings,
-                  charge: dict[int, float] | None = None) -> list[Found]:
+                  charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
     """The trajectory-fitted candidates whose fitted exponents lie near an integer or +-1/2
     (`snapped`), refitted as new skeletons with those exponents fixed: the beam may read
     `y**2.4` and the fit move it to 2.98, where the law has `y**3`; one constant fewer, so the
     criterion prefers the snapped law when it fits as well."""
     changed = ((f.expr, snapped(f.expr)) for f in found if f.stage == "trajectory")
     return _fitted_anew([other for expr, other in changed if other != expr], found, t, y, sigma, settings, charge,
-                        "snapped")
+                        "snapped", profile)
 
 
 def _pruned_fits(found: list[Found], t, y, sigma: float, settings: Settings,
-                 charge: dict[int, float] | None = None) -> list[Found]:
+                 charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
     """The `settings.prune` best trajectory-fitted sums (by criterion), each refitted with one term
     dropped in turn, as new skeletons. Stage 1 ranks sums on the integral form, where noise in
     the observations enters every term's integral: a sum with a spare term absorbs some of it, and
@@ -550,11 +560,11 @@ def _pruned_fits(found: list[Found], t, y, sigma: float, settings: Settings,
         if 2 <= len(terms) <= MAX_TERMS:
             drops = (sympy.Add(*(c * r for j, (c, r) in enumerate(terms) if j != i)) for i in range(len(terms)))
             exprs += [other for other in drops if other.has(Y)]
-    return _fitted_anew(exprs, found, t, y, sigma, settings, charge, "pruned")
+    return _fitted_anew(exprs, found, t, y, sigma, settings, charge, "pruned", profile)
 
 
 def _fitted_anew(exprs: list[sympy.Expr], found: list[Found], t, y, sigma: float, settings: Settings,
-                 charge: dict[int, float] | None, source: str) -> list[Found]:
+                 charge: dict[int, float] | None, source: str, profile: np.ndarray | None = None) -> list[Found]:
     """Each of `exprs` whose skeleton is new (not among `found`'s, nor an earlier one's), fitted as
     a skeleton of its own through stages 2 and 3, every one on the trajectory."""
     seen = {skeleton_key(f.expr) for f in found}
@@ -567,7 +577,8 @@ def _fitted_anew(exprs: list[sympy.Expr], found: list[Found], t, y, sigma: float
     if not new:
         return []
     skeletons = propose(new, t, y, sigma, variants=False, source=source)
-    return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)), charge)
+    return fit_candidates(list(skeletons.values()), t, y, sigma, replace(settings, refit=len(skeletons)), charge,
+                          profile)
 
 
 def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> str | None:
@@ -579,7 +590,7 @@ def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> s
 
 
 def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings,
-                   checked: float | None = None) -> tuple[Found, int]:
+                   checked: float | None = None, profile: np.ndarray | None = None) -> tuple[Found, int]:
     """Among the safe candidates whose criterion is within `settings.forecast` of the chosen
     one's (statistically about as good), the one with the lowest criterion plus forecast error
     (fitted on the first FORECAST_SHARE of the observations, its error on the rest, both in noise
@@ -593,7 +604,7 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     if len(near) == 1:
         return chosen, 1
     for f in near:
-        f.forecast = forecast_error(f, t, y, sigma, settings)
+        f.forecast = forecast_error(f, t, y, sigma, settings, profile)
     def cost(f):
         return tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr), settings), f.constants
     if settings.course_tolerance:
@@ -659,7 +670,7 @@ def tie_cost(score: float, forecast: float, nodes: int, nested: int, settings: S
     return score + weighted + settings.node_cost * nodes + settings.nesting_cost * nested
 
 
-def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
+def forecast_error(f: Found, t, y, sigma: float, settings: Settings, profile: np.ndarray | None = None) -> float:
     """`f` refitted on the first FORECAST_SHARE of the observations, its error on the rest in
     noise variances: squared, or with `settings.forecast_score` "predictive" as a log predictive
     density that allows for what the first part leaves uncertain (core.fitting.predictive_error).
@@ -675,7 +686,7 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings) -> float:
         path = trajectory(f.template, part.values, part.y0, t)
     except SOLVE_FAILURES:
         return math.inf
-    error = float(np.sum((path[cut:] - y[cut:]) ** 2)) / sigma**2
+    error = float(np.sum(_weighted(path - y, profile)[cut:] ** 2)) / sigma**2
     if not settings.backcast:
         return error
     skip = len(y) - cut

@@ -6,7 +6,7 @@ import pytest
 import sympy
 
 from core.fitting import (Template, bin_means, estimate_noise, fit_integral, fit_trajectory, information_criterion,
-                          predictive_error, round_to_error, written_to_error, sensitivities, standard_errors, trajectory,
+                          noise_profile, predictive_error, round_to_error, written_to_error, sensitivities, standard_errors, trajectory,
                           unstable_reason)
 from core.expressions import Y, compile_scalar
 from core.solving import solve
@@ -99,6 +99,19 @@ def test_noise_estimate_on_pure_noise_keeps_the_line_estimate_almost_always():
     t = np.linspace(0, 2, 16)
     estimates = [estimate_noise(t, rng.normal(size=t.size), curvature=True) for _ in range(200)]
     assert np.mean(np.abs(np.log(estimates)) > np.log(2)) < 0.05
+
+
+def test_noise_profile_follows_relative_noise_on_a_record_that_falls_twentyfold():
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.uniform(0, 10, 128))
+    clean = 4 / (1 + 2 * t)  # y' = -0.5 y^2 from 4 down to 0.19
+    y = clean * (1 + 0.01 * rng.normal(size=t.size))
+    profile = noise_profile(t, y)
+    assert profile is not None and np.all(np.diff(profile[np.argsort(y)]) >= 0)  # the level grows with y
+    assert profile[0] / profile[-1] > 4 and profile.max() <= 4 and profile.min() >= 0.25
+    assert noise_profile(t, clean + 0.01 * rng.normal(size=t.size)) is None  # the same level everywhere
+    assert noise_profile(t, 3 + np.exp(-t) * (1 + 0.01 * rng.normal(size=t.size))) is None  # y within 3-4: no evident growth
+    assert noise_profile(t[:12], clean[:12]) is None  # too few points to tell
 
 
 def test_a_pole_just_beside_the_data_is_unstable():

@@ -537,3 +537,19 @@ def test_a_spare_term_of_a_fitted_sum_is_pruned_when_the_law_ranks_below_the_sho
     found, _ = search(proposals, t, y, settings)  # the default prunes
     assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].source == "pruned", found[0].expr
     assert float(found[0].expr.coeff(Y**3)) == pytest.approx(-1.0, rel=0.01)
+
+
+def test_noise_that_grows_with_y_is_weighed_in_the_choice_when_asked():
+    # a second-order decay falling twentyfold under 1% relative noise: its first points carry most
+    # of the noise, and unweighted the criterion pays a flexible stand-in for following it there
+    law = -0.5 * Y**2
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.uniform(0, 10, 128))
+    y = solve(compile_scalar(law), 4.0, t) * (1 + 0.01 * rng.normal(size=t.size))
+    stand_in = 23.57 * Y - 1.451 * Y**sympy.Float(2.713) - 46.66 * sympy.sin(0.5063 * Y)
+    settings = Settings(variants=False, combine=0, prune=0, snap=False, snap_fitted=False, steady=False, per_capita=0)
+    unweighted, info = search([stand_in, law], t, y, settings)
+    assert skeleton_key(unweighted[0].expr) == skeleton_key(stand_in) and not info["noise_profile"]
+    weighted, info = search([stand_in, law], t, y, replace(settings, noise_growth=True))
+    assert skeleton_key(weighted[0].expr) == skeleton_key(law) and info["noise_profile"]
+    assert float(weighted[0].expr.coeff(Y**2)) == pytest.approx(-0.5, rel=0.01)
