@@ -359,6 +359,9 @@ def main() -> None:
         d = cached["draw"]
         draw = cases(d["data"], tuple(d["skeletons"]), d["simple_seed"], d["noise_seed"], d["simple"],
                      d.get("sigmas", SIGMAS), d.get("rate", 1.0), d.get("start", 1.0), d.get("laws", "simple"))
+        if len(draw) != len(cached["beams"]):  # data folders named relative to another working directory
+            raise SystemExit(f"error: {args.beams} caches {len(cached['beams'])} beams, but its draw now reads "
+                             f"{len(draw)} trajectories (data folders {d['data']}: run from where the beams were made)")
         index = observed(d.get("points"))
         if args.command == "window":
             with Pool(args.jobs) as pool:

@@ -60,10 +60,11 @@ class NSODE(Method):
     heaviest course), `multiplicity` (the extended BIC's charge for the
     skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
-    sums refitted with each term dropped), `per_capita` (the first
-    beam expressions g also read as y' = y*g), `stability_noise` (the stability check's start
-    perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts kept on
-    the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is within the
+    sums refitted with each term dropped), `noise_growth` (the choice weighs residuals by noise that
+    grows with |y|, off: measured and not kept), `per_capita` (the first
+    beam expressions g also read as y' = y*g), `robust` (the stability check; off, unsafe fits may
+    win), `stability_noise` (its start perturbed by the noise with the curvature removed),
+    `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is within the
     noise of 0) and `rest_limit` (that start passed by a law that tends to 0 there, as y log y;
     nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
@@ -90,6 +91,7 @@ class NSODE(Method):
                  course_tolerance=Settings.course_tolerance,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted, prune=Settings.prune,
+                 noise_growth=Settings.noise_growth, robust=Settings.robust,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
                  rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit, threads=1,
@@ -101,7 +103,8 @@ class NSODE(Method):
         self.nesting_cost, self.forecast_score, self.multiplicity = nesting_cost, forecast_score, multiplicity
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
-        self.rest_limit, self.max_points, self.prune = rest_limit, max_points, prune
+        self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
+        self.robust = robust
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

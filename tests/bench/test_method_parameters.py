@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from bench import registry
+from nsode.options import SEARCH_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 def _weights(name: str) -> str:
@@ -43,6 +44,8 @@ def test_nsode_variants_are_parameter_sets_of_one_class(specs):
     assert (params["checkpoint"], params["scaled_checkpoint"]) == ("nsode-eps", "nsode-eps-scaled")
     assert params["search"] is True and params["beam"] == 256
     assert specs["nsode"].instantiate().get_params()["checkpoint"] == "nsode"
+    # every setting of the search that a command-line flag reaches is a parameter of the method too
+    assert set(SEARCH_OPTIONS) <= set(params)
 
 
 def test_command_line_parameters_override_a_variant(specs):
