@@ -268,8 +268,9 @@ def noise_profile(t: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     an unweighted comparison of fits rewards a flexible law for following it there. The levels
     come from sigma_i^2 = a + b y_i^2 fitted by non-negative least squares to the squared misses
     of the cubic through each point's four nearest neighbours (a line's miss grows with the
-    curvature, which is largest where a decay is fastest: at its largest values); "evidently" means the fitted level at the largest |y| is at
-    least NOISE_GROWTH times that at the smallest, and the profile is clipped to PROFILE_CLIP."""
+    curvature, which is largest where a decay is fastest: at its largest values). "Evidently":
+    the fitted level at the largest |y| is at least NOISE_GROWTH times that at the smallest. The
+    profile is clipped to [1 / PROFILE_CLIP, PROFILE_CLIP]."""
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < PROFILE_MIN_POINTS:
         return None

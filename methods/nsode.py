@@ -64,9 +64,9 @@ class NSODE(Method):
     grows with |y|, off: measured and not kept), `per_capita` (the first
     beam expressions g also read as y' = y*g), `robust` (the stability check; off, unsafe fits may
     win), `stability_noise` (its start perturbed by the noise with the curvature removed),
-    `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is within the
-    noise of 0) and `rest_limit` (that start passed by a law that tends to 0 there, as y log y;
-    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its
+    start from 0 only where y0 is within the noise of 0) and `rest_limit` (that start passed by a
+    law that tends to 0 there, as y log y; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"
