@@ -135,22 +135,19 @@ def _read(texts: list[str]) -> list:
     return out
 
 
-def _recovery(text: str, truth: np.ndarray) -> float:
-    """R^2 of the law written `text` against the truth on [0, 4] (-inf for no law)."""
+def _recovery(text: str, truth: np.ndarray, part: slice | np.ndarray = slice(None)) -> float:
+    """R^2 of the law written `text` against the truth on [0, 4], or on `part` of that grid alone,
+    started from the truth there (-inf for no law)."""
     from core.expressions import parse
     from nsode.select import exact_r2
 
-    return exact_r2(parse(text), SIMPLE_GRID, truth) if text else -math.inf
+    return exact_r2(parse(text), SIMPLE_GRID[part], truth[part]) if text else -math.inf
 
 
 def _extrapolation(text: str, truth: np.ndarray) -> float:
-    """R^2 of the law written `text` against the truth on (2, 4] alone, started from the truth there
-    (the harness's per-part rule: a decay's extrapolation is scored in its own, smaller units)."""
-    from core.expressions import parse
-    from nsode.select import exact_r2
-
-    later = SIMPLE_GRID > SIMPLE_T[-1]
-    return exact_r2(parse(text), SIMPLE_GRID[later], truth[later]) if text else -math.inf
+    """R^2 on (2, 4] alone (the harness's per-part rule: a decay's extrapolation is scored in its
+    own, smaller units)."""
+    return _recovery(text, truth, SIMPLE_GRID > SIMPLE_T[-1])
 
 
 def _search(job) -> tuple[str, str, float, float, float]:

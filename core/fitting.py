@@ -244,21 +244,16 @@ def estimate_noise(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> 
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < 5:
         return 0.0
-    line = _root_mean_square(_line_misses(t, y))
+    w = (t[2:] - t[1:-1]) / (t[2:] - t[:-2])  # weight of the left neighbour
+    residual = y[1:-1] - (w * y[:-2] + (1 - w) * y[2:])
+    spread = np.sqrt(1 + w**2 + (1 - w) ** 2)  # the residual's noise is sigma times this
+    line = _root_mean_square(residual / spread)
     if not curvature or len(y) < 10:  # fewer than 6 cubic misses: too loose to overrule the line
         return line
     cubic_misses = _interpolation_misses(t, y, 2)
     cubic = _root_mean_square(cubic_misses)
     limit = max(CURVATURE_RATIO, 1 + 4 / math.sqrt(len(cubic_misses)))
     return cubic if line > limit * cubic else line
-
-
-def _line_misses(t: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Each inner point's miss of the straight line through its two neighbours, divided by the
-    miss's spread under unit noise (irregular times allowed)."""
-    w = (t[2:] - t[1:-1]) / (t[2:] - t[:-2])  # weight of the left neighbour
-    residual = y[1:-1] - (w * y[:-2] + (1 - w) * y[2:])
-    return residual / np.sqrt(1 + w**2 + (1 - w) ** 2)
 
 
 def noise_profile(t: np.ndarray, y: np.ndarray) -> np.ndarray | None:

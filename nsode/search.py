@@ -674,6 +674,7 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings, profile: np
     """`f` refitted on the first FORECAST_SHARE of the observations, its error on the rest in
     noise variances: squared, or with `settings.forecast_score` "predictive" as a log predictive
     density that allows for what the first part leaves uncertain (core.fitting.predictive_error).
+    A noise `profile` weighs the squared error (not the predictive score, nor the backcast).
     With `settings.backcast` the last FORECAST_SHARE is fitted as well and its error on the first
     points added (measured in session 30 and not kept: model card)."""
     cut = int(FORECAST_SHARE * len(y))
