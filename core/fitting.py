@@ -44,6 +44,8 @@ CURVATURE_RATIO = 2.0  # a line-fit noise estimate this many times the cubic's i
 NOISE_GROWTH = 2.0  # noise_profile: the level at the largest |y| this many times that at the smallest
 PROFILE_CLIP = 4.0  # noise_profile: relative levels are kept within [1/4, 4]
 PROFILE_MIN_POINTS = 16  # noise_profile: fewer observations give no profile
+PAUSE_SHARE = 0.25  # hidden_pause: |f| between two observations below this share of |f| at both is a pause
+PAUSE_POINTS = 64  # hidden_pause: values of y looked at between two consecutive observations
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
@@ -370,6 +372,38 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
             return f"from y0 = {start:.4g}: {err}"
         if np.max(np.abs(path)) > bound * max(size, sigma):
             return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"
+    return None
+
+
+def hidden_pause(template: Template, values, y0: float, t: np.ndarray, *, share: float = PAUSE_SHARE,
+                 points: int = PAUSE_POINTS) -> str | None:
+    """Where the fitted law nearly stops, or is not real-valued, between two consecutive
+    observations of its own course, or None. A scalar ODE's course is monotone, so between
+    y(t_i) and y(t_i+1) it passes every value; where |f| there falls below `share` of |f| at
+    both ends, the course lingers between two samples (a denominator that almost vanishes, a
+    near-zero the data never show). Such a pause only shifts the later course in time, so it
+    buys a fit of the noise, and a law does not hide one between samples that see it on both
+    sides. Steps that move the course by less than 1e-3 of its range are skipped (rest)."""
+    try:
+        course = trajectory(template, values, y0, np.asarray(t, float))
+    except SOLVE_FAILURES:
+        return None  # unstable_reason says why
+    start, end = course[:-1], course[1:]
+    moved = np.abs(end - start) > 1e-3 * (np.max(course) - np.min(course))
+    if not np.any(moved):
+        return None
+    start, end = start[moved], end[moved]
+    between = start[:, None] + (end - start)[:, None] * np.linspace(0, 1, points + 2)[None, 1:-1]
+    c = [float(v) for v in values]
+    ends = np.minimum(*(np.abs(template.values_and_gradients(v, c)[0]) for v in (start, end)))
+    inside = np.abs(template.values_and_gradients(between.ravel(), c)[0]).reshape(between.shape)
+    for i in np.flatnonzero(np.isfinite(ends)):
+        where = np.flatnonzero(~np.isfinite(inside[i]) | (inside[i] < share * ends[i]))
+        if len(where):
+            at = float(between[i, where[0]])
+            what = "is not real-valued" if not np.isfinite(inside[i, where[0]]) else f"falls to {inside[i, where[0]]:.3g}"
+            return (f"f {what} at y = {at:.4g}, between observations where |f| is at least {ends[i]:.3g}: "
+                    "a pause the samples cannot see")
     return None
 
 

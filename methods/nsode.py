@@ -65,8 +65,9 @@ class NSODE(Method):
     beam expressions g also read as y' = y*g), `robust` (the stability check; off, unsafe fits may
     win), `stability_noise` (its start perturbed by the noise with the curvature removed),
     `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its
-    start from 0 only where y0 is within the noise of 0) and `rest_limit` (that start passed by a
-    law that tends to 0 there, as y log y; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    start from 0 only where y0 is within the noise of 0), `rest_limit` (that start passed by a
+    law that tends to 0 there, as y log y) and `hidden_pause` (a law that nearly stops between two
+    observations fails it; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"
@@ -94,7 +95,8 @@ class NSODE(Method):
                  noise_growth=Settings.noise_growth, robust=Settings.robust,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
-                 rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit, threads=1,
+                 rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit,
+                 hidden_pause=Settings.hidden_pause, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -104,7 +106,7 @@ class NSODE(Method):
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
-        self.robust = robust
+        self.robust, self.hidden_pause = robust, hidden_pause
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -39,6 +39,9 @@ SEARCH_OPTIONS = {
                             "0, not merely within the law's motion over one sampling interval"),
     "rest_limit": (bool, "pass, in that check, the start from 0 of a law that is not a number at 0 but tends to 0 "
                          "there (Gompertz's y log y): what starts empty stays empty"),
+    "hidden_pause": (bool, "reject, in that check, a fit whose law nearly stops between two consecutive "
+                           "observations of its own course (|f| there below a quarter of |f| at both): a pause the "
+                           "samples cannot see, which buys a time shift rather than a law"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "

@@ -48,7 +48,7 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate, nested_functions
-from core.fitting import (SOLVE_FAILURES, Template, abstract, bin_means, fit_integral, fit_trajectory,
+from core.fitting import (SOLVE_FAILURES, Template, abstract, bin_means, fit_integral, fit_trajectory, hidden_pause,
                           information_criterion, noise_level, noise_profile, predictive_error, round_to_error,
                           standard_errors, trajectory, unstable_reason)
 from core.metrics import r2
@@ -89,6 +89,7 @@ class Settings:
     keep_sign: bool = True  # the check's perturbed starts never cross 0 where the observations do not (version 16)
     rest_in_noise: bool = True  # the check starts from 0 only when y0 lies within the noise of it (version 18)
     rest_limit: bool = True  # a law that tends to 0 at 0 (y log y) passes the check's start from rest (version 17)
+    hidden_pause: bool = False  # a law that nearly stops between two observations is unsafe (session 58)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -583,10 +584,13 @@ def _fitted_anew(exprs: list[sympy.Expr], found: list[Found], t, y, sigma: float
 
 def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> str | None:
     """Why the fitted candidate is unsafe to extrapolate (core.fitting.unstable_reason, with the
-    starts `settings` asks for), or None."""
+    starts `settings` asks for; with `hidden_pause`, core.fitting.hidden_pause too), or None."""
     settings = settings or Settings()
-    return unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
-                           rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit)
+    reason = unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
+                             rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit)
+    if reason is None and settings.hidden_pause:
+        reason = hidden_pause(f.template, f.values, f.y0, t)
+    return reason
 
 
 def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings,

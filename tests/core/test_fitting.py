@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import sympy
 
-from core.fitting import (Template, bin_means, estimate_noise, fit_integral, fit_trajectory, information_criterion,
+from core.fitting import (Template, bin_means, estimate_noise, fit_integral, fit_trajectory, hidden_pause,
+                          information_criterion,
                           noise_profile, predictive_error, round_to_error, written_to_error, sensitivities, standard_errors, trajectory,
                           unstable_reason)
 from core.expressions import Y, compile_scalar
@@ -174,6 +175,25 @@ def test_a_law_that_tends_to_rest_at_zero_passes_the_start_at_rest_only_when_ask
     sinc = Template(A + B * sympy.sin(Y) / Y, (A, B))
     t2 = np.linspace(0, 2, 128)
     assert unstable_reason(sinc, [-1.0, 20.0], 0.004, t2, 0.03, y=np.full(t2.size, 0.5), rest_limit=True) is not None
+
+
+def test_a_law_that_nearly_stops_between_two_observations_pauses_unseen():
+    # Michaelis-Menten over 600 s, 60 even samples; beside the law, a narrow bump that cancels
+    # 90% of f midway between two samples (session 57 picked such a near-pole term): the course
+    # lingers there for part of one interval, which shifts everything after it, unseen
+    t = np.linspace(0, 600, 60)
+    law = -0.05 * Y / (0.4 + Y)
+    course = trajectory(Template(law, ()), (), 10.0, t)
+    middle, width = (course[10] + course[11]) / 2, (course[10] - course[11]) / 20
+    rate = 0.05 * middle / (0.4 + middle)
+    bump = Template(law + A / ((Y - middle) ** 2 + B), (A, B))
+    assert "pause" in hidden_pause(bump, (0.9 * rate * width**2, width**2), 10.0, t)
+    assert hidden_pause(Template(law, ()), (), 10.0, t) is None
+    # steep and sparse laws pass: -y**3 from 5 (y falls 5 -> 3.6 in the first step), a logistic
+    # from 5 to 100 in 10 samples (|f| peaks between two of them), and a course at rest
+    assert hidden_pause(Template(-Y**3, ()), (), 5.0, np.linspace(0, 2, 128)) is None
+    assert hidden_pause(Template(0.5 * Y - 0.005 * Y**2, ()), (), 5.0, np.linspace(0, 20, 10)) is None
+    assert hidden_pause(Template(1 - Y, ()), (), 1.0, t) is None
 
 
 def test_criterion_charges_log_n_per_constant():

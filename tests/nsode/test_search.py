@@ -553,3 +553,18 @@ def test_noise_that_grows_with_y_is_weighed_in_the_choice_when_asked():
     weighted, info = search([stand_in, law], t, y, replace(settings, noise_growth=True))
     assert skeleton_key(weighted[0].expr) == skeleton_key(law) and info["noise_profile"]
     assert float(weighted[0].expr.coeff(Y**2)) == pytest.approx(-0.5, rel=0.01)
+
+
+def test_a_hidden_pause_makes_a_fit_unsafe_only_when_asked():
+    # the law with a bump that nearly stops it midway between two samples: it integrates from
+    # every start the check tries, so only `hidden_pause` tells it apart
+    from nsode.search import Found, _unsafe
+    from core.fitting import Template
+    t = np.linspace(0, 600, 60)
+    law = -0.05 * Y / (0.4 + Y)
+    middle = 4.9433  # midway between the 11th and 12th samples of the law's course from 10
+    bump = law + sympy.Float(2.3e-5) / ((Y - middle) ** 2 + sympy.Float(5.5e-4))  # cancels 90% of f there
+    y = solve(compile_scalar(bump), 10.0, t)
+    fit = Found(bump, 10.0, 1.0, 0.0, 0, "model", template=Template(bump, ()), values=())
+    assert _unsafe(fit, t, y, 0.01, Settings()) is None
+    assert "pause" in _unsafe(fit, t, y, 0.01, Settings(hidden_pause=True))
