@@ -150,9 +150,9 @@ def _extrapolation(text: str, truth: np.ndarray) -> float:
     return _recovery(text, truth, SIMPLE_GRID > SIMPLE_T[-1])
 
 
-def _search(job) -> tuple[str, str, float, float, float]:
-    """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search, R^2 on (2, 4]) of
-    one trajectory."""
+def _search(job) -> tuple[str, str, float, float, float, int]:
+    """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search, R^2 on (2, 4],
+    fits the safety check rejected) of one trajectory."""
     (name, truth, y, _), exprs, overrides, index = job
     from core.expressions import to_string
     from nsode.search import search
@@ -160,10 +160,10 @@ def _search(job) -> tuple[str, str, float, float, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.process_time()
-        found, _ = search(_read(exprs), SIMPLE_T[index], y[index], Settings(**overrides))
+        found, info = search(_read(exprs), SIMPLE_T[index], y[index], Settings(**overrides))
         took = time.process_time() - start
         pick = to_string(found[0].expr) if found and math.isfinite(found[0].r2) else ""
-    return name, pick, _recovery(pick, truth), took, _extrapolation(pick, truth)
+    return name, pick, _recovery(pick, truth), took, _extrapolation(pick, truth), info["rejected"]
 
 
 def _window(job) -> dict:
@@ -371,7 +371,7 @@ def main() -> None:
         with Pool(args.jobs) as pool:
             rows = pool.map(_search, [(c, e, dict(args.set), index) for c, e in zip(draw, cached["beams"])],
                             chunksize=2)
-        table = pd.DataFrame(rows, columns=["case", "pick", "r2", "cpu_s", "r2_extrap"])
+        table = pd.DataFrame(rows, columns=["case", "pick", "r2", "cpu_s", "r2_extrap", "rejected"])
         table.to_csv(args.out, index=False)
         print(f"recovered {int((table.r2 > 0.99).sum())} of {len(table)}, R^2 > 0.9 {int((table.r2 > 0.9).sum())}, "
               f"extrapolation R^2 > 0.9 {int((table.r2_extrap > 0.9).sum())}, "
@@ -410,6 +410,9 @@ def main() -> None:
         if {"r2_extrap_a", "r2_extrap_b"} <= set(both.columns):  # runs before session 57 lack it
             later = [int((both[c] > 0.9).sum()) for c in ("r2_extrap_a", "r2_extrap_b")]
             print(f"extrapolation R^2 > 0.9 on (2, 4]: {later[0]} against {later[1]}")
+        if {"rejected_a", "rejected_b"} <= set(both.columns):  # runs before session 58 lack it
+            print(f"fits the safety check rejected: {both.rejected_a.sum()} against {both.rejected_b.sum()} "
+                  f"(in {(both.rejected_a > 0).sum()} against {(both.rejected_b > 0).sum()} trajectories)")
         print(f"all: {int(both.a.sum())} against {int(both.b.sum())} of {len(both)}; "
               f"picks changed {int((both.pick_a != both.pick_b).sum())}, recovered only by the first "
               f"{int((both.a & ~both.b).sum())}, only by the second {int((both.b & ~both.a).sum())}")
