@@ -81,7 +81,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="20"),
+                                    "rejected, information criterion", version="21"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,

@@ -29,7 +29,8 @@ Then a funnel with counted budgets (core.fitting does every fit):
    then the `prune` best of those by the criterion are refitted with each term dropped in turn
    (a spare term that stage 1 rewarded for absorbing noise costs more than it buys here);
 4. by the information criterion on the trajectory residual, the first candidate whose solution
-   exists from perturbed initial values over twice the observed span wins (`robust`), unless
+   exists from perturbed initial values over twice the observed span (`robust`), and whose law
+   does not nearly stop between two observations of its course (`hidden_pause`), wins, unless
    another safe one within `forecast` of its criterion does better on criterion plus forecast
    error (fitted on the first 70% of the observations, scored on the rest) plus `node_cost` per
    node of its expression tree.
@@ -89,7 +90,7 @@ class Settings:
     keep_sign: bool = True  # the check's perturbed starts never cross 0 where the observations do not (version 16)
     rest_in_noise: bool = True  # the check starts from 0 only when y0 lies within the noise of it (version 18)
     rest_limit: bool = True  # a law that tends to 0 at 0 (y log y) passes the check's start from rest (version 17)
-    hidden_pause: bool = False  # a law that nearly stops between two observations is unsafe (session 58)
+    hidden_pause: bool = True  # a law that nearly stops between two observations is unsafe (version 21)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
