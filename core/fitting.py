@@ -397,14 +397,14 @@ def hidden_pause(template: Template, values, y0: float, t: np.ndarray, *, share:
     c = [float(v) for v in values]
     ends = np.minimum(*(np.abs(template.values_and_gradients(v, c)[0]) for v in (start, end)))
     inside = np.abs(template.values_and_gradients(between.ravel(), c)[0]).reshape(between.shape)
-    for i in np.flatnonzero(np.isfinite(ends)):
-        where = np.flatnonzero(~np.isfinite(inside[i]) | (inside[i] < share * ends[i]))
-        if len(where):
-            at = float(between[i, where[0]])
-            what = "is not real-valued" if not np.isfinite(inside[i, where[0]]) else f"falls to {inside[i, where[0]]:.3g}"
-            return (f"f {what} at y = {at:.4g}, between observations where |f| is at least {ends[i]:.3g}: "
-                    "a pause the samples cannot see")
-    return None
+    with np.errstate(invalid="ignore"):
+        paused = (~np.isfinite(inside) | (inside < share * ends[:, None])) & np.isfinite(ends)[:, None]
+    if not paused.any():
+        return None
+    i, j = np.argwhere(paused)[0]  # the first interval, and the first value in it
+    what = f"falls to {inside[i, j]:.3g}" if np.isfinite(inside[i, j]) else "is not real-valued"
+    return (f"f {what} at y = {between[i, j]:.4g}, between observations where |f| is at least {ends[i]:.3g}: "
+            "a pause the samples cannot see")
 
 
 def _rest_in_the_limit(template: Template, values, y: np.ndarray, tolerance: float) -> bool:

@@ -6,9 +6,8 @@ import pytest
 import sympy
 
 from core.fitting import (Template, bin_means, estimate_noise, fit_integral, fit_trajectory, hidden_pause,
-                          information_criterion,
-                          noise_profile, predictive_error, round_to_error, written_to_error, sensitivities, standard_errors, trajectory,
-                          unstable_reason)
+                          information_criterion, noise_profile, predictive_error, round_to_error, written_to_error,
+                          sensitivities, standard_errors, trajectory, unstable_reason)
 from core.expressions import Y, compile_scalar
 from core.solving import solve
 

@@ -558,8 +558,7 @@ def test_noise_that_grows_with_y_is_weighed_in_the_choice_when_asked():
 def test_a_hidden_pause_makes_a_fit_unsafe():
     # the law with a bump that nearly stops it midway between two samples: it integrates from
     # every start the check tries, so only `hidden_pause` tells it apart
-    from nsode.search import Found, _unsafe
-    from core.fitting import Template
+    from nsode.search import _unsafe
     t = np.linspace(0, 600, 60)
     law = -0.05 * Y / (0.4 + Y)
     middle = 4.9433  # midway between the 11th and 12th samples of the law's course from 10
