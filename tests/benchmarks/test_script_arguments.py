@@ -22,6 +22,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks"
     (["search_ab.py", "compare", "missing-a", "missing-b"], "missing-a: no such file"),
     (["nsode_quality.py", "--datasets", "bogus", "--simple", "0"], "unknown dataset 'bogus'"),
     (["nsode_latency.py", "--checkpoint", ".", "--trajectories", "1", "--beams", "2"], "is not an NSODE checkpoint"),
+    (["generated_dataset.py", "--simple", "0", "--science", "0", "--out", "x.json"], "no laws to write"),
 ])
 def test_a_bad_argument_is_one_line(tmp_path, argv, message):
     done = subprocess.run([sys.executable, str(SCRIPTS / argv[0]), *argv[1:]], cwd=tmp_path,
@@ -29,3 +30,16 @@ def test_a_bad_argument_is_one_line(tmp_path, argv, message):
     assert done.returncode != 0
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not list(tmp_path.iterdir())  # nothing written where it ran
+
+
+def test_a_generated_dataset_is_one_the_harness_reads(tmp_path):
+    from bench.datasets import load
+
+    out = tmp_path / "gen3.json"
+    done = subprocess.run([sys.executable, str(SCRIPTS / "generated_dataset.py"), "--simple", "2", "--science", "1",
+                           "--seed", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    trajectories = load(str(out))
+    assert [tr.equation_id for tr in trajectories] == ["simple-00", "simple-01", "science-00"]
+    assert trajectories[0].expression.endswith("*y")  # the first simple form, y' = -a*y
+    assert all(tr.has_truth and len(tr.y_extra) for tr in trajectories)

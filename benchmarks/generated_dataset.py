@@ -1,0 +1,95 @@
+"""A harness dataset file of fresh generated laws, so that a search setting can be judged by the
+harness itself (any n, noise level, sampling and scorer of `bench run`) on laws no benchmark
+holds: the simple ODEs of nsode_quality.py (issue 16's forms, random constants) and the
+science-family generator's held-out skeletons (the validation split's hash, never trained on),
+each with its first constant set and initial value. A law the harness cannot solve on [0, 4]
+is left out. Settings are compared as method parameters of one sweep:
+
+    python benchmarks/generated_dataset.py --simple 48 --science 48 --seed 59 --out gen59.json
+    python -m bench run --dataset gen59.json --noise 0.01 0.05 --n 128 1024 \\
+        --methods truth-refit nsode-eps+refine nsode-eps+refine:basis=2 -j 2 --out results/gen59
+    python -m bench compare results/gen59 --methods nsode-eps+refine:basis=2 nsode-eps+refine --by dataset noise n
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from core.arguments import whole_number
+
+ROOT = Path(__file__).resolve().parents[1]
+SCIENCE_CONFIG = ROOT / "nsode" / "checkpoints" / "data_science.yaml"
+VAL_PERCENT = 5  # the training split's held-out share (nsode.stream)
+MAX_BLOCKS = 5000  # candidate blocks searched for held-out skeletons before giving up
+
+
+def simple_equations(count: int, seed: int) -> list[dict]:
+    from core.expressions import to_string
+    from core.solving import is_valid_initial_value
+    from selection_study import simple_cases
+
+    out = []
+    for i, (name, f, y0) in enumerate(simple_cases(count, seed=seed)):
+        text = to_string(f)
+        if is_valid_initial_value(text, float(y0)):
+            out.append({"id": f"simple-{i:02d}", "expression": text, "y0": [float(y0)], "source": name})
+    return out
+
+
+def science_equations(count: int, seed: int) -> list[dict]:
+    """The first ODE (constant set and y0) of each of the first `count` held-out skeletons the
+    science-family generator finds with `seed` whose solution the harness accepts."""
+    from core.expressions import to_string
+    from core.solving import is_valid_initial_value
+    from nsode.data import config as data_config, generate, tokens
+    from nsode.stream import in_validation
+
+    config = data_config.load(SCIENCE_CONFIG)
+    seen, out = set(), []
+    for block in range(MAX_BLOCKS):
+        for found in generate.candidate_block(block, seed, config)[0]:
+            if found.skeleton in seen or not in_validation(generate.skeleton_id(found.skeleton), VAL_PERCENT):
+                continue
+            seen.add(found.skeleton)
+            rng = generate.rng_for(seed, 7, len(seen))
+            sets, y0 = generate.draw_sets(tokens.parse_infix(found.expression), found.skeleton, rng, config)
+            if not sets:
+                continue
+            text = to_string(sets[0][0])
+            if is_valid_initial_value(text, float(y0[0, 0])):
+                out.append({"id": f"science-{len(out):02d}", "expression": text, "y0": [float(y0[0, 0])],
+                            "source": found.skeleton})
+                if len(out) == count:
+                    return out
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--simple", type=whole_number(0), default=48, help="simple laws (default 48)")
+    p.add_argument("--science", type=whole_number(0), default=48,
+                   help="held-out science-family laws (default 48)")
+    p.add_argument("--seed", type=whole_number(0), default=0, help="draws the laws (default 0)")
+    p.add_argument("--name", default=None, help="the dataset's name (default: gen + the seed)")
+    p.add_argument("--out", required=True, help="the dataset file to write (JSON)")
+    args = p.parse_args(argv)
+    if not args.simple and not args.science:
+        p.error("--simple and --science are both 0: no laws to write")
+    equations = simple_equations(args.simple, args.seed) + science_equations(args.science, args.seed)
+    name = args.name or f"gen{args.seed}"
+    spec = {"format": "bench-dataset/1", "name": name, "version": "1",
+            "description": f"Generated laws (benchmarks/generated_dataset.py, seed {args.seed}): {args.simple} "
+                           f"simple ODEs and {args.science} held-out science-family skeletons asked for; "
+                           "for judging settings, never a benchmark.",
+            "equations": equations}
+    Path(args.out).write_text(json.dumps(spec, indent=1) + "\n")
+    counts = {kind: sum(e["id"].startswith(kind) for e in equations) for kind in ("simple", "science")}
+    print(f"{args.out}: {counts['simple']} simple and {counts['science']} science-family laws")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
