@@ -104,3 +104,20 @@ def test_a_setup_that_overruns_on_dask_is_not_tried_again_on_every_task(tmp_path
     assert len(rows) == 8 and (rows["status"] == "timeout").all()
     assert rows["reason"].str.contains("not tried again").sum() >= 6
     assert time.monotonic() - start < 60  # the limit once or twice, not eight times
+
+
+def test_workers_of_our_own_cluster_are_quiet_when_it_closes(cluster):
+    """A heartbeat that meets the scheduler already gone must not print a traceback after a sweep."""
+    import logging
+
+    from distributed import Client
+
+    from bench.dask_backend import _quiet_for_shutdown
+
+    def error_shown() -> bool:
+        return logging.getLogger("distributed.worker").isEnabledFor(logging.ERROR)
+
+    with Client(cluster) as client:
+        assert all(client.run(error_shown).values())
+        client.run(_quiet_for_shutdown)
+        assert not any(client.run(error_shown).values())
