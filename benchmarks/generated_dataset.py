@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCIENCE_CONFIG = ROOT / "nsode" / "checkpoints" / "data_science.yaml"
 VAL_PERCENT = 5  # the training split's held-out share (nsode.stream)
 MAX_BLOCKS = 5000  # candidate blocks searched for held-out skeletons before giving up
+CONSTANT_DRAWS = 7  # the spawn-key kind of the constants' streams, apart from the generator's own (0, 1)
 
 
 def simple_equations(count: int, seed: int) -> list[dict]:
@@ -53,7 +54,7 @@ def science_equations(count: int, seed: int) -> list[dict]:
             if found.skeleton in seen or not in_validation(generate.skeleton_id(found.skeleton), VAL_PERCENT):
                 continue
             seen.add(found.skeleton)
-            rng = generate.rng_for(seed, 7, len(seen))
+            rng = generate.rng_for(seed, CONSTANT_DRAWS, len(seen))
             sets, y0 = generate.draw_sets(tokens.parse_infix(found.expression), found.skeleton, rng, config)
             if not sets:
                 continue
@@ -76,11 +77,13 @@ def main(argv=None) -> int:
     p.add_argument("--name", default=None, help="the dataset's name (default: gen + the seed)")
     p.add_argument("--out", required=True, help="the dataset file to write (JSON)")
     args = p.parse_args(argv)
+    from bench.datasets import FORMAT
+
     if not args.simple and not args.science:
         p.error("--simple and --science are both 0: no laws to write")
     equations = simple_equations(args.simple, args.seed) + science_equations(args.science, args.seed)
     name = args.name or f"gen{args.seed}"
-    spec = {"format": "bench-dataset/1", "name": name, "version": "1",
+    spec = {"format": FORMAT, "name": name, "version": "1",
             "description": f"Generated laws (benchmarks/generated_dataset.py, seed {args.seed}): {args.simple} "
                            f"simple ODEs and {args.science} held-out science-family skeletons asked for; "
                            "for judging settings, never a benchmark.",
