@@ -61,7 +61,7 @@ class NSODE(Method):
     skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
     sums refitted with each term dropped), `noise_growth` (the choice weighs residuals by noise that
-    grows with |y|, off: measured and not kept), `per_capita` (the first
+    grows with |y|, on since search version 22), `per_capita` (the first
     beam expressions g also read as y' = y*g), `robust` (the stability check; off, unsafe fits may
     win), `stability_noise` (its start perturbed by the noise with the curvature removed),
     `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its
@@ -81,7 +81,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="21"),
+                                    "rejected, information criterion", version="22"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,

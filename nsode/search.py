@@ -80,7 +80,7 @@ class Settings:
     snap: bool = True  # also read each beam expression with exponents near an integer or +-1/2 snapped to it
     snap_fitted: bool = True  # also refit each trajectory-fitted candidate with its fitted exponents snapped likewise
     prune: int = 4  # the best N trajectory-fitted sums are also refitted with each term dropped in turn (version 20)
-    noise_growth: bool = False  # the choice weighs residuals by noise growing with |y| (measured, not kept: model card)
+    noise_growth: bool = True  # the choice weighs residuals by noise growing with |y| (version 22; model card)
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
