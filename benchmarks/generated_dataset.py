@@ -49,7 +49,7 @@ def science_equations(count: int, seed: int) -> list[dict]:
 
     config = data_config.load(SCIENCE_CONFIG)
     seen, out = set(), []
-    for block in range(MAX_BLOCKS):
+    for block in range(MAX_BLOCKS if count else 0):
         for found in generate.candidate_block(block, seed, config)[0]:
             if found.skeleton in seen or not in_validation(generate.skeleton_id(found.skeleton), VAL_PERCENT):
                 continue

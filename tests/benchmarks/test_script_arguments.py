@@ -43,3 +43,12 @@ def test_a_generated_dataset_is_one_the_harness_reads(tmp_path):
     assert [tr.equation_id for tr in trajectories] == ["simple-00", "simple-01", "science-00"]
     assert trajectories[0].expression.endswith("*y")  # the first simple form, y' = -a*y
     assert all(tr.has_truth and len(tr.y_extra) for tr in trajectories)
+
+
+def test_a_generated_dataset_of_simple_laws_alone_asks_the_generator_for_nothing(tmp_path):
+    # --science 0 once ran the science generator through all its blocks, keeping every law it found
+    out = tmp_path / "gen4.json"
+    done = subprocess.run([sys.executable, str(SCRIPTS / "generated_dataset.py"), "--simple", "3", "--science", "0",
+                           "--seed", "4", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "3 simple and 0 science-family laws" in done.stdout
