@@ -142,6 +142,15 @@ def time_text(value: float, t: np.ndarray) -> str:
     return f"{value:.{min(digits, 17)}g}"
 
 
+def noise_text(sigma: float, weighed: bool) -> str:
+    """The noise level behind the printed errors, and whether the choice weighed each residual at its
+    own point's level (version 22: noise that grows with |y|), which a user comparing fits should know."""
+    text = f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y)"
+    if weighed:
+        text += "\n(the noise grows with |y| here: the choice weighed each point by its own noise level)"
+    return text
+
+
 def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     """Print how far the fits the data cannot tell from the pick (`nsode.search.rivals`) part from
     it over twice the observed span; returns their trajectories for the plot."""
@@ -280,7 +289,7 @@ def main(argv=None) -> int:
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
             print(f"as fitted: y' = {form} with {named}")
-        print(f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y)")
+        print(noise_text(sigma, result.info.get("noise_profile", False)))
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, str, str]] = {}  # each law once as printed (0 and 0.0 are one law)

@@ -158,3 +158,19 @@ def test_when_every_fit_fails_the_stability_check_the_user_is_told(capsys):
     beyond_the_data(result, t)
     out = capsys.readouterr().out
     assert "every fit failed the stability check" in out and "statistically as good" not in out
+
+
+def test_the_user_is_told_when_the_choice_weighed_noise_that_grows_with_y(tmp_path, capsys):
+    from core.expressions import compile_scalar, parse
+    from core.solving import solve
+
+    rng = np.random.default_rng(0)  # y' = -0.5 y**2 falling twentyfold under 1% relative noise
+    t = np.sort(rng.uniform(0, 10, 128))
+    y = solve(compile_scalar(parse("-0.5*y**2")), 4.0, t) * (1 + 0.01 * rng.normal(size=t.size))
+    path = tmp_path / "decay.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    assert main(["predict", str(path), "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "the choice weighed each point by its own noise level" in out
+    assert main(["predict", str(path), "--top", "0", "--no-noise-growth"]) == 0
+    assert "its own noise level" not in capsys.readouterr().out
