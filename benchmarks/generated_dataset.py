@@ -42,6 +42,8 @@ def simple_equations(count: int, seed: int) -> list[dict]:
 def science_equations(count: int, seed: int) -> list[dict]:
     """The first ODE (constant set and y0) of each of the first `count` held-out skeletons the
     science-family generator finds with `seed` whose solution the harness accepts."""
+    if not count:  # the loop below stops at `count` laws found, so 0 would run through every block
+        return []
     from core.expressions import to_string
     from core.solving import is_valid_initial_value
     from nsode.data import config as data_config, generate, tokens
@@ -49,7 +51,7 @@ def science_equations(count: int, seed: int) -> list[dict]:
 
     config = data_config.load(SCIENCE_CONFIG)
     seen, out = set(), []
-    for block in range(MAX_BLOCKS if count else 0):
+    for block in range(MAX_BLOCKS):
         for found in generate.candidate_block(block, seed, config)[0]:
             if found.skeleton in seen or not in_validation(generate.skeleton_id(found.skeleton), VAL_PERCENT):
                 continue
