@@ -329,7 +329,7 @@ def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
 def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
                     y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
                     bound: float = 1e4, keep_sign: bool = False, rest_in_noise: bool = False,
-                    rest_limit: bool = False) -> str | None:
+                    rest_limit: bool = False, start_scaled: bool = False) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
     within `bound` times the size of the observations `y` (default |y0|). delta is the largest
@@ -347,7 +347,10 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     the law's motion alone): a record that moves more than y0 per interval did not start at rest.
     With `rest_limit`, a law that is not a number at 0 but tends to 0 there from the observations'
     side (Gompertz's y log y) passes the start at rest: rest is its equilibrium in the limit, and
-    what starts empty stays empty; a finite nonzero limit (sin(y)/y) or a pole still fails."""
+    what starts empty stays empty; a finite nonzero limit (sin(y)/y) or a pole still fails. With
+    `start_scaled`, a course from a start c = |y0 +- delta| / |y0| > 1 times y0 may reach c times the
+    bound, as the course of a law linear in y does: delta, read from noise that grows with the
+    record, can be many times the first value of a growth, and the law itself then fails."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -370,7 +373,10 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
             path = trajectory(template, values, start, grid)
         except SOLVE_FAILURES as err:
             return f"from y0 = {start:.4g}: {err}"
-        if np.max(np.abs(path)) > bound * max(size, sigma):
+        limit = bound * max(size, sigma)
+        if start_scaled and start != 0 and y0 != 0:
+            limit *= max(1.0, abs(start / y0))
+        if np.max(np.abs(path)) > limit:
             return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"
     return None
 

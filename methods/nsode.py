@@ -66,8 +66,9 @@ class NSODE(Method):
     win), `stability_noise` (its start perturbed by the noise with the curvature removed),
     `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its
     start from 0 only where y0 is within the noise of 0), `rest_limit` (that start passed by a
-    law that tends to 0 there, as y log y) and `hidden_pause` (a law that nearly stops between two
-    observations fails it; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    law that tends to 0 there, as y log y), `hidden_pause` (a law that nearly stops between two
+    observations fails it) and `start_scaled_bound` (a perturbed start c times y0 may go c times as
+    far, on since version 23; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"
@@ -81,7 +82,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="22"),
+                                    "rejected, information criterion", version="23"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
@@ -96,7 +97,7 @@ class NSODE(Method):
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
                  rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit,
-                 hidden_pause=Settings.hidden_pause, threads=1,
+                 hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -106,7 +107,7 @@ class NSODE(Method):
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
-        self.robust, self.hidden_pause = robust, hidden_pause
+        self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -42,6 +42,9 @@ SEARCH_OPTIONS = {
     "hidden_pause": (bool, "reject, in that check, a fit whose law nearly stops between two consecutive "
                            "observations of its own course (|f| there below a quarter of |f| at both): a pause the "
                            "samples cannot see, which buys a time shift rather than a law"),
+    "start_scaled_bound": (bool, "let, in that check, a course started at c times the fitted initial value go c "
+                                 "times as far, as the course of a law linear in y does (exponential growth from a "
+                                 "first value smaller than the noise at its large values)"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "

@@ -91,6 +91,7 @@ class Settings:
     rest_in_noise: bool = True  # the check starts from 0 only when y0 lies within the noise of it (version 18)
     rest_limit: bool = True  # a law that tends to 0 at 0 (y log y) passes the check's start from rest (version 17)
     hidden_pause: bool = True  # a law that nearly stops between two observations is unsafe (version 21)
+    start_scaled_bound: bool = True  # a start c times y0 may go c times as far in the check (version 23)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -588,7 +589,8 @@ def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> s
     starts `settings` asks for; with `hidden_pause`, core.fitting.hidden_pause too), or None."""
     settings = settings or Settings()
     reason = unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
-                             rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit)
+                             rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit,
+                             start_scaled=settings.start_scaled_bound)
     if reason is None and settings.hidden_pause:
         reason = hidden_pause(f.template, f.values, f.y0, t)
     return reason

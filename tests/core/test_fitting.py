@@ -124,6 +124,21 @@ def test_a_pole_just_beside_the_data_is_unstable():
     assert np.all(np.isfinite(y))
 
 
+def test_a_growth_whose_start_is_perturbed_by_many_times_itself_passes_when_the_bound_scales():
+    # y' = 4 y from 0.5 grows 3,000-fold on [0, 2] and as much again on [2, 4]; a noise level of 5
+    # (read where the values are large) moves the start to 10.5, 21 times y0, so the course from
+    # there leaves the bound of 1e4 times the observations' size that the law's own course keeps
+    t = np.linspace(0, 2, 128)
+    y = 0.5 * np.exp(4 * t)
+    law = Template(A * Y, (A,))
+    assert "|y| reaches" in unstable_reason(law, [4.0], 0.5, t, 5.0, y=y)
+    assert unstable_reason(law, [4.0], 0.5, t, 5.0, y=y, start_scaled=True) is None
+    # a course that blows up faster than the start's scale still fails: y' = y**2 from 2 on [0, 0.45]
+    blowup = Template(A * Y**2, (A,))
+    short = np.linspace(0, 0.45, 64)
+    assert unstable_reason(blowup, [1.0], 2.0, short, 0.01, y=2 / (1 - 2 * short), start_scaled=True) is not None
+
+
 def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unstable():
     # y' = 2 y (y - c), c = 1: below c the solution decays to 0, above it blows up before t = 2.
     # A fit started at 0.99 is fine on its own, but the data start at 1.01, across the equilibrium.

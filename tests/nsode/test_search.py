@@ -570,3 +570,17 @@ def test_a_hidden_pause_makes_a_fit_unsafe():
     fit = Found(bump, 10.0, 1.0, 0.0, 0, "model", template=Template(bump, ()), values=())
     assert _unsafe(fit, t, y, 0.01, Settings(hidden_pause=False)) is None
     assert "pause" in _unsafe(fit, t, y, 0.01, Settings())  # on since version 21
+
+
+def test_an_exponential_growth_from_below_the_noise_reads_the_law():
+    # y' = 4 y from 0.5, 3,000-fold on [0, 2] with 1% relative noise: the noise read at the large
+    # values (about 5) moves the check's start to 21 times y0. Without the scaled bound the law
+    # fails from there and a stand-in whose spare -y**2 term saturates the course wins (version 22)
+    t = np.linspace(0, 2, 128)
+    y = 0.5 * np.exp(4 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    law, stand_in = parse("4.0*y"), parse("4.0*y - 1e-5*y**2")
+    settings = Settings(variants=False, combine=0, per_capita=0, prune=0, steady=False)
+    found, _ = search([law, stand_in], t, y, settings)
+    assert found[0].constants == 1 and float(found[0].expr.coeff(Y)) == pytest.approx(4.0, rel=0.01)
+    old, _ = search([law, stand_in], t, y, replace(settings, start_scaled_bound=False))
+    assert old[0].constants == 2 and any(f.constants == 1 and f.rejected for f in old)
