@@ -60,7 +60,7 @@ class NSODE(Method):
     heaviest course), `multiplicity` (the extended BIC's charge for the
     skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
-    sums refitted with each term dropped), `noise_growth` (the choice weighs residuals by noise that
+    sums refitted with each term dropped; `prune_rounds` times, on since version 24), `noise_growth` (the choice weighs residuals by noise that
     grows with |y|, on since search version 22), `per_capita` (the first
     beam expressions g also read as y' = y*g), `robust` (the stability check; off, unsafe fits may
     win), `stability_noise` (its start perturbed by the noise with the curvature removed),
@@ -82,7 +82,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="23"),
+                                    "rejected, information criterion", version="24"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
@@ -93,6 +93,7 @@ class NSODE(Method):
                  course_tolerance=Settings.course_tolerance,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted, prune=Settings.prune,
+                 prune_rounds=Settings.prune_rounds,
                  noise_growth=Settings.noise_growth, robust=Settings.robust,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
@@ -107,6 +108,7 @@ class NSODE(Method):
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
+        self.prune_rounds = prune_rounds
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
 
     def check_params(self):

@@ -26,6 +26,8 @@ SEARCH_OPTIONS = {
     "snap": (bool, "read beam exponents near an integer or +-1/2 also as that exponent"),
     "snap_fitted": (bool, "refit fitted candidates with their exponents near an integer or +-1/2 snapped to it"),
     "prune": (whole_number(0), "the N best fitted sums are also refitted with each term dropped in turn (0: none)"),
+    "prune_rounds": (whole_number(1), "rounds of that pruning at most, each on the best fits so far, until one adds "
+                                      "nothing (a law under two spare terms needs two)"),
     "noise_growth": (bool, "count each residual, in the choice, in its own point's noise level where the noise "
                            "evidently grows with |y| (relative noise on a record that falls or rises manyfold)"),
     "drift": (bool, "also consider y' = c (zero-order kinetics); off by default because a slow relaxation whose "

@@ -80,6 +80,7 @@ class Settings:
     snap: bool = True  # also read each beam expression with exponents near an integer or +-1/2 snapped to it
     snap_fitted: bool = True  # also refit each trajectory-fitted candidate with its fitted exponents snapped likewise
     prune: int = 4  # the best N trajectory-fitted sums are also refitted with each term dropped in turn (version 20)
+    prune_rounds: int = 3  # rounds of that, each on the best N fits so far, until one adds nothing (version 24)
     noise_growth: bool = True  # the choice weighs residuals by noise growing with |y| (version 22; model card)
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
@@ -492,8 +493,11 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     found = fit_candidates(shortlist(skeletons, settings, charge), t, y, sigma, settings, charge, profile)
     if settings.snap_fitted:
         found += _snapped_fits(found, t, y, sigma, settings, charge, profile)
-    if settings.prune:
-        found += _pruned_fits(found, t, y, sigma, settings, charge, profile)
+    for _ in range(settings.prune_rounds if settings.prune else 0):
+        pruned = _pruned_fits(found, t, y, sigma, settings, charge, profile)
+        if not pruned:  # the best fits' drops were all fitted already
+            break
+        found += pruned
     by = (lambda f: f.score) if settings.criterion == "bic" else (lambda f: -f.r2)
     found.sort(key=lambda f: (by(f), f.constants))
     chosen = None

@@ -584,3 +584,16 @@ def test_an_exponential_growth_from_below_the_noise_reads_the_law():
     assert found[0].constants == 1 and float(found[0].expr.coeff(Y)) == pytest.approx(4.0, rel=0.01)
     old, _ = search([law, stand_in], t, y, replace(settings, start_scaled_bound=False))
     assert old[0].constants == 2 and any(f.constants == 1 and f.rejected for f in old)
+
+
+def test_pruning_in_rounds_reaches_a_law_under_two_spare_terms():
+    # only a sum with two spare terms is proposed for y' = -0.5 y: one round of pruning reaches the
+    # 2-term sums, the second the law itself
+    t = np.linspace(0, 2, 128)
+    y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    settings = Settings(variants=False, combine=0, per_capita=0, steady=False, snap=False, snap_fitted=False)
+    proposed = [parse("-0.5*y + 0.01*y**2 - 0.001*y**3")]
+    once, _ = search(proposed, t, y, replace(settings, prune_rounds=1))
+    assert all(f.constants >= 2 for f in once)  # the law was never fitted
+    found, _ = search(proposed, t, y, replace(settings, prune_rounds=3))
+    assert found[0].constants == 1 and float(found[0].expr.coeff(Y)) == pytest.approx(-0.5, abs=0.01)
