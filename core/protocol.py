@@ -34,7 +34,7 @@ DATASET_FIGURE_N = 128  # n of the per-dataset R^2 figures
 
 # what a solved trajectory depends on besides the equation and y0 (the truth cache's key)
 SOLVER_SETTINGS = {"method": "LSODA (scipy.integrate.odeint)", "rtol": RTOL, "atol": ATOL,
-                   "atol_scaling": "times |y0| when below 1", "mxstep": MXSTEP,
+                   "atol_scaling": "times |y0| when below 1", "mxstep": MXSTEP, "steps_past_last_time": False,
                    "T": T, "T_extra": T_EXTRA, "grid": GRID}
 
 # the training-data generator's defaults for the keys it shares with the protocol

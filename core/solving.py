@@ -53,6 +53,11 @@ def solve(
 
     `max_rhs_calls` is a counted budget, so a slow solve fails or succeeds alike on any machine
     under any load; `time_limit` (seconds of wall clock) is the safety net beside it.
+
+    LSODA is told not to step past t[-1]. Left to itself it overshoots the last time and
+    interpolates back, and where its error estimate is near 0 (y' = -c*sqrt(y) has a quadratic
+    solution) one step may be longer than the whole span: it then evaluates f where the solution
+    has already left f's domain, and a law that is fine up to t[-1] would fail.
     """
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     budget = math.inf if max_rhs_calls is None else max_rhs_calls
@@ -70,8 +75,9 @@ def solve(
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", ODEintWarning)  # a failure is reported as SolveError
-            out, info = odeint(f, float(y0), np.asarray(t, float), rtol=rtol, atol=atol,
-                               mxstep=mxstep, full_output=True)
+            times = np.asarray(t, float)
+            out, info = odeint(f, float(y0), times, rtol=rtol, atol=atol, mxstep=mxstep, full_output=True,
+                               tcrit=times[-1:])  # never step past the last time (see the docstring)
     except _Deadline:
         raise SolveError(f"solver exceeded its {time_limit:g} s time limit") from None
     except _OverBudget:

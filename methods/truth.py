@@ -27,7 +27,7 @@ class Truth(Oracle):
 
 class TruthRefit(Truth):
     name = "truth-refit"
-    version = "2"  # 2: the fitter's absolute tolerance follows |y0| below 1
+    version = "3"  # 2: the fitter's absolute tolerance follows |y0| below 1; 3: LSODA stops at the last time
     time_limit = 60.0
     description = "oracle skeleton: the true law with its numbers refitted to the noisy data (skeleton search's reference)"
 

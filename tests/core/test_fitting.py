@@ -290,5 +290,5 @@ def test_a_blow_up_is_placed_where_it_happens_after_earlier_solves():
     t = np.linspace(0, 4, 9)
     solve(lambda v: -0.3 * v, 1.0, t)
     solve(lambda v: -0.3 * v, 2.5, t)
-    with pytest.raises(SolveError, match=r"between t = 0\.500\d and 1 "):
+    with pytest.raises(SolveError, match=r"near t = 1 "):  # not at t = 4, where the earlier solves got to
         solve(lambda v: v * v, 1.0, t)  # y' = y**2 from 1 blows up at t = 1

@@ -32,3 +32,20 @@ def test_a_drawn_initial_value_is_judged_by_the_count_of_its_check(monkeypatch):
     assert is_valid_initial_value("-y", 1.0)
     monkeypatch.setattr(protocol, "Y0_CHECK_MAX_RHS_CALLS", 50)  # the decay to t = 4 needs more
     assert not is_valid_initial_value("-y", 1.0)
+
+
+def test_the_solver_never_steps_past_the_last_time_into_where_f_is_undefined():
+    # y' = -0.5 sqrt(y) from 5 is (sqrt(5) - t/4)^2: a quadratic, so LSODA's error estimate is ~0
+    # and, left to overshoot the last time, one step reached y = -4.2 (sqrt undefined) well
+    # before the solution's own zero at t = 8.9.
+    f = compile_scalar(parse("-0.5*sqrt(y)"))
+    t = np.linspace(0.0, 4.0, 128)
+    asked = []
+
+    def logged(v):
+        asked.append(v)
+        return f(v)
+
+    y = solve(logged, 5.0, t)
+    assert min(asked) > 1.5
+    np.testing.assert_allclose(y, (np.sqrt(5.0) - t / 4) ** 2, rtol=1e-7)
