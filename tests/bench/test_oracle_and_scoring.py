@@ -27,7 +27,7 @@ def test_wrong_expression_scores_below_one_and_blowup_is_recorded():
     blown = score("50*y**2", tr)
     assert blown.status == "diverged" and blown.reason and blown.interpolation is None
     later = score(f"{1 / (3 * tr.y0)!r}*y**2", tr)  # blows up at t = 3: [0, T] is still scored, as in the paper
-    assert later.status == "diverged-extrap" and re.search(r"t = (2\.999|3)\b", later.reason)  # where it stopped
+    assert later.status == "diverged-extrap" and re.search(r"t = (2\.999|3) ", later.reason)  # where it stopped
     assert np.isfinite(later.interpolation["r2"]) and later.extrapolation is None
 
 
