@@ -58,7 +58,8 @@ class NSODE(Method):
     groups of observations), `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
     (powers of y recombined beside them, default none), whose candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
-    `node_cost` and `nesting_cost`, `unit_cost` (a law that fixes the unit of y), `agreement` (the
+    `node_cost` and `nesting_cost` (with `sqrt_nodes` sqrt(y) counts as one node less: measured in
+    rule 62b), `unit_cost` (a law that fixes the unit of y), `agreement` (the
     tied fits' vote, off: measured and not kept), `course_tolerance` (the tied fits' vote for the
     heaviest course), `multiplicity` (the extended BIC's charge for the
     skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
@@ -101,7 +102,8 @@ class NSODE(Method):
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
                  rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit,
-                 hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound, threads=1,
+                 hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound,
+                 sqrt_nodes=Settings.sqrt_nodes, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -113,6 +115,7 @@ class NSODE(Method):
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
         self.prune_rounds = prune_rounds
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
+        self.sqrt_nodes = sqrt_nodes
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -55,6 +55,8 @@ SEARCH_OPTIONS = {
                                                   "the first 70%% leaves uncertain)"),
     "node_cost": (nonnegative_number, "in that comparison, criterion units charged per node of the expression"),
     "nesting_cost": (nonnegative_number, "and per function nested in another's argument, as in sin(cos(y))"),
+    "sqrt_nodes": (bool, "count, in that comparison, sqrt(y) as one function, as log(y), not as a power and its "
+                         "exponent 1/2"),
     "unit_cost": (nonnegative_number, "criterion units charged, at every stage, to a law that fixes the unit of y: "
                                       "a function of y with no scale inside, as in sin(y) or exp(y)"),
     "agreement": (nonnegative_number, "in that comparison only the fits whose course over twice the span the most "

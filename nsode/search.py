@@ -96,6 +96,7 @@ class Settings:
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
+    sqrt_nodes: bool = False  # in that window, sqrt(y) counts as one function, not a power and its 1/2 (rule 62b)
     unit_cost: float = 5.0  # for a law that fixes the unit of y, sin(y) or exp(y), everywhere (version 15; "Session 35")
     unit_logs: bool = False  # log(y) with no scale and no term to absorb log(lambda) fixes it too (measured, not kept)
     forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
@@ -617,7 +618,8 @@ def _best_forecast(found: list[Found], chosen: Found, t, y, sigma: float, settin
     for f in near:
         f.forecast = forecast_error(f, t, y, sigma, settings, profile)
     def cost(f):
-        return tie_cost(f.score, f.forecast, complexity(f.expr), nested_functions(f.expr), settings), f.constants
+        nodes = complexity(f.expr) - (square_roots(f.expr) if settings.sqrt_nodes else 0)
+        return tie_cost(f.score, f.forecast, nodes, nested_functions(f.expr), settings), f.constants
     if settings.course_tolerance:
         followed = heaviest_course(near, t, settings.course_tolerance, cost)
     elif settings.agreement:
@@ -679,6 +681,12 @@ def tie_cost(score: float, forecast: float, nodes: int, nested: int, settings: S
     weighted forecast error, and the charges per node and per nested function."""
     weighted = settings.forecast_weight * forecast if settings.forecast_weight else 0.0
     return score + weighted + settings.node_cost * nodes + settings.nesting_cost * nested
+
+
+def square_roots(expr: sympy.Expr) -> int:
+    """Powers with exponent 1/2 in `expr`: the paper's complexity counts sqrt(y) as y**(1/2), a node
+    more than log(y), though to a scientist (and in the model's tokens) both are one function of y."""
+    return sum(1 for node in sympy.preorder_traversal(expr) if node.is_Pow and node.exp == sympy.S.Half)
 
 
 def forecast_error(f: Found, t, y, sigma: float, settings: Settings, profile: np.ndarray | None = None) -> float:

@@ -17,7 +17,7 @@ from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, _Skeleton, _Term, extrapolations,
                           heaviest_course, most_followed, multiplicity_charge, rivals, search, shortlist,
-                          skeleton_key, supported, tie_cost)
+                          skeleton_key, square_roots, supported, tie_cost)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -198,6 +198,13 @@ def test_the_forecast_weight_scales_the_forecast_error_among_ties():
     assert tie_cost(100.0, 8.0, 5, 0, half) == 100 + 4 + half.node_cost * 5
     # weight 0 ignores the forecast, even one that failed (inf), instead of making the cost nan
     assert tie_cost(100.0, math.inf, 5, 0, Settings(forecast_weight=0)) == 100 + shipped.node_cost * 5
+
+
+def test_square_roots_are_the_powers_one_half_that_the_tie_break_may_count_as_functions():
+    # the paper's complexity counts -0.6*sqrt(y) a node above -0.8*log(y); `sqrt_nodes` removes it
+    assert complexity(parse("-0.6*sqrt(y)")) == complexity(parse("-0.8*log(y)")) + 1
+    assert square_roots(parse("-0.6*sqrt(y)")) == 1 and square_roots(parse("sqrt(y) + sqrt(1 + y)")) == 2
+    assert square_roots(parse("1/sqrt(y)")) == square_roots(parse("y**1.5")) == square_roots(parse("log(y)")) == 0
 
 
 def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
