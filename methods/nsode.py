@@ -66,8 +66,8 @@ class NSODE(Method):
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
     sums refitted with each term dropped; `prune_rounds` times, on since version 24),
     `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search
-    version 22), `per_capita` (the first beam expressions g also read as y' = y*g), `robust` (the stability check; off, unsafe fits may
-    win), `stability_noise` (its start perturbed by the noise with the curvature removed),
+    version 22), `per_capita` (the first beam expressions g also read as y' = y*g), `robust` (the
+    stability check; off, unsafe fits may win), `stability_noise` (its start perturbed by the noise with the curvature removed),
     `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its
     start from 0 only where y0 is within the noise of 0), `rest_limit` (that start passed by a
     law that tends to 0 there, as y log y), `hidden_pause` (a law that nearly stops between two
