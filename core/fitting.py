@@ -182,13 +182,7 @@ def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, mxstep: in
     """Sum of squared differences between the observations and y' = expr integrated from the
     first observation with the fitter's LSODA settings; inf when the solve fails, blows up or
     needs more than `mxstep` steps between two observations (the wall-clock safety net aside)."""
-    try:
-        path = solve(compile_scalar(expr), float(y[0]), np.asarray(t, dtype=float), rtol=RTOL,
-                     atol=relative_atol(ATOL, float(y[0])), mxstep=mxstep, time_limit=SOLVE_SAFETY_S)
-    except SOLVE_FAILURES:
-        return math.inf
-    rss = float(np.sum((path - np.asarray(y, dtype=float)) ** 2))
-    return rss if math.isfinite(rss) else math.inf
+    return trajectory_miss(Template(expr, ()), (), float(y[0]), t, y, mxstep=mxstep)
 
 
 def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: float | None = None, *,
@@ -225,6 +219,27 @@ def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: 
     usable = np.all(np.isfinite(x)) and math.isfinite(cost) and cost < 0.999 * len(penalty) * PENALTY**2
     rss = scale**2 * cost if usable else math.inf
     return Fit(tuple(float(v) for v in values), float(y0_fit), rss, nfev, budget.fired)
+
+
+def better_start(template: Template, values, starts, t: np.ndarray, y: np.ndarray) -> float:
+    """The initial value among `starts` whose trajectory with the constants `values` misses the
+    observations least (the first where none can be integrated). The integral form's y0 is a
+    least-squares intercept: on a record whose values span many decades the largest values'
+    quadrature error moves it far off (exponential growth by e^30 from 0.5 puts it at -3e8), and
+    a trajectory fit started there runs to a wrong minimum where the first observation would not."""
+    misses = [trajectory_miss(template, values, start, t, y) for start in starts]
+    return float(starts[int(np.argmin(misses))])
+
+
+def trajectory_miss(template: Template, values, y0: float, t: np.ndarray, y: np.ndarray, *,
+                    mxstep: int = MXSTEP) -> float:
+    """Sum of squared residuals of the trajectory from y0 on the observations (inf when it fails)."""
+    try:
+        path = trajectory(template, values, y0, np.asarray(t, dtype=float), mxstep=mxstep)
+        rss = float(np.sum((path - np.asarray(y, dtype=float)) ** 2))
+    except SOLVE_FAILURES:
+        return math.inf
+    return rss if math.isfinite(rss) else math.inf
 
 
 def _rss(scaled_residual: np.ndarray, scale: float) -> float:
@@ -329,7 +344,7 @@ def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
 def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
                     y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
                     bound: float = 1e4, keep_sign: bool = False, rest_in_noise: bool = False,
-                    rest_limit: bool = False, start_scaled: bool = False) -> str | None:
+                    rest_limit: bool = False, start_scaled: bool = False, grown: bool = False) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
     within `bound` times the size of the observations `y` (default |y0|). delta is the largest
@@ -350,7 +365,10 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     what starts empty stays empty; a finite nonzero limit (sin(y)/y) or a pole still fails. With
     `start_scaled`, a course from a start c = |y0 +- delta| / |y0| > 1 times y0 may reach c times the
     bound, as the course of a law linear in y does: delta, read from noise that grows with the
-    record, can be many times the first value of a growth, and the law itself then fails."""
+    record, can be many times the first value of a growth, and the law itself then fails. With
+    `grown`, a record that itself grew G-fold (`record_growth`) may go G^2 times its size where
+    that exceeds the bound: exponential growth by G > 100 continues by G again over the next
+    span, and the bound alone refuses the law itself from G = 1e4 (four decades) on."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -373,12 +391,21 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
             path = trajectory(template, values, start, grid)
         except SOLVE_FAILURES as err:
             return f"from y0 = {start:.4g}: {err}"
-        limit = bound * max(size, sigma)
+        limit = max(bound, record_growth(y) ** 2 if grown and y is not None else 0.0) * max(size, sigma)
         if start_scaled and start != 0 and y0 != 0:
             limit *= max(1.0, abs(start / y0))
         if np.max(np.abs(path)) > limit:
             return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"
     return None
+
+
+def record_growth(y: np.ndarray) -> float:
+    """How many times its early size a record grew: max |y| over the median |y| of its first 5%
+    of observations (at least 3; a median, so that one noisy value near 0 does not read as a
+    start from nothing). 1 where those are all 0."""
+    y = np.abs(np.asarray(y, float))
+    early = float(np.median(y[: max(3, len(y) // 20)]))
+    return float(np.max(y)) / early if early > 0 else 1.0
 
 
 def hidden_pause(template: Template, values, y0: float, t: np.ndarray, *, share: float = PAUSE_SHARE,

@@ -28,6 +28,10 @@ top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 Since version 25 the search's trajectory fits and stability check never let LSODA step past the
 last time asked for (core.solving.solve), so a law defined up to there, such as -c*sqrt(y), is
 no longer failed by a step that overshot into where f is undefined.
+Version 26 reads records that span many decades: the trajectory fit starts at the first
+observation where the integral form's y0 (pulled off by the largest values) misses more, and the
+stability check lets a record that grew G > 100-fold go G^2 times its size, so exponential growth
+by e^30 is read as c*y rather than refused.
 `nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
 count of right-hand-side evaluations (nsode.select.MAX_RHS_CALLS) instead of 1 s of wall clock,
 so their answer no longer depends on how busy the machine is.
@@ -66,13 +70,16 @@ class NSODE(Method):
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
     sums refitted with each term dropped; `prune_rounds` times, on since version 24),
     `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search
-    version 22), `per_capita` (the first beam expressions g also read as y' = y*g), `robust` (the
-    stability check; off, unsafe fits may win), `stability_noise` (its start perturbed by the noise with the curvature removed),
-    `keep_sign` (its perturbed starts kept on the observations' side of 0), `rest_in_noise` (its
-    start from 0 only where y0 is within the noise of 0), `rest_limit` (that start passed by a
-    law that tends to 0 there, as y log y), `hidden_pause` (a law that nearly stops between two
-    observations fails it) and `start_scaled_bound` (a perturbed start c times y0 may go c times as
-    far, on since version 23; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    version 22), `per_capita` (the first beam expressions g also read as y' = y*g), `first_start`
+    (the trajectory fit starts at the first observation where that misses less than the integral
+    form's y0), `robust` (the stability check; off, unsafe fits may win), `stability_noise` (its
+    start perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts
+    kept on the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is
+    within the noise of 0), `rest_limit` (that start passed by a law that tends to 0 there, as
+    y log y), `hidden_pause` (a law that nearly stops between two observations fails it),
+    `start_scaled_bound` (a perturbed start c times y0 may go c times as far, on since version 23)
+    and `growth_bound` (a record that grew G > 100-fold may go G^2 times its size;
+    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"
@@ -86,7 +93,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="25"),
+                                    "rejected, information criterion", version="26"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
@@ -103,7 +110,8 @@ class NSODE(Method):
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
                  rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit,
                  hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound,
-                 sqrt_nodes=Settings.sqrt_nodes, threads=1,
+                 sqrt_nodes=Settings.sqrt_nodes, first_start=Settings.first_start,
+                 growth_bound=Settings.growth_bound, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -115,7 +123,7 @@ class NSODE(Method):
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
         self.prune_rounds = prune_rounds
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
-        self.sqrt_nodes = sqrt_nodes
+        self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -20,6 +20,8 @@ SEARCH_OPTIONS = {
     "top_k": (whole_number(1), "skeletons whose constants and initial value are all fitted"),
     "refit": (whole_number(0), "of those, fitted by least squares on the integrated trajectory"),
     "max_nfev": (whole_number(1), "trajectory evaluations per least-squares fit"),
+    "first_start": (bool, "start that fit from the first observation where its trajectory misses less than from "
+                          "the integral form's initial value (records spanning many decades)"),
     "combine": (whole_number(0), "distinct beam terms recombined into new sums (0: only the beam's own sums)"),
     "basis": (whole_number(0), "powers y, ..., y**N recombined beside the beam's terms (0: none)"),
     "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
@@ -47,6 +49,8 @@ SEARCH_OPTIONS = {
     "start_scaled_bound": (bool, "let, in that check, a course started at c times the fitted initial value go c "
                                  "times as far, as the course of a law linear in y does (exponential growth from a "
                                  "first value smaller than the noise at its large values)"),
+    "growth_bound": (bool, "let, in that check, a course go G^2 times the observations' size where the record "
+                           "itself grew G > 100 fold (exponential growth over many decades continues as it grew)"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "

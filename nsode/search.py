@@ -49,9 +49,9 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate, nested_functions
-from core.fitting import (SOLVE_FAILURES, Template, abstract, bin_means, fit_integral, fit_trajectory, hidden_pause,
-                          information_criterion, noise_level, noise_profile, predictive_error, round_to_error,
-                          standard_errors, trajectory, unstable_reason)
+from core.fitting import (SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral, fit_trajectory,
+                          hidden_pause, information_criterion, noise_level, noise_profile, predictive_error,
+                          round_to_error, standard_errors, trajectory, unstable_reason)
 from core.metrics import r2
 from nsode.data.science import fixes_unit
 
@@ -73,6 +73,7 @@ class Settings:
     pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: model card)
     refit: int = 16  # of those, fitted by least squares on the trajectory
     max_nfev: int = 40  # trajectory evaluations per least-squares fit
+    first_start: bool = True  # that fit starts at the first observation where it beats the integral y0 (version 26)
     variants: bool = True  # propose sub-sums and added constant terms
     combine: int = 16  # distinct beam terms (first proposed first) recombined into new sums; 0: none
     combine_size: int = 3  # terms per recombined sum, besides a constant term
@@ -93,6 +94,7 @@ class Settings:
     rest_limit: bool = True  # a law that tends to 0 at 0 (y log y) passes the check's start from rest (version 17)
     hidden_pause: bool = True  # a law that nearly stops between two observations is unsafe (version 21)
     start_scaled_bound: bool = True  # a start c times y0 may go c times as far in the check (version 23)
+    growth_bound: bool = True  # a record that grew G > 100 fold may go G^2 times its size in the check (version 26)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -476,7 +478,8 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
     for rank, (_, prior, template, fit, source) in enumerate(fitted):
         values, y0, stage, nfev, net = fit.values, fit.y0, "integral", 0, False
         if rank < settings.refit:
-            exact = fit_trajectory(template, t, y, fit.values, fit.y0, max_nfev=settings.max_nfev)
+            y0_start = better_start(template, fit.values, (fit.y0, y[0]), t, y) if settings.first_start else fit.y0
+            exact = fit_trajectory(template, t, y, fit.values, y0_start, max_nfev=settings.max_nfev)
             nfev, net = exact.nfev, exact.safety_net
             if exact.ok:
                 values, y0, stage = exact.values, exact.y0, "trajectory"
@@ -595,7 +598,7 @@ def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> s
     settings = settings or Settings()
     reason = unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
                              rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit,
-                             start_scaled=settings.start_scaled_bound)
+                             start_scaled=settings.start_scaled_bound, grown=settings.growth_bound)
     if reason is None and settings.hidden_pause:
         reason = hidden_pause(f.template, f.values, f.y0, t)
     return reason

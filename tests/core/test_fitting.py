@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import sympy
 
-from core.fitting import (Template, bin_means, estimate_noise, fit_integral, fit_trajectory, hidden_pause,
-                          information_criterion, noise_profile, predictive_error, round_to_error, written_to_error,
-                          sensitivities, standard_errors, trajectory, unstable_reason)
+from core.fitting import (Template, better_start, bin_means, estimate_noise, fit_integral, fit_trajectory,
+                          hidden_pause, information_criterion, noise_profile, predictive_error, record_growth,
+                          round_to_error, written_to_error, sensitivities, standard_errors, trajectory,
+                          unstable_reason)
 from core.expressions import Y, compile_scalar
 from core.solving import solve
 
@@ -137,6 +138,36 @@ def test_a_growth_whose_start_is_perturbed_by_many_times_itself_passes_when_the_
     blowup = Template(A * Y**2, (A,))
     short = np.linspace(0, 0.45, 64)
     assert unstable_reason(blowup, [1.0], 2.0, short, 0.01, y=2 / (1 - 2 * short), start_scaled=True) is not None
+
+
+def test_a_growth_over_many_decades_passes_when_the_bound_follows_the_records_growth():
+    # y' = 8 y from 0.5 grows 9e6-fold on [0, 2] and as much again on [2, 4]: past the bound of
+    # 1e4 times the observations' size, which refuses any exponential law that grew so much
+    t = np.linspace(0, 2, 64)
+    y = 0.5 * np.exp(8 * t)
+    law = Template(A * Y, (A,))
+    assert record_growth(y) == pytest.approx(np.exp(16) / np.median(np.exp(8 * t[:3])))
+    assert "|y| reaches" in unstable_reason(law, [8.0], 0.5, t, 0.01, y=y)
+    assert unstable_reason(law, [8.0], 0.5, t, 0.01, y=y, grown=True) is None
+    # a course that blows up still fails, however much the record grew
+    assert unstable_reason(Template(A * Y**2, (A,)), [8.0], 0.5, t, 0.01, y=y, grown=True) is not None
+    # a record that starts at rest grew from nothing: no growth is read from it
+    assert record_growth(np.r_[0.0, 0.0, 0.0, np.ones(61)]) == 1.0
+
+
+def test_the_trajectory_fit_starts_where_its_course_misses_least():
+    # the integral form's y0 for a growth by e^30 lies near -3e8 (the largest values' quadrature
+    # error); from there the trajectory fit runs to a decay, from the first observation to the law
+    # (to the rate the largest values fix, which carry the most noise)
+    t = np.sort(np.random.default_rng(0).uniform(0, 2, 32))
+    y = 0.5 * np.exp(15 * t) * (1 + 0.01 * np.random.default_rng(1).normal(size=t.size))
+    law = Template(A * Y, (A,))
+    cheap = fit_integral(law, t, y, [14.0])
+    assert abs(cheap.y0) > 1e6
+    start = better_start(law, cheap.values, (cheap.y0, y[0]), t, y)
+    assert start == y[0]
+    assert fit_trajectory(law, t, y, cheap.values, start).values[0] == pytest.approx(15.0, rel=0.05)
+    assert fit_trajectory(law, t, y, cheap.values, cheap.y0).values[0] < 0  # the wrong minimum
 
 
 def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unstable():

@@ -589,8 +589,21 @@ def test_an_exponential_growth_from_below_the_noise_reads_the_law():
     settings = Settings(variants=False, combine=0, per_capita=0, prune=0, steady=False)
     found, _ = search([law, stand_in], t, y, settings)
     assert found[0].constants == 1 and float(found[0].expr.coeff(Y)) == pytest.approx(4.0, rel=0.01)
-    old, _ = search([law, stand_in], t, y, replace(settings, start_scaled_bound=False))
+    old, _ = search([law, stand_in], t, y, replace(settings, start_scaled_bound=False, growth_bound=False))
     assert old[0].constants == 2 and any(f.constants == 1 and f.rejected for f in old)
+
+
+def test_an_exponential_growth_over_many_decades_reads_the_law():
+    # y' = 15 y from 0.5 on 32 points: e^30-fold on [0, 2]. Version 25 fitted the law from the
+    # integral form's y0 (near -1e9) into a decay, and its check refused the law's own course,
+    # which grows as much again on [2, 4] (version 26: `first_start`, `growth_bound`)
+    t = np.sort(np.random.default_rng(0).uniform(0, 2, 32))
+    y = 0.5 * np.exp(15 * t) * (1 + 0.01 * np.random.default_rng(1).normal(size=t.size))
+    settings = Settings(variants=False, combine=0, per_capita=0, prune=0, steady=False)
+    found, info = search([parse("14.0*y")], t, y, settings)
+    assert not info["all_rejected"] and float(found[0].expr.coeff(Y)) == pytest.approx(15.0, rel=0.05)
+    assert float(search([parse("14.0*y")], t, y, replace(settings, first_start=False))[0][0].expr.coeff(Y)) < 0
+    assert search([parse("14.0*y")], t, y, replace(settings, growth_bound=False))[1]["all_rejected"]
 
 
 def test_pruning_in_rounds_reaches_a_law_under_two_spare_terms():
