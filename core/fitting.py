@@ -44,6 +44,7 @@ CURVATURE_RATIO = 2.0  # a line-fit noise estimate this many times the cubic's i
 NOISE_GROWTH = 2.0  # noise_profile: the level at the largest |y| this many times that at the smallest
 PROFILE_CLIP = 4.0  # noise_profile: relative levels are kept within [1/4, 4]
 PROFILE_MIN_POINTS = 16  # noise_profile: fewer observations give no profile
+MANY_DECADES = 100.0  # record_growth above this: a record spanning many decades (nsode.search)
 PAUSE_SHARE = 0.25  # hidden_pause: |f| between two observations below this share of |f| at both is a pause
 PAUSE_POINTS = 64  # hidden_pause: values of y looked at between two consecutive observations
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
@@ -186,14 +187,18 @@ def trajectory_rss(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *, mxstep: in
 
 
 def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: float | None = None, *,
-                   fit_y0: bool = True, max_nfev: int = 40, deadline: float = math.inf, skip: int = 0) -> Fit:
+                   fit_y0: bool = True, max_nfev: int = 40, deadline: float = math.inf, skip: int = 0,
+                   weights: np.ndarray | None = None) -> Fit:
     """Least squares on the integrated trajectory, from the constants `start` and `y0` (default:
     the first observation). With `fit_y0` False the trajectory starts at `y0` exactly. The first
     `skip` observations are passed through (the trajectory starts at t[0]) but not fitted.
     `max_nfev` counts trajectory evaluations (the budget); `deadline` (perf_counter seconds) is
-    a safety net: past it every residual is the penalty and the fit reports `safety_net`."""
+    a safety net: past it every residual is the penalty and the fit reports `safety_net`. With
+    `weights` (a `noise_profile`) each residual counts in its own point's noise, and the returned
+    rss is the weighted one."""
     y0 = float(y[0]) if y0 is None else float(y0)
-    scale = float(np.std(y)) or 1.0
+    spread = 1.0 if weights is None else np.asarray(weights, float)
+    scale = float(np.std(y)) or 1.0  # (not of y / spread: a profile's mean square is 1, y / spread may be flat)
     budget = _Budget(deadline)
     penalty = np.full(len(y) - skip, PENALTY)
 
@@ -203,7 +208,7 @@ def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: 
             budget.fired = True
             return penalty
         try:
-            return (trajectory(template, c, start_value, t, budget=budget) - y)[skip:] / scale
+            return ((trajectory(template, c, start_value, t, budget=budget) - y) / spread)[skip:] / scale
         except SOLVE_FAILURES:
             return penalty
 
@@ -273,7 +278,7 @@ def estimate_noise(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> 
     return cubic if line > limit * cubic else line
 
 
-def noise_profile(t: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+def noise_profile(t: np.ndarray, y: np.ndarray, clip: float = PROFILE_CLIP) -> np.ndarray | None:
     """Each observation's noise level relative to the record's root mean square, where the noise
     evidently grows with |y|; else None. Measured noise is often relative (1% of the reading):
     on a record whose values fall twentyfold its first points carry most of the noise, and
@@ -282,7 +287,7 @@ def noise_profile(t: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     of the cubic through each point's four nearest neighbours (a line's miss grows with the
     curvature, which is largest where a decay is fastest: at its largest values). "Evidently":
     the fitted level at the largest |y| is at least NOISE_GROWTH times that at the smallest. The
-    profile is clipped to [1 / PROFILE_CLIP, PROFILE_CLIP]."""
+    profile is clipped to [1 / clip, clip]."""
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < PROFILE_MIN_POINTS:
         return None
@@ -292,7 +297,7 @@ def noise_profile(t: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     if not np.all(level > 0) or level.max() < NOISE_GROWTH**2 * level.min():
         return None
     profile = np.sqrt(level / level.mean())
-    return np.clip(profile, 1 / PROFILE_CLIP, PROFILE_CLIP)
+    return np.clip(profile, 1 / clip, clip)
 
 
 def _interpolation_misses(t: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:

@@ -51,7 +51,8 @@ from scipy.integrate import cumulative_trapezoid
 from core.expressions import Y, complexity, evaluate, nested_functions
 from core.fitting import (SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral, fit_trajectory,
                           hidden_pause, information_criterion, noise_level, noise_profile, predictive_error,
-                          round_to_error, standard_errors, trajectory, unstable_reason)
+                          round_to_error, standard_errors, trajectory, unstable_reason, record_growth, MANY_DECADES,
+                          PROFILE_CLIP)
 from core.metrics import r2
 from nsode.data.science import fixes_unit
 
@@ -95,6 +96,7 @@ class Settings:
     hidden_pause: bool = True  # a law that nearly stops between two observations is unsafe (version 21)
     start_scaled_bound: bool = True  # a start c times y0 may go c times as far in the check (version 23)
     growth_bound: bool = True  # a record that grew G > 100 fold may go G^2 times its size in the check (version 26)
+    decade_weights: bool = True  # on such a record, fits and choice weigh residuals by noise unclipped (version 27)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -479,7 +481,8 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
         values, y0, stage, nfev, net = fit.values, fit.y0, "integral", 0, False
         if rank < settings.refit:
             y0_start = better_start(template, fit.values, (fit.y0, y[0]), t, y) if settings.first_start else fit.y0
-            exact = fit_trajectory(template, t, y, fit.values, y0_start, max_nfev=settings.max_nfev)
+            exact = fit_trajectory(template, t, y, fit.values, y0_start, max_nfev=settings.max_nfev,
+                                   weights=profile if _decades(y, settings) else None)
             nfev, net = exact.nfev, exact.safety_net
             if exact.ok:
                 values, y0, stage = exact.values, exact.y0, "trajectory"
@@ -493,7 +496,8 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
     charge = multiplicity_charge(skeletons, settings.multiplicity)
-    profile = noise_profile(t, y) if settings.noise_growth else None
+    clip = math.inf if _decades(y, settings) else PROFILE_CLIP
+    profile = noise_profile(t, y, clip) if settings.noise_growth else None
     found = fit_candidates(shortlist(skeletons, settings, charge), t, y, sigma, settings, charge, profile)
     if settings.snap_fitted:
         found += _snapped_fits(found, t, y, sigma, settings, charge, profile)
@@ -528,6 +532,15 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
             "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
             "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
     return found, info
+
+
+def _decades(y, settings: Settings) -> bool:
+    """Whether the record spans so many decades that the fits weigh each residual by its own point's
+    noise (`decade_weights`): unweighted, its largest values alone set a growth's rate (y' = 10 y
+    from 1 read 9.88 from y0 1.25), and a flexible sum then beats the law; a clipped profile
+    cannot weigh a 1e8-fold range. Elsewhere the fits stay unweighted: the harness's R^2 counts
+    large values most, and weighted fits spend accuracy on the small ones."""
+    return settings.decade_weights and record_growth(y) > MANY_DECADES
 
 
 def _consensus(found: list[Found], chosen: Found, t, y, sigma: float, settings: Settings | None = None) -> Found:

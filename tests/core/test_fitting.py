@@ -170,6 +170,16 @@ def test_the_trajectory_fit_starts_where_its_course_misses_least():
     assert fit_trajectory(law, t, y, cheap.values, cheap.y0).values[0] < 0  # the wrong minimum
 
 
+def test_a_fit_weighted_by_relative_noise_is_usable_and_reads_the_rate():
+    # a profile proportional to |y| makes y / profile flat: the fit's scale must not come from it
+    t = np.linspace(0, 2, 64)
+    y = 0.01 * np.exp(6 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    profile = noise_profile(t, y, clip=math.inf)
+    assert profile.max() / profile.min() > 1e4  # unclipped
+    fit = fit_trajectory(Template(A * Y, (A,)), t, y, [5.0], y[0], weights=profile)
+    assert fit.ok and fit.values[0] == pytest.approx(6.0, rel=2e-3)
+
+
 def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unstable():
     # y' = 2 y (y - c), c = 1: below c the solution decays to 0, above it blows up before t = 2.
     # A fit started at 0.99 is fine on its own, but the data start at 1.01, across the equilibrium.

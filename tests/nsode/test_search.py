@@ -10,7 +10,9 @@ import sympy
 from core.expressions import Y, compile_scalar, complexity, nested_functions, parse
 from core.fitting import Template, abstract, round_to_error, trajectory, trajectory_rss
 from core.metrics import r2
-from core.solving import solve
+from core import protocol
+from core.solving import solve, solve_truth
+from bench.tasks import Task, Trajectory
 from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
@@ -602,8 +604,25 @@ def test_an_exponential_growth_over_many_decades_reads_the_law():
     settings = Settings(variants=False, combine=0, per_capita=0, prune=0, steady=False)
     found, info = search([parse("14.0*y")], t, y, settings)
     assert not info["all_rejected"] and float(found[0].expr.coeff(Y)) == pytest.approx(15.0, rel=0.05)
-    assert float(search([parse("14.0*y")], t, y, replace(settings, first_start=False))[0][0].expr.coeff(Y)) < 0
+    unweighted_integral_start = replace(settings, first_start=False, decade_weights=False)
+    assert float(search([parse("14.0*y")], t, y, unweighted_integral_start)[0][0].expr.coeff(Y)) < 0
     assert search([parse("14.0*y")], t, y, replace(settings, growth_bound=False))[1]["all_rejected"]
+
+
+def test_a_growth_over_eight_decades_is_fitted_in_each_points_own_noise():
+    # y' = 10 y from 1 (5e8-fold on [0, 2]) observed as the harness observes, 1% relative noise:
+    # unweighted, the largest values alone set the fit, and a sum with a spare saturating term beats
+    # the law; weighed by each point's own noise, unclipped, the law wins (version 27)
+    y, y_extra = solve_truth("10.0*y", 1.0)
+    trajectory = Trajectory("decades", "x", 0, "10.0*y", 1.0, protocol.interpolation_grid(), y,
+                            protocol.extrapolation_grid(), y_extra)
+    obs = Task(trajectory, 0.01, 128, 1).observations()
+    exprs = [parse("10.0*y"), parse("9.94*y - 7.8e-05*exp(6e-08*y)")]
+    settings = Settings(variants=False, combine=0, per_capita=0, snap=False, snap_fitted=False, steady=False, prune=0)
+    found, _ = search(exprs, obs.t, obs.y, settings)
+    assert found[0].constants == 1 and float(found[0].expr.coeff(Y)) == pytest.approx(10.0, rel=1e-3)
+    old, _ = search(exprs, obs.t, obs.y, replace(settings, decade_weights=False))
+    assert old[0].constants > 1
 
 
 def test_pruning_in_rounds_reaches_a_law_under_two_spare_terms():
