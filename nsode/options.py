@@ -49,10 +49,10 @@ SEARCH_OPTIONS = {
     "start_scaled_bound": (bool, "let, in that check, a course started at c times the fitted initial value go c "
                                  "times as far, as the course of a law linear in y does (exponential growth from a "
                                  "first value smaller than the noise at its large values)"),
-    "decade_weights": (bool, "on a record that grew more than 100-fold, weigh each residual of the fits and of the "
-                             "choice by its own point's noise level, unclipped (relative noise over many decades)"),
     "growth_bound": (bool, "let, in that check, a course go G^2 times the observations' size where the record "
                            "itself grew G > 100 fold (exponential growth over many decades continues as it grew)"),
+    "decade_weights": (bool, "weigh, on a record that grew more than 100-fold, each residual of the fits and of "
+                             "the choice by its own point's noise level, unclipped (relative noise over many decades)"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "
