@@ -278,7 +278,7 @@ def estimate_noise(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> 
     return cubic if line > limit * cubic else line
 
 
-def noise_profile(t: np.ndarray, y: np.ndarray, clip: float = PROFILE_CLIP) -> np.ndarray | None:
+def noise_profile(t: np.ndarray, y: np.ndarray, clip: float = PROFILE_CLIP, reweight: int = 0) -> np.ndarray | None:
     """Each observation's noise level relative to the record's root mean square, where the noise
     evidently grows with |y|; else None. Measured noise is often relative (1% of the reading):
     on a record whose values fall twentyfold its first points carry most of the noise, and
@@ -287,12 +287,21 @@ def noise_profile(t: np.ndarray, y: np.ndarray, clip: float = PROFILE_CLIP) -> n
     of the cubic through each point's four nearest neighbours (a line's miss grows with the
     curvature, which is largest where a decay is fastest: at its largest values). "Evidently":
     the fitted level at the largest |y| is at least NOISE_GROWTH times that at the smallest. The
-    profile is clipped to [1 / clip, clip]."""
+    profile is clipped to [1 / clip, clip]. Unweighted, the fit of a and b is set by the largest
+    values, and over many decades a comes out as large as their own noise (a floor that hides the
+    small values' quiet); `reweight` rounds refit it with each squared miss in its own fitted level
+    (iteratively reweighted least squares)."""
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < PROFILE_MIN_POINTS:
         return None
     design = np.column_stack([np.ones(len(y) - 4), y[2:-2] ** 2])
-    (a, b), _ = nnls(design, _interpolation_misses(t, y, 2) ** 2)
+    squared = _interpolation_misses(t, y, 2) ** 2
+    (a, b), _ = nnls(design, squared)
+    for _ in range(reweight):
+        inner = a + b * y[2:-2] ** 2
+        if not np.all(inner > 0):
+            break
+        (a, b), _ = nnls(design / inner[:, None], squared / inner)
     level = a + b * y**2
     if not np.all(level > 0) or level.max() < NOISE_GROWTH**2 * level.min():
         return None
@@ -318,10 +327,19 @@ def _root_mean_square(values: np.ndarray) -> float:
     return float(np.sqrt(np.mean(values**2)))
 
 
-def noise_level(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> float:
-    """`estimate_noise`, but never below NOISE_FLOOR of the data's scale (clean data, solver error)."""
+def noise_level(t: np.ndarray, y: np.ndarray, *, curvature: bool = False,
+                profile: np.ndarray | None = None) -> float:
+    """`estimate_noise`, but never below NOISE_FLOOR of the data's scale (clean data, solver error).
+    With a noise `profile`, the root mean square of the cubic misses each divided by its point's
+    profile instead: the level the profile is relative to, read from every point alike. Plain, a
+    record whose noise grows with |y| is read from its few largest values (a growth over six
+    decades from 40 points: from about three)."""
     scale = float(np.std(y)) + 1e-3 * float(np.max(np.abs(y)))
-    return max(estimate_noise(t, y, curvature=curvature), NOISE_FLOOR * (scale or 1.0))
+    if profile is None:
+        level = estimate_noise(t, y, curvature=curvature)
+    else:
+        level = _root_mean_square(_interpolation_misses(t, y, 2) / np.asarray(profile, float)[2:-2])
+    return max(level, NOISE_FLOOR * (scale or 1.0))
 
 
 def bin_means(t: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -498,15 +516,19 @@ def sensitivities(template: Template, values, y0: float, t: np.ndarray, *,
 
 
 def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
-                    rel_step: float = 1e-5) -> np.ndarray:
+                    rel_step: float = 1e-5, profile: np.ndarray | None = None) -> np.ndarray:
     """Standard errors of (y0, *values) for observations at `t` with noise `sigma`: the square
     roots of the diagonal of sigma^2 (J^T J)^-1, J the trajectory's sensitivity to them
     (`sensitivities`). inf where the data cannot determine a number (J singular to the
-    differences' accuracy) or its trajectory cannot be integrated."""
+    differences' accuracy) or its trajectory cannot be integrated. With a noise `profile`, point
+    i's noise is sigma times profile[i] (each row of J divided by it): where the noise grows with
+    |y|, the quiet small values fix a growth's rate far better than equal noise would say."""
     found = sensitivities(template, values, y0, t, rel_step=rel_step)
     if found is None:
         return np.full(len(values) + 1, math.inf)
     jac, size = found
+    if profile is not None:
+        jac = jac / np.asarray(profile, float)[:, None]
     _, s, vt = np.linalg.svd(jac, full_matrices=False)
     if s[0] == 0 or s[-1] < CONDITION_LIMIT * s[0]:
         return np.full(len(values) + 1, math.inf)

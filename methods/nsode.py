@@ -32,7 +32,9 @@ Version 26 reads records that span many decades: the trajectory fit starts at th
 observation where the integral form's y0 (pulled off by the largest values) misses more, and the
 stability check lets a record that grew G > 100-fold go G^2 times its size, so exponential growth
 by e^30 is read as c*y rather than refused. Version 27 fits such a record (grown > 100-fold) with
-each residual in its own point's noise, unclipped, so its small values count too.
+each residual in its own point's noise, unclipped, so its small values count too; version 28 fits
+those noise levels by reweighted least squares (unweighted, the largest values set a floor that hid
+the small values' quiet).
 `nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
 count of right-hand-side evaluations (nsode.select.MAX_RHS_CALLS) instead of 1 s of wall clock,
 so their answer no longer depends on how busy the machine is.
@@ -80,8 +82,8 @@ class NSODE(Method):
     y log y), `hidden_pause` (a law that nearly stops between two observations fails it),
     `start_scaled_bound` (a perturbed start c times y0 may go c times as far, on since version 23)
     and `growth_bound` (a record that grew G > 100-fold may go G^2 times its size), and
-    `decade_weights` (such a record's fits weigh residuals by the noise profile, unclipped;
-    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    `decade_weights` (such a record's fits weigh residuals by the noise profile, unclipped) with
+    `decade_reweight` (that profile fitted by reweighted least squares; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"
@@ -95,7 +97,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="27"),
+                                    "rejected, information criterion", version="28"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
@@ -113,7 +115,8 @@ class NSODE(Method):
                  rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit,
                  hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound,
                  sqrt_nodes=Settings.sqrt_nodes, first_start=Settings.first_start,
-                 growth_bound=Settings.growth_bound, decade_weights=Settings.decade_weights, threads=1,
+                 growth_bound=Settings.growth_bound, decade_weights=Settings.decade_weights,
+                 decade_reweight=Settings.decade_reweight, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -126,7 +129,7 @@ class NSODE(Method):
         self.prune_rounds = prune_rounds
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
-        self.decade_weights = decade_weights
+        self.decade_weights, self.decade_reweight = decade_weights, decade_reweight
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -147,7 +147,9 @@ def noise_text(sigma: float, weighed: bool) -> str:
     own point's level (version 22: noise that grows with |y|), which a user comparing fits should know."""
     text = f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y)"
     if weighed:
-        text += "\n(the noise grows with |y| here: the choice weighed each point by its own noise level)"
+        text = (f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y at the "
+                "record's root mean square)\n(the noise grows with |y| here: the choice and the errors weighed "
+                "each point by its own noise level)")
     return text
 
 
@@ -260,7 +262,7 @@ def main(argv=None) -> int:
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
     from nsode.scaling import RAW_RANGE, REFERENCE_SPAN, REFERENCE_VALUE, in_raw_range
-    from nsode.search import identifiable_form, supported
+    from nsode.search import choice_profile, identifiable_form, supported
 
     search = None if args.paper else settings_from(args)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)
@@ -277,10 +279,12 @@ def main(argv=None) -> int:
         print("error: no candidate could be integrated over the observed interval", file=sys.stderr)
         return 1
     # the noise alone, curvature removed: the search's own level also covers its integral form's
-    # trapezoid error, which on a dozen clean points would make every printed error wide
-    sigma = noise_level(t, y, curvature=True)
+    # trapezoid error, which on a dozen clean points would make every printed error wide; where the
+    # choice weighed each point by its own noise, the level that weighting is relative to
+    profile = choice_profile(t, y, search) if search and result.info.get("noise_profile") else None
+    sigma = noise_level(t, y, curvature=True, profile=profile)
     chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)  # constants one by one
-    fit = chosen and supported(chosen, t, y, sigma)
+    fit = chosen and supported(chosen, t, y, sigma, profile)
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
     if fit:
@@ -289,7 +293,7 @@ def main(argv=None) -> int:
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
             print(f"as fitted: y' = {form} with {named}")
-        print(noise_text(sigma, result.info.get("noise_profile", False)))
+        print(noise_text(sigma, profile is not None))
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, str, str]] = {}  # each law once as printed (0 and 0.0 are one law)

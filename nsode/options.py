@@ -53,6 +53,9 @@ SEARCH_OPTIONS = {
                            "itself grew G > 100 fold (exponential growth over many decades continues as it grew)"),
     "decade_weights": (bool, "weigh, on a record that grew more than 100-fold, each residual of the fits and of "
                              "the choice by its own point's noise level, unclipped (relative noise over many decades)"),
+    "decade_reweight": (bool, "fit that record's noise levels with each point's squared miss in its own level "
+                              "(reweighted least squares), not in the largest values' (which hide the small values' "
+                              "quiet behind a floor)"),
     "criterion": (("bic", "rss"), "what ranks the fits: an information criterion (bic) or the residual alone (rss: "
                                   "no parsimony)"),
     "forecast": (nonnegative_number, "fits within X of the best criterion compete on forecasting the last 30%% "

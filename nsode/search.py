@@ -59,6 +59,7 @@ from nsode.data.science import fixes_unit
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; model card)
+PROFILE_ROUNDS = 3  # reweighting rounds of the noise profile of a record that spans many decades
 MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
 RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a rival (the data barely prefer either)
@@ -97,6 +98,7 @@ class Settings:
     start_scaled_bound: bool = True  # a start c times y0 may go c times as far in the check (version 23)
     growth_bound: bool = True  # a record that grew G > 100 fold may go G^2 times its size in the check (version 26)
     decade_weights: bool = True  # on such a record, fits and choice weigh residuals by noise unclipped (version 27)
+    decade_reweight: bool = True  # and its noise profile is fitted by reweighted least squares (version 28)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -496,8 +498,7 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
     charge = multiplicity_charge(skeletons, settings.multiplicity)
-    clip = math.inf if _decades(y, settings) else PROFILE_CLIP
-    profile = noise_profile(t, y, clip) if settings.noise_growth else None
+    profile = choice_profile(t, y, settings)
     found = fit_candidates(shortlist(skeletons, settings, charge), t, y, sigma, settings, charge, profile)
     if settings.snap_fitted:
         found += _snapped_fits(found, t, y, sigma, settings, charge, profile)
@@ -532,6 +533,18 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
             "rejected": sum(f.rejected is not None for f in found), "all_rejected": chosen is None,
             "nfev": sum(f.nfev for f in found), "safety_net": any(f.safety_net for f in found)}
     return found, info
+
+
+def choice_profile(t, y, settings: Settings) -> np.ndarray | None:
+    """The noise profile the choice weighs residuals by (core.fitting.noise_profile; None where the
+    noise does not evidently grow with |y|, or without `noise_growth`): clipped, but on a record
+    that spans many decades (`_decades`) unclipped and, with `decade_reweight`, fitted in each
+    point's own level."""
+    if not settings.noise_growth:
+        return None
+    if _decades(y, settings):
+        return noise_profile(t, y, math.inf, reweight=PROFILE_ROUNDS if settings.decade_reweight else 0)
+    return noise_profile(t, y)
 
 
 def _decades(y, settings: Settings) -> bool:
@@ -787,21 +800,22 @@ class Supported:
     constants: tuple[tuple[float, float], ...]  # (fitted value, standard error) per constant
 
 
-def supported(found: Found, t, y, sigma: float) -> Supported:
+def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = None) -> Supported:
     """`found` with every number rounded to the digits the observations (t, y) with noise `sigma`
     support (core.fitting.standard_errors, round_to_error), and to as many more as it takes for
     the rounded law to fit within one noise variance of the unrounded one: constants that move
     together (c and p of c*y**p) each have a large error alone, yet rounding both at it would
-    change the law. What is printed and plotted."""
+    change the law. With the choice's noise `profile` (`choice_profile`), each point counts in its
+    own noise, as in the choice. What is printed and plotted."""
     if found.template is None:
         return Supported(found.expr, found.y0, math.inf, ())
     t, y = np.asarray(t, float), np.asarray(y, float)
-    errors = standard_errors(found.template, found.values, found.y0, t, sigma)
-    unrounded = _score(found.template, found.values, found.y0, t, y, sigma)[1]  # at this sigma, not the search's
+    errors = standard_errors(found.template, found.values, found.y0, t, sigma, profile=profile)
+    unrounded = _score(found.template, found.values, found.y0, t, y, sigma, profile)[1]  # at this sigma
     for extra in range(17):  # same constants, so a criterion 1 higher is a residual one noise variance higher
         values = [round_to_error(v, e, extra=extra) for v, e in zip(found.values, errors[1:])]
         y0 = round_to_error(found.y0, errors[0], extra=extra)
-        if _score(found.template, values, y0, t, y, sigma)[1] <= unrounded + 1:
+        if _score(found.template, values, y0, t, y, sigma, profile)[1] <= unrounded + 1:
             break
     return Supported(found.template.substitute(values), y0, float(errors[0]),
                      tuple(zip(found.values, map(float, errors[1:]))))

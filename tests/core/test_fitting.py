@@ -6,9 +6,9 @@ import pytest
 import sympy
 
 from core.fitting import (Template, better_start, bin_means, estimate_noise, fit_integral, fit_trajectory,
-                          hidden_pause, information_criterion, noise_profile, predictive_error, record_growth,
-                          round_to_error, written_to_error, sensitivities, standard_errors, trajectory,
-                          unstable_reason)
+                          hidden_pause, information_criterion, noise_level, noise_profile, predictive_error,
+                          record_growth, round_to_error, written_to_error, sensitivities, standard_errors,
+                          trajectory, unstable_reason)
 from core.expressions import Y, compile_scalar
 from core.solving import solve
 
@@ -178,6 +178,26 @@ def test_a_fit_weighted_by_relative_noise_is_usable_and_reads_the_rate():
     assert profile.max() / profile.min() > 1e4  # unclipped
     fit = fit_trajectory(Template(A * Y, (A,)), t, y, [5.0], y[0], weights=profile)
     assert fit.ok and fit.values[0] == pytest.approx(6.0, rel=2e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_errors_over_six_decades_of_relative_noise_cover_the_rate_when_the_profile_is_reweighted(seed):
+    # y' = 1.4 y from 1e3 on 40 points over [0, 10], 3% relative noise: fitted unweighted, the
+    # profile's floor a is the largest values' own noise, so the small values count for nothing and
+    # the rate reads 1.419 +- 0.0028 on seed 0; reweighted, the floor falls and the printed error
+    # covers the truth
+    t = np.linspace(0, 10, 40)
+    y = 1e3 * np.exp(1.4 * t) * (1 + 0.03 * np.random.default_rng(seed).normal(size=t.size))
+    law = Template(A * Y, (A,))
+
+    def z(reweight):
+        profile = noise_profile(t, y, clip=math.inf, reweight=reweight)
+        level = noise_level(t, y, curvature=True, profile=profile)
+        fit = fit_trajectory(law, t, y, [1.3], y[0], weights=profile, max_nfev=100)
+        return (fit.values[0] - 1.4) / standard_errors(law, fit.values, fit.y0, t, level, profile=profile)[1]
+
+    assert abs(z(3)) < 2
+    assert seed != 0 or abs(z(0)) > 3
 
 
 def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unstable():
