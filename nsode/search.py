@@ -49,10 +49,10 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 
 from core.expressions import Y, complexity, evaluate, nested_functions
-from core.fitting import (SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral, fit_trajectory,
-                          hidden_pause, information_criterion, noise_level, noise_profile, predictive_error,
-                          round_to_error, standard_errors, trajectory, unstable_reason, record_growth, MANY_DECADES,
-                          PROFILE_CLIP)
+from core.fitting import (MANY_DECADES, SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral,
+                          fit_trajectory, hidden_pause, information_criterion, noise_level, noise_profile,
+                          predictive_error, record_growth, round_to_error, standard_errors, trajectory,
+                          unstable_reason)
 from core.metrics import r2
 from nsode.data.science import fixes_unit
 
@@ -544,7 +544,7 @@ def choice_profile(t, y, settings: Settings) -> np.ndarray | None:
         return None
     if _decades(y, settings):
         return noise_profile(t, y, math.inf, reweight=PROFILE_ROUNDS if settings.decade_reweight else 0)
-    return noise_profile(t, y)
+    return noise_profile(t, y)  # clipped to core.fitting.PROFILE_CLIP
 
 
 def _decades(y, settings: Settings) -> bool:
