@@ -406,6 +406,7 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= (noise if rest_in_noise else delta) else ())
     if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
         starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))
+    reach = max(bound, record_growth(y) ** 2 if grown and y is not None else 0.0) * max(size, sigma)
     for start in starts:
         at_rest = start == 0 and rest_limit and y is not None
         if at_rest and _rest_in_the_limit(template, values, y, noise / (grid[-1] - grid[0])):
@@ -414,7 +415,7 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
             path = trajectory(template, values, start, grid)
         except SOLVE_FAILURES as err:
             return f"from y0 = {start:.4g}: {err}"
-        limit = max(bound, record_growth(y) ** 2 if grown and y is not None else 0.0) * max(size, sigma)
+        limit = reach
         if start_scaled and start != 0 and y0 != 0:
             limit *= max(1.0, abs(start / y0))
         if np.max(np.abs(path)) > limit:

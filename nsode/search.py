@@ -467,7 +467,8 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
                    charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
     """Stages 2 and 3: all constants and y0 on the integral form for each skeleton, then least
     squares on the trajectory for the `settings.refit` best of those (by criterion plus
-    multiplicity `charge`); unsorted. A noise `profile` weighs the final criterion only."""
+    multiplicity `charge`); unsorted. A noise `profile` weighs the final criterion, and the
+    trajectory fits too on a record that spans many decades (`_decades`)."""
     charge = charge or {}
     fitted = []
     for skeleton in skeletons:
@@ -478,13 +479,14 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
             fitted.append((information_criterion(fit.rss, len(y), len(start) + 1, sigma) + prior, prior, template,
                            fit, skeleton.source))
     fitted.sort(key=lambda item: item[0])
+    weights = profile if _decades(y, settings) else None  # the fits' own weights (version 27)
     out = []
     for rank, (_, prior, template, fit, source) in enumerate(fitted):
         values, y0, stage, nfev, net = fit.values, fit.y0, "integral", 0, False
         if rank < settings.refit:
             y0_start = better_start(template, fit.values, (fit.y0, y[0]), t, y) if settings.first_start else fit.y0
             exact = fit_trajectory(template, t, y, fit.values, y0_start, max_nfev=settings.max_nfev,
-                                   weights=profile if _decades(y, settings) else None)
+                                   weights=weights)
             nfev, net = exact.nfev, exact.safety_net
             if exact.ok:
                 values, y0, stage = exact.values, exact.y0, "trajectory"
