@@ -79,8 +79,12 @@ def _read_json(path: Path):
 
 def read_spec(path: Path) -> dict:
     spec = _read_json(Path(path))
-    if not isinstance(spec, dict) or spec.get("format") != FORMAT:
+    if not isinstance(spec, dict):
+        raise DatasetError(f"{path}: expected a JSON object with \"format\": \"{FORMAT}\" (found a {type(spec).__name__})")
+    if "format" not in spec:
         raise DatasetError(f"{path}: missing \"format\": \"{FORMAT}\"")
+    if spec["format"] != FORMAT:
+        raise DatasetError(f"{path}: unsupported format {spec['format']!r} (expected {FORMAT!r})")
     for key in ("name", "version", "equations"):
         if key not in spec:
             raise DatasetError(f"{path}: missing field {key!r}")
@@ -212,11 +216,15 @@ def _cached_solutions(spec: dict) -> dict:
     else:
         y = np.empty((len(items), protocol.GRID))
         y_extra = np.empty_like(y)
+        failures = []
         for k, (eq_id, _, expression, y0) in enumerate(items):
             try:
                 y[k], y_extra[k] = solve_truth(expression, y0)
             except SolveError as err:
-                raise DatasetError(f"dataset {spec['name']!r}, equation {eq_id!r}, y0={y0}: {err}") from None
+                failures.append(f"equation {eq_id!r}, y0={y0}: {err}")
+        if failures:  # every one named at once: the user fixes them in one go
+            more = f" ({len(failures)} cannot be solved)" if len(failures) > 1 else ""
+            raise DatasetError(f"dataset {spec['name']!r}{more}: " + "; ".join(failures))
         _store(file, y, y_extra)
     return {(eq_id, i): (y[k], y_extra[k]) for k, (eq_id, i, _, _) in enumerate(items)}
 

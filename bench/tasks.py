@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.method import Observations
+from bench.method import InvalidInput, Observations
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,11 @@ class Task:
     def observations(self) -> Observations:
         """What a method sees of this task: the noisy sample, nothing of the truth."""
         t, y = observe(self.trajectory, self.noise, self.n, self.seed)
-        return Observations(t=t, y=y)
+        try:
+            return Observations(t=t, y=y)
+        except InvalidInput as err:  # name the task: the dataset's file holds many
+            tr = self.trajectory
+            raise InvalidInput(f"dataset {tr.dataset!r}, equation {tr.equation_id!r}, y0={tr.y0:g}: {err}") from None
 
 
 def observe(trajectory: Trajectory, noise: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -7,6 +7,7 @@ the file) refuses unsorted times.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +37,23 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     path = Path(path)
     if path.is_dir():
         raise TrajectoryFileError(f"{path}: is a folder; give a CSV file")
-    if not path.is_file():
+    if not path.exists():
         raise TrajectoryFileError(f"{path}: no such file")
+    if not path.is_file():
+        raise TrajectoryFileError(f"{path}: not a regular file; give a CSV file")
+    if _binary(path):
+        raise TrajectoryFileError(f"{path}: not a text CSV file (binary or compressed?); give a plain CSV file")
     skip, names, header = _comment_lines(path)
     separator = next((mark for mark in (";", "\t", "|") if mark in header and "," not in header), None)
     if names is None and separator:
         shown = {"\t": "tabs"}.get(separator, repr(separator))
-        raise TrajectoryFileError(f"{path}: the header {header.strip()!r} separates its columns with {shown}; "
+        raise TrajectoryFileError(f"{path}: the header {_shown(header)} separates its columns with {shown}; "
                                   "write them comma-separated (t,y), with a decimal point")
+    raw = [name.strip().lower() for name in (names or header.split(","))]
+    twice = sorted({c for c in ("t", "y") if raw.count(c) > 1})  # before pandas renames the second y.1
+    if twice:
+        raise TrajectoryFileError(f"{path}: more than one column is named {' and '.join(twice)} "
+                                  "(names are read without case or spaces); keep one")
     try:
         with warnings.catch_warnings():  # more values in a row than names in the header
             warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -56,6 +66,10 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
         raise TrajectoryFileError(f"{path}: the file is empty; write a header line t,y and one row per point") from None
     except UnicodeDecodeError:
         raise TrajectoryFileError(f"{path}: not UTF-8 text; save the file as UTF-8 (or plain ASCII)") from None
+    except pd.errors.ParserError as err:  # pandas names the line: "Expected 2 fields in line 11, saw 3"
+        line = re.search(r"line (\d+), saw (\d+)", str(err))
+        where = f"line {line[1]} has {line[2]} values" if line else "some rows have more values"
+        raise TrajectoryFileError(f"{path}: {where}, more than the header has names") from None
     except Exception as err:
         raise TrajectoryFileError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
     frame.columns = [str(c).strip().lower() for c in frame.columns]
@@ -79,6 +93,21 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     except ValueError as err:
         raise TrajectoryFileError(f"{path}: {err}") from None
     return TrajectoryFile(t, y, _expression(path, frame))
+
+
+def _binary(path: Path) -> bool:
+    """Whether the file's start holds a NUL byte, as binary and compressed files do and text never does."""
+    try:
+        with open(path, "rb") as handle:
+            return b"\0" in handle.read(4096)
+    except OSError:
+        return False
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """A line quoted for a message, cut to `limit` characters."""
+    text = text.strip()
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _comment_lines(path: Path) -> tuple[int, list[str] | None, str]:
@@ -126,7 +155,7 @@ def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MI
         raise ValueError(f"the largest |y| is {size:.3g}, outside [1e-100, 1e100]; rescale y (change its unit)")
     times, counts = np.unique(t, return_counts=True)
     if np.any(counts > 1):
-        raise ValueError(f"duplicate time {times[counts > 1][0]:g}; keep one point per time")
+        raise ValueError(f"duplicate time {float(times[counts > 1][0]):.15g}; keep one point per time")
     if np.any(np.diff(t) < 0):
         raise ValueError("times are not sorted in increasing order; sort the points by t")
 

@@ -88,7 +88,9 @@ class Predictor:
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
 
-        A model trained with `input_scaling: pow2` reads the trajectory normalised by
+        A record outside the raw model's times only by an offset (t on [1000, 1002]) is read from
+        t[0] = 0, as y' = f(y) does not depend on the clock. A model trained with
+        `input_scaling: pow2` reads the trajectory normalised by
         `nsode.scaling.Scale` and its expressions are written back in the user's units. A
         trajectory longer than the encoder's `max_points` (512) is read through an evenly spaced
         subsample of that many observations (the fitter still uses them all).
@@ -97,6 +99,8 @@ class Predictor:
         ("model" or "scaled").
         """
         model = self.model
+        if not in_raw_range(t, y) and in_raw_range(t - t[0], y):  # y' = f(y) does not read the clock:
+            t = t - t[0]  # a record on [1000, 1002] is read as one on [0, 2]
         if self.scaled is not None and not in_raw_range(t, y):
             model = self.scaled
         if timings is not None:

@@ -73,3 +73,34 @@ def test_a_dataset_file_that_is_not_json_hints_at_the_csv_ending(tmp_path):
     (tmp_path / "data.json").write_bytes(b'{"name": "caf\xe9"}')
     with pytest.raises(datasets.DatasetError, match="not a readable JSON"):
         datasets.read_spec(tmp_path / "data.json")
+
+
+def _dataset(tmp_path, equations, **fields) -> str:
+    import json
+    spec = {"format": "bench-dataset/1", "name": "mine", "version": "1", "equations": equations, **fields}
+    (tmp_path / "mine.json").write_text(json.dumps(spec))
+    return str(tmp_path / "mine.json")
+
+
+def test_a_dataset_file_of_another_format_or_shape_says_which(tmp_path):
+    with pytest.raises(datasets.DatasetError, match="unsupported format 'bench-dataset/2'"):
+        datasets.read_spec(_dataset(tmp_path, [], format="bench-dataset/2"))
+    (tmp_path / "list.json").write_text("[]")
+    with pytest.raises(datasets.DatasetError, match="expected a JSON object"):
+        datasets.read_spec(tmp_path / "list.json")
+
+
+def test_every_equation_that_cannot_be_solved_is_named_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets, "CACHE_DIR", tmp_path / "cache")
+    path = _dataset(tmp_path, [{"id": "good", "expression": "-0.5*y", "y0": [3]},
+                               {"id": "bad", "expression": "y**2", "y0": [10]},
+                               {"id": "neg", "expression": "sqrt(y)", "y0": [-1]}])
+    with pytest.raises(datasets.DatasetError, match=r"\(2 cannot be solved\): equation 'bad'.*; equation 'neg'"):
+        datasets.load(path)
+
+
+def test_observations_out_of_range_name_their_equation(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets, "CACHE_DIR", tmp_path / "cache")
+    trajectory, = datasets.load(_dataset(tmp_path, [{"id": "e", "expression": "-0.5*y", "y0": [1e200]}]))
+    with pytest.raises(InvalidInput, match="dataset 'mine', equation 'e', y0=1e.200: the largest"):
+        Task(trajectory, 0.01, 32, 0).observations()

@@ -27,6 +27,9 @@ def test_numpy_savetxt_output_is_read(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("t,y,Y\n" + "".join(f"{a},{a},{a}\n" for a in T), "more than one column is named y"),
+    ("t,y,y\n" + "".join(f"{a},{a},{100 * a}\n" for a in T), "more than one column is named y"),  # not y.1
+    ("t,t,y\n" + "".join(f"{a},{1000 * a},{a}\n" for a in T), "more than one column is named t"),
+    ("t,y\n" + ROWS.replace("\n", ",x\n", 11).replace(",x\n", "\n", 10), "line 12 has 3 values"),
     ("# just a note\n" + ROWS, "naming columns t and y"),
     ("t,y\n" + "".join(f"{a},{a},{a}\n" for a in T), "more values than the header"),
     ("t;y\n" + "".join(f"{a};{2 * a}\n".replace(".", ",") for a in T), "separates its columns with ';'"),
@@ -67,4 +70,21 @@ def test_an_expression_column_with_two_laws_or_a_bad_one_is_refused(tmp_path):
 def test_empty_and_non_utf8_files_say_so(tmp_path, content, message):
     (tmp_path / "d.csv").write_bytes(content if isinstance(content, bytes) else content.encode("latin-1"))
     with pytest.raises(TrajectoryFileError, match=message):
+        read_trajectory(tmp_path / "d.csv")
+
+
+def test_binary_files_and_non_files_are_named_as_such(tmp_path):
+    import gzip
+    (tmp_path / "d.csv.gz").write_bytes(gzip.compress(("t,y\n" + ROWS).encode()))
+    with pytest.raises(TrajectoryFileError, match=r"not a text CSV file \(binary or compressed\?\); give") as err:
+        read_trajectory(tmp_path / "d.csv.gz")
+    assert len(str(err.value)) < 200  # no raw bytes in the message
+    with pytest.raises(TrajectoryFileError, match="not a regular file"):
+        read_trajectory("/dev/null")
+
+
+def test_a_duplicate_time_is_printed_in_full(tmp_path):
+    times = 1_700_000_000 + np.r_[np.arange(31), 30, np.arange(32, 40)]
+    (tmp_path / "d.csv").write_text("t,y\n" + "".join(f"{a},{0.95 ** i}\n" for i, a in enumerate(times)))
+    with pytest.raises(TrajectoryFileError, match="duplicate time 1700000030;"):
         read_trajectory(tmp_path / "d.csv")

@@ -59,6 +59,18 @@ def test_a_trajectory_longer_than_the_encoder_reads_is_subsampled_for_the_model(
     assert result.timings["n_candidates"] > 0 and result.expression
 
 
+def test_the_model_reads_a_record_the_same_whenever_its_clock_starts(overfit):
+    from nsode.predict import Predictor
+
+    model, observations, _ = overfit
+    t = np.arange(32) / 16  # exact in binary, so t + 1024 - 1024 is t again
+    y = np.interp(t, *observations[0])
+    predictor = Predictor(model, beam=4)
+    expected = predictor.candidates(t, y)
+    for clock in (1024.0, -8.0):
+        assert predictor.candidates(t + clock, y) == expected
+
+
 def test_a_negative_branch_count_is_refused_in_one_line(tmp_path, capsys):
     path = tmp_path / "decay.csv"
     path.write_text("t,y\n0,1\n1,0.6\n2,0.37\n")
