@@ -276,7 +276,10 @@ def main(argv=None) -> int:
         return 2
     result = predictor.predict(t, y)
     if not result.expression:
-        print("error: no candidate could be integrated over the observed interval", file=sys.stderr)
+        flat = np.ptp(y) == 0  # R^2 against a record without variation counts only an exact match
+        print("error: no candidate " + ("matched a record without variation (every y equal; the search, without "
+                                        "--paper, also offers y' = 0)" if flat else
+                                        "could be integrated over the observed interval"), file=sys.stderr)
         return 1
     # the noise alone, curvature removed: the search's own level also covers its integral form's
     # trapezoid error, which on a dozen clean points would make every printed error wide; where the

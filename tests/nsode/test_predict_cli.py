@@ -49,6 +49,13 @@ def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
     assert out.startswith("y' = ") and r2 >= 0.99 and (tmp_path / "p.png").is_file()
 
 
+def test_a_record_without_variation_read_paper_style_is_named_as_such(tmp_path, capsys, overfit):
+    _, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
+    (tmp_path / "flat.csv").write_text("t,y\n" + "".join(f"{a / 8},2.5\n" for a in range(16)))
+    assert main(["predict", str(tmp_path / "flat.csv"), "--checkpoint", checkpoint, "--beam", "4", "--paper"]) == 1
+    assert "matched a record without variation" in capsys.readouterr().err
+
+
 def test_a_trajectory_longer_than_the_encoder_reads_is_subsampled_for_the_model(overfit):
     from nsode.predict import Predictor
 
