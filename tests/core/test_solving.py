@@ -49,3 +49,8 @@ def test_the_solver_never_steps_past_the_last_time_into_where_f_is_undefined():
     y = solve(logged, 5.0, t)
     assert min(asked) > 1.5
     np.testing.assert_allclose(y, (np.sqrt(5.0) - t / 4) ** 2, rtol=1e-7)
+
+
+def test_a_law_that_leaves_its_domain_says_where():
+    with pytest.raises(SolveError, match=r"not real-valued on the path, at y = -0\.0\d+, t = 2\.\d+"):
+        solve(compile_scalar(parse("-sqrt(y)")), 1.0, np.linspace(0, 4, 64))  # y reaches 0 at t = 2
