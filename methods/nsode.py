@@ -34,7 +34,9 @@ stability check lets a record that grew G > 100-fold go G^2 times its size, so e
 by e^30 is read as c*y rather than refused. Version 27 fits such a record (grown > 100-fold) with
 each residual in its own point's noise, unclipped, so its small values count too; version 28 fits
 those noise levels by reweighted least squares (unweighted, the largest values set a floor that hid
-the small values' quiet).
+the small values' quiet). Version 29 solves the first, linear fit exactly where its tiny ridge
+would bend it: on a record with a large offset (pressure in Pa moving by 30) the integrals of 1
+and of y are nearly parallel, and the ridge had kept the affine law out of the shortlist.
 `nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
 count of right-hand-side evaluations (nsode.select.MAX_RHS_CALLS) instead of 1 s of wall clock,
 so their answer no longer depends on how busy the machine is.
@@ -97,7 +99,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="28"),
+                                    "rejected, information criterion", version="29"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,

@@ -64,6 +64,8 @@ MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
 RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a rival (the data barely prefer either)
 SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 is also read as that exponent
+RIDGE = 1e-12  # of the integral form's normal equations (unit-norm columns), for collinear terms
+LSQ_RCOND = 1e-10  # where that would bend a fit, least squares drops directions this much weaker than the strongest
 ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
 
 
@@ -332,7 +334,8 @@ def propose_with(exprs, t: np.ndarray, y: np.ndarray, sigma: float, settings: Se
 def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[tuple[np.ndarray, float]]:
     """(y0 and term coefficients, information criterion) of each sum by linear least squares on
     the integral form, batched by size (normal equations on unit-norm columns, a tiny ridge for
-    collinear terms); a sum with more than MAX_CONSTANTS constants scores inf."""
+    collinear terms; solved exactly where that ridge would bend the fit, as on a record with a
+    large offset); a sum with more than MAX_CONSTANTS constants scores inf."""
     out: list = [(np.zeros(len(s) + 1), math.inf) for s in sums]
     constants = [free_constants(subset) for subset in sums]
     by_size: dict[int, list[int]] = {}
@@ -354,12 +357,34 @@ def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[t
             norm = np.linalg.norm(design, axis=1, keepdims=True)
         norm[norm == 0] = 1.0
         unit = design / norm
-        gram = np.einsum("snk,snj->skj", unit, unit) + 1e-12 * np.eye(size + 1)
-        x = np.linalg.solve(gram, np.einsum("snk,n->sk", unit, y)[..., None])[..., 0] / norm[:, 0, :]
+        gram = np.einsum("snk,snj->skj", unit, unit)
+        x = np.linalg.solve(gram + RIDGE * np.eye(size + 1), np.einsum("snk,n->sk", unit, y)[..., None])[..., 0]
+        finite = np.isfinite(gram).all(axis=(1, 2))
+        weak = np.zeros(len(gram), bool)  # where the ridge would bend the fit: solved exactly
+        weak[finite] = np.linalg.eigvalsh(gram[finite])[:, 0] < 1e4 * RIDGE
+        if np.any(weak):
+            try:
+                x[weak] = _least_squares(unit[weak], y)
+            except np.linalg.LinAlgError:  # an SVD that does not converge keeps the ridge's fit
+                pass
+        x = x / norm[:, 0, :]
         rss = np.sum((np.einsum("snk,sk->sn", design, x) - y) ** 2, axis=1)
         for j, i in enumerate(index):
             out[i] = (x[j], information_criterion(float(rss[j]), len(y), constants[i] + 1, sigma))
     return out
+
+
+def _least_squares(design: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares coefficients of each design [sums, n, k] (unit-norm columns) against y, by QR and
+    the SVD of its small factor: exact where columns are nearly collinear (on a record with a large
+    offset the integrals of 1 and of y are nearly parallel, and normal equations square that), the
+    minimum-norm solution where they are collinear (directions below LSQ_RCOND of the strongest dropped)."""
+    q, r = np.linalg.qr(design)
+    u, s, vt = np.linalg.svd(r)
+    keep = s > LSQ_RCOND * s[..., :1]
+    inverse = np.divide(1.0, s, out=np.zeros_like(s), where=keep)
+    projected = np.einsum("skj,sk->sj", u, np.einsum("snk,n->sk", q, y)) * inverse
+    return np.einsum("sjk,sj->sk", vt, projected)
 
 
 def _adapted(terms: list[_Term], t, y, cache: dict) -> list[_Term]:

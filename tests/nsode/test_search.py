@@ -636,3 +636,18 @@ def test_pruning_in_rounds_reaches_a_law_under_two_spare_terms():
     assert all(f.constants >= 2 for f in once)  # the law was never fitted
     found, _ = search(proposed, t, y, replace(settings, prune_rounds=3))
     assert found[0].constants == 1 and float(found[0].expr.coeff(Y)) == pytest.approx(-0.5, abs=0.01)
+
+
+def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_parallel():
+    from scipy.integrate import cumulative_trapezoid
+
+    from core.fitting import information_criterion
+    from nsode.search import propose
+
+    t = np.linspace(0, 20, 64)  # pressure in Pa relaxing by 30 Pa, read to 0.05 Pa
+    y = 101325 + 30 * np.exp(-0.2 * t) + 0.05 * np.random.default_rng(4).standard_normal(64)
+    design = np.c_[np.ones_like(t), t - t[0], cumulative_trapezoid(y, t, initial=0)]  # y0, c0 and c1 * y
+    rss = float(np.sum((design @ np.linalg.lstsq(design, y, rcond=None)[0] - y) ** 2))
+    affine = propose([20265 - 0.2 * Y], t, y, 0.05)[tuple(sorted(skeleton_key(1 + Y)))]
+    assert affine.cheap_ic == pytest.approx(information_criterion(rss, 64, 3, 0.05), abs=0.5)
+    assert min(abs(c + 0.2) for c in affine.coefficients) < 0.01  # the rate
