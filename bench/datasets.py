@@ -80,7 +80,8 @@ def _read_json(path: Path):
 def read_spec(path: Path) -> dict:
     spec = _read_json(Path(path))
     if not isinstance(spec, dict):
-        raise DatasetError(f"{path}: expected a JSON object with \"format\": \"{FORMAT}\" (found a {type(spec).__name__})")
+        raise DatasetError(f"{path}: expected a JSON object with \"format\": \"{FORMAT}\" "
+                           f"(found a {type(spec).__name__})")
     if "format" not in spec:
         raise DatasetError(f"{path}: missing \"format\": \"{FORMAT}\"")
     if spec["format"] != FORMAT:
