@@ -380,7 +380,7 @@ def _least_squares(design: np.ndarray, y: np.ndarray) -> np.ndarray:
     offset the integrals of 1 and of y are nearly parallel, and normal equations square that), the
     minimum-norm solution where they are collinear (directions below LSQ_RCOND of the strongest dropped)."""
     q, r = np.linalg.qr(design)
-    u, s, vt = np.linalg.svd(r)
+    u, s, vt = np.linalg.svd(r, full_matrices=False)  # fewer points than columns too
     keep = s > LSQ_RCOND * s[..., :1]
     inverse = np.divide(1.0, s, out=np.zeros_like(s), where=keep)
     projected = np.einsum("skj,sk->sj", u, np.einsum("snk,n->sk", q, y)) * inverse

@@ -651,3 +651,15 @@ def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_pa
     affine = propose([20265 - 0.2 * Y], t, y, 0.05)[tuple(sorted(skeleton_key(1 + Y)))]
     assert affine.cheap_ic == pytest.approx(information_criterion(rss, 64, 3, 0.05), abs=0.5)
     assert min(abs(c + 0.2) for c in affine.coefficients) < 0.01  # the rate
+
+
+def test_the_exact_path_is_least_squares_with_the_minimum_norm_where_columns_coincide():
+    from nsode.search import _least_squares
+
+    rng = np.random.default_rng(0)
+    design = rng.standard_normal((3, 20, 4))
+    design[2, :, 3] = design[2, :, 2]  # two identical columns: one of many exact fits
+    design /= np.linalg.norm(design, axis=1, keepdims=True)
+    y = rng.standard_normal(20)
+    expected = [np.linalg.lstsq(d, y, rcond=None)[0] for d in design]  # numpy's is the minimum-norm one
+    assert np.allclose(_least_squares(design, y), expected)
