@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         if type(err) is ValueError:  # a plain ValueError is a bug, show it fully
             raise
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a folder that cannot be made or written (--out names a file, no permission)
+        what = "exists and is not a folder" if isinstance(err, FileExistsError) else (err.strerror or str(err)).lower()
+        print(f"error: {err.filename}: {what}" if err.filename else f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
         print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
@@ -331,6 +336,13 @@ def _score(args) -> int:
         raise UserError(f"{args.results} is not a result folder (no parts/ inside)")
     if not any(parts.glob("*.parquet")):  # rescore reads the rows themselves
         raise UserError(f"{args.results} holds no results yet")
+    sweep = Path(args.results) / "sweep.json"  # where the rows' datasets are named
+    try:
+        json.loads(sweep.read_text())
+    except OSError as err:
+        raise UserError(f"{sweep}: {err.strerror or err}; scoring needs the sweep file `bench run` writes") from None
+    except ValueError as err:
+        raise UserError(f"{sweep}: not valid JSON ({err})") from None
     count = rescoring.rescore(Path(args.results), jobs=args.jobs)
     print(f"re-scored {count} predictions in {args.results}")
     return 0

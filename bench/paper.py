@@ -27,8 +27,8 @@ class ConfigError(ValueError):
 def load_config(path: str | Path, quick: bool = False) -> dict:
     try:
         config = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: not a readable YAML config ({err})") from None
+    except (OSError, yaml.YAMLError) as err:  # yaml's messages span lines: one line here
+        raise ConfigError(f"{path}: not a readable YAML config ({' '.join(str(err).split())})") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: expected a mapping of settings")
     if quick:
@@ -71,8 +71,10 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
     return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=_grid(config, "noise", nonnegative_number),
                         n=_grid(config, "n", whole_number(protocol.MIN_POINTS)),
                         seeds=_grid(config, "seeds", whole_number(0)), jobs=jobs,
-                        time_limit=config.get("time_limit"), time_limits=_mapping(config, "time_limits", float),
-                        subset=_mapping(config, "subset", int), out=str(config["out"]),
+                        time_limit=_limit(config.get("time_limit"), "time_limit"),
+                        time_limits={name: _limit(value, f"time_limits: {name}")
+                                     for name, value in _mapping(config, "time_limits", float).items()},
+                        subset=_mapping(config, "subset", _count), out=str(config["out"]),
                         method_files=tuple(method_files), backend=backend, scheduler=scheduler)
 
 
@@ -101,6 +103,22 @@ def _names(config: dict, key: str, example: str) -> list[str]:
     return values
 
 
+def _limit(value, key: str) -> float | None:
+    """A task time limit of the config: none, or seconds above 0 (as `bench run --time-limit` checks)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"'{key}' must be a number of seconds above 0 (got {value!r})")
+    return float(value)
+
+
+def _count(value) -> int:
+    """A subset's size: a whole number of at least 1 trajectory."""
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(value)
+    return int(value)
+
+
 def _mapping(config: dict, key: str, kind) -> dict:
     """A config setting of the form {name: number} (`time_limits`, `subset`); empty when absent."""
     value = config.get(key) or {}
@@ -109,7 +127,8 @@ def _mapping(config: dict, key: str, kind) -> dict:
     try:
         return {str(name): kind(number) for name, number in value.items()}
     except (TypeError, ValueError):
-        raise ConfigError(f"'{key}' must map names to numbers, got {value}") from None
+        what = "whole numbers of at least 1" if kind is _count else "numbers"
+        raise ConfigError(f"'{key}' must map names to {what}, got {value}") from None
 
 
 def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None, claims_report: str | None = None) -> Path:

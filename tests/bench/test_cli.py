@@ -263,6 +263,20 @@ def test_seeds_must_be_whole_numbers_from_zero_and_score_needs_a_result_folder(t
     assert not (tmp_path / "nothing").exists()
 
 
+def test_an_out_folder_that_is_a_file_and_a_result_folder_without_its_sweep_file_get_one_line(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    assert_one_line_error(bench("run", "--dataset", "textbook", "--methods", "truth", "--n", "32", "--noise", "0",
+                                "--out", tmp_path / "a-file"), "exists and is not a folder")
+    ran = bench("run", "--dataset", "textbook", "--methods", "truth", "--n", "32", "--noise", "0", "--quiet",
+                "--out", tmp_path / "o")
+    assert ran.returncode == 0, ran.stderr
+    assert_one_line_error(bench("report", tmp_path / "o", "--out", tmp_path / "a-file"), "exists and is not a folder")
+    (tmp_path / "o" / "sweep.json").write_text("{bad")
+    assert_one_line_error(bench("score", tmp_path / "o"), "sweep.json: not valid JSON")
+    (tmp_path / "o" / "sweep.json").unlink()
+    assert_one_line_error(bench("score", tmp_path / "o"), "sweep.json")
+
+
 def _dataset_file(path, equations, name="mine"):
     path.write_text(json.dumps({"format": "bench-dataset/1", "name": name, "version": "1", "equations": equations}))
     return path

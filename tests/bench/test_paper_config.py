@@ -50,13 +50,15 @@ def test_a_malformed_subset_is_a_config_error(tmp_path):
 @pytest.mark.parametrize("setting, problem", [
     ("noise: 0.01", "must be a list"), ("noise: [-0.5]", ">= 0"), ("seeds: [0.5]", "not a whole number"),
     ("n: [5]", "at least"), ("methods: truth", "list of names"), ("methods: [truth, 3]", "list of names"),
-    ("datasets: textbook", "list of names"),
+    ("datasets: textbook", "list of names"), ("time_limit: -1", "seconds above 0"),
+    ("subset: {classic: 0}", "whole numbers of at least 1"),
 ])
 def test_a_grid_the_command_line_would_refuse_is_a_config_error(tmp_path, setting, problem):
     path = tmp_path / "config.yaml"
     key = setting.split(":")[0]
-    text = CONFIG.format(out=tmp_path / "out")
-    path.write_text("\n".join(setting if line.startswith(key + ":") else line for line in text.splitlines()))
+    lines = CONFIG.format(out=tmp_path / "out").splitlines()
+    lines = [setting if line.startswith(key + ":") else line for line in lines]
+    path.write_text("\n".join(lines if setting in lines else lines + [setting]))
     with pytest.raises(paper.ConfigError, match=problem):
         paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
 
@@ -79,3 +81,10 @@ def test_sweep_json_records_the_commit_machine_and_grid_of_each_start_that_ran_t
     assert [run["grid"]["noise"] for run in runs] == [[0.0], [0.01]]  # each start's own grid
     assert runs[1]["grid"] == {"datasets": ["textbook"], "subset": {"textbook": 2}, "noise": [0.01], "n": [128],
                                "seeds": [0], "methods": ["truth"]}
+
+
+def test_a_malformed_yaml_file_is_named_in_one_line(tmp_path):
+    (tmp_path / "bad.yaml").write_text("name: x\nout: [\n")
+    with pytest.raises(paper.ConfigError, match="not a readable YAML config") as err:
+        paper.load_config(tmp_path / "bad.yaml")
+    assert "\n" not in str(err.value)
