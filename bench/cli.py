@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import threading
@@ -336,13 +335,6 @@ def _score(args) -> int:
         raise UserError(f"{args.results} is not a result folder (no parts/ inside)")
     if not any(parts.glob("*.parquet")):  # rescore reads the rows themselves
         raise UserError(f"{args.results} holds no results yet")
-    sweep = Path(args.results) / "sweep.json"  # where the rows' datasets are named
-    try:
-        json.loads(sweep.read_text())
-    except OSError as err:
-        raise UserError(f"{sweep}: {err.strerror or err}; scoring needs the sweep file `bench run` writes") from None
-    except ValueError as err:
-        raise UserError(f"{sweep}: not valid JSON ({err})") from None
     count = rescoring.rescore(Path(args.results), jobs=args.jobs)
     print(f"re-scored {count} predictions in {args.results}")
     return 0

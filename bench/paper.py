@@ -15,7 +15,7 @@ import yaml
 from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
 from core import protocol
-from core.arguments import nonnegative_number, whole_number
+from core.arguments import nonnegative_number, positive_number, whole_number
 
 GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "time_limits", "subset", "figures")
 
@@ -104,12 +104,13 @@ def _names(config: dict, key: str, example: str) -> list[str]:
 
 
 def _limit(value, key: str) -> float | None:
-    """A task time limit of the config: none, or seconds above 0 (as `bench run --time-limit` checks)."""
+    """A task time limit of the config: none, or seconds as `bench run --time-limit` checks them."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"'{key}' must be a number of seconds above 0 (got {value!r})")
-    return float(value)
+    try:
+        return positive_number(str(value))
+    except argparse.ArgumentTypeError as err:
+        raise ConfigError(f"'{key}' must be a number of seconds above 0 ({err})") from None
 
 
 def _count(value) -> int:

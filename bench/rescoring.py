@@ -11,13 +11,24 @@ from bench.scoring import score
 from bench.store import ResultStore
 
 
+class SweepFileError(ValueError):
+    """A result folder's sweep.json that is missing or unreadable; the message names it."""
+
+
 def rescore(folder: Path, jobs: int = 1) -> int:
     """Re-score every ok prediction in a result folder; returns how many were scored."""
     store = ResultStore(folder)
     rows = store.read()
     if rows.empty:
         return 0
-    config = json.loads((folder / "sweep.json").read_text())
+    sweep = folder / "sweep.json"  # where the rows' datasets are named
+    try:
+        config = json.loads(sweep.read_text())
+    except OSError as err:
+        raise SweepFileError(f"{sweep}: {err.strerror or err}; scoring needs the sweep file `bench run` "
+                             "writes") from None
+    except ValueError as err:
+        raise SweepFileError(f"{sweep}: not valid JSON ({err})") from None
     data_digests.check_unchanged(data_digests.digests(config["datasets"], missing_ok=True),
                                  config.get("data_digests", {}), folder,
                                  advice="restore the data the rows were computed on, or run the sweep into a new folder")

@@ -62,17 +62,19 @@ def solve(
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     budget = math.inf if max_rhs_calls is None else max_rhs_calls
     calls = 0
-    state = (float(y0), float(t[0]))  # where f was last asked: a failure's message names it
 
-    def f(y, _t):
-        nonlocal calls, state
+    def f(y, t_now):
+        nonlocal calls
         calls += 1
-        state = (y[0], _t)
         if calls > budget:
             raise _OverBudget
         if deadline is not None and calls % 128 == 0 and time.perf_counter() > deadline:
             raise _Deadline
-        return rhs(y[0])
+        try:
+            return rhs(y[0])
+        except (ArithmeticError, ValueError, TypeError) as err:  # named where it happened, at no cost otherwise
+            raise SolveError(f"right-hand side not real-valued on the path, at y = {y[0]:.4g}, t = {t_now:.4g} "
+                             f"({err})") from None
 
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -85,8 +87,7 @@ def solve(
     except _OverBudget:
         raise SolveError(f"solver exceeded its budget of {max_rhs_calls:,} right-hand-side evaluations") from None
     except (ArithmeticError, ValueError, TypeError) as err:
-        raise SolveError(f"right-hand side not real-valued on the path, at y = {state[0]:.4g}, t = {state[1]:.4g} "
-                         f"({err})") from None
+        raise SolveError(f"right-hand side not real-valued on the path ({err})") from None
     if info["message"] != "Integration successful.":
         where = _stopped(np.asarray(info.get("tcur", ()), float), np.asarray(t, float))
         raise SolveError(f"LSODA stopped {where} (the solution blows up or leaves the "
