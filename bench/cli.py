@@ -5,6 +5,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from bench import datasets, registry
@@ -177,7 +178,7 @@ def _add_result_commands(sub) -> None:
                              "them solves, and the exact two-sided sign test on those, for interpolation and "
                              "extrapolation. Tells a real gap between two methods from a draw of the noise.")
     compare.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
-    compare.add_argument("--methods", nargs=2, required=True, metavar=("FIRST", "SECOND"),
+    compare.add_argument("--methods", nargs="+", required=True, metavar="METHOD",
                          help="the two methods, as stored (e.g. nsode-eps+refine proged)")
     compare.add_argument("--by", nargs="*", default=["dataset", "noise"], metavar="COLUMN",
                          help="task columns that split the tasks into cells: dataset, equation_id, y0_index, "
@@ -204,6 +205,7 @@ def _check_backend(args) -> None:
 def _read_results(folders: list[Path]):
     """The stored rows of one or several result folders as one table; a one-line error when one is
     not a result folder, when they hold nothing, or when two hold the same (task, method)."""
+    from bench import runner
     from bench.store import DuplicateResults, combine
 
     for folder in folders:
@@ -215,6 +217,12 @@ def _read_results(folders: list[Path]):
         raise UserError(str(err)) from None
     if rows.empty:
         raise UserError(f"{' '.join(map(str, folders))} hold(s) no results yet")
+    for folder in folders:
+        for start in runner.unfinished_starts(folder):
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(start.get("started_at", 0)))
+            print(f"note: the sweep started in {folder} at {when} stopped before its end ({start['pending']} pairs "
+                  "were to run): these tables hold the rows stored so far; resume it with the same "
+                  "`python -m bench run` command", file=sys.stderr)
     return rows
 
 
@@ -358,6 +366,8 @@ def _compare(args) -> int:
     if unknown:
         raise UserError(f"--by: no column {', '.join(unknown)} in the results (e.g. dataset, noise, n, seed, "
                         "truth_expression)")
+    if len(args.methods) != 2:
+        raise UserError(f"--methods: compare takes two methods, not {len(args.methods)} (pair them two at a time)")
     stored = set(rows["method"])
     methods = [name if name in stored else registry.canonical_label(name) for name in args.methods]
     if methods[0] == methods[1]:

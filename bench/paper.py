@@ -68,6 +68,11 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
                 chosen.append(spec)
     if not chosen:
         raise ConfigError("none of the config's methods is available here (see `python -m bench list`)")
+    named = set(specs) if config["methods"] == "all" else set(wanted)
+    named |= {spec.label for spec in chosen} | {spec.name for spec in chosen}
+    stray = sorted(set(_mapping(config, "time_limits", float)) - named)
+    if stray:  # a misspelt name, or a method dropped from the list: say so, as for a skipped method
+        print(f"ignoring time_limits for {', '.join(stray)}: not among the config's methods")
     return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=_grid(config, "noise", nonnegative_number),
                         n=_grid(config, "n", whole_number(protocol.MIN_POINTS)),
                         seeds=_grid(config, "seeds", whole_number(0)), jobs=jobs,

@@ -216,12 +216,13 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
     store.folder.mkdir(parents=True, exist_ok=True)
-    _write_config(sweep, store.folder, ran=bool(pending), digests=digests)
+    _write_config(sweep, store.folder, pending=len(pending), digests=digests)
     if progress and resuming:
         print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
               "(a longer time limit reruns only the results it cut short; a new method version reruns its rows)",
               file=sys.stderr)
     if not pending:
+        _mark_finished(store.folder)
         return store
     executor = make_executor(sweep)
     bar = tqdm(total=len(pending), disable=not progress, unit="task", dynamic_ncols=True)
@@ -231,6 +232,8 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
             store.append(row)
             bar.set_postfix_str(f"{row['method']} {row['dataset']}/{row['equation_id']}: {row['status']}")
             bar.update()
+        store.flush()
+        _mark_finished(store.folder)
     finally:
         try:
             store.flush()
@@ -260,10 +263,11 @@ def _grid(config: dict) -> dict:
     return {key: config[key] for key in keys}
 
 
-def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, dict[str, str]]) -> None:
-    """sweep.json: the last sweep's settings, and under "runs" the commit, machine, start time
-    and grid of every start that had tasks to run (a resume adds one; a start with nothing to do
-    does not), so a folder that holds several sweeps says which. Datasets and data digests
+def _write_config(sweep: Sweep, folder: Path, pending: int, digests: dict[str, dict[str, str]]) -> None:
+    """sweep.json: the last sweep's settings, and under "runs" the commit, machine, start time,
+    grid and pending pairs of every start that had tasks to run (a resume adds one; a start with
+    nothing to do does not; `_mark_finished` adds the time a start ran to its end), so a folder
+    that holds several sweeps says which, and an interrupted one says so. Datasets and data digests
     accumulate over the sweeps written to the folder, so `bench score` finds the truth of every
     stored row."""
     config = asdict(sweep)
@@ -274,5 +278,24 @@ def _write_config(sweep: Sweep, folder: Path, ran: bool, digests: dict[str, dict
     config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
     config["data_digests"] = {**before.get("data_digests", {}), **_new_data(digests, before.get("data_digests", {}))}
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
-    config["runs"] = runs + ([{**provenance.describe(), "started_at": time.time(), "grid": grid}] if ran else [])
+    start = {**provenance.describe(), "started_at": time.time(), "grid": grid, "pending": pending}
+    config["runs"] = runs + ([start] if pending else [])
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")
+
+
+def _mark_finished(folder: Path) -> None:
+    """Mark the last start in sweep.json as run to its end (every pair of its grid stored)."""
+    config = _previous_config(folder)
+    if config.get("runs") and "finished_at" not in config["runs"][-1]:
+        config["runs"][-1]["finished_at"] = time.time()
+        (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")
+
+
+def unfinished_starts(folder: Path) -> list[dict]:
+    """The starts recorded in `folder`'s sweep.json that stopped before their end (interrupted, or
+    killed) and were not run to their end by a later start of the same grid; starts recorded
+    before starts were marked finished are not counted."""
+    runs = _previous_config(folder).get("runs") or []
+    return [run for i, run in enumerate(runs)
+            if "pending" in run and "finished_at" not in run
+            and not any("finished_at" in later and later.get("grid") == run.get("grid") for later in runs[i + 1:])]

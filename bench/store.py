@@ -31,7 +31,7 @@ class ResultStore:
         files = sorted(self.parts.glob("*.parquet"))
         if not files:
             return pd.DataFrame()
-        frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+        frame = pd.concat([_part(f) for f in files], ignore_index=True)
         frame["equation_id"] = frame["equation_id"].astype(str)  # parts written before ids were text held integers
         frame = frame.sort_values("finished_at", kind="stable")
         return frame.drop_duplicates(KEY, keep="last").reset_index(drop=True)
@@ -75,6 +75,24 @@ class ResultStore:
         tmp = self.parts / f".{name}.tmp"
         stored_types(frame).to_parquet(tmp, index=False)
         os.replace(tmp, self.parts / name)
+
+
+class ForeignPart(ValueError):
+    """A file in parts/ that is not a part this store wrote (unreadable, or without its columns)."""
+
+
+def _part(file: Path) -> pd.DataFrame:
+    """One stored part; a `ForeignPart` error naming the file when it is not one."""
+    try:
+        frame = pd.read_parquet(file)
+    except (OSError, ValueError) as err:  # pyarrow raises both for a file that is not parquet
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ForeignPart(f"{file} is not a readable result part ({reason}): move it out of {file.parent}") from None
+    missing = [column for column in (*KEY, "finished_at") if column not in frame]
+    if missing:
+        raise ForeignPart(f"{file} is not a result part (no column {', '.join(missing)}): "
+                          f"move it out of {file.parent}")
+    return frame
 
 
 class DuplicateResults(ValueError):

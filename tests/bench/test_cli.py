@@ -149,6 +149,7 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     assert paired.returncode == 0 and "12 / 12" in paired.stdout  # both solve every clean task
     assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"), "sindy")
     assert_one_line_error(bench("compare", out, "--methods", "truth", "truth"), "another method")
+    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "sindy"), "two methods, not 3")
 
 
 def test_method_with_a_broken_dependency_is_listed_unavailable(tmp_path):

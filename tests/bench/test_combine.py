@@ -50,3 +50,17 @@ def test_the_same_task_and_method_in_two_folders_is_a_one_line_error_naming_it(s
 def test_several_folders_need_an_output_folder(sweeps):
     result = bench("report", sweeps / "clean", sweeps / "noisy")
     assert result.returncode == 2 and "--out" in result.stderr
+
+
+def test_a_file_in_parts_that_the_store_did_not_write_is_named(sweeps, tmp_path):
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(sweeps / "clean", folder)
+    (folder / "parts" / "notes.parquet").write_bytes(b"junk")
+    result = bench("report", folder)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "notes.parquet is not a readable result part" in result.stderr
+    pd.DataFrame({"a": [1]}).to_parquet(folder / "parts" / "notes.parquet")
+    result = bench("report", folder)
+    assert result.returncode == 2 and "is not a result part (no column dataset" in result.stderr

@@ -40,6 +40,13 @@ def test_time_limits_apply_per_method_and_others_keep_their_own(sweep, tmp_path)
     assert limits == {"sindy": 7.0, "truth": truth.time_limit}
 
 
+def test_a_time_limit_for_a_method_not_in_the_config_is_named(tmp_path, capsys):
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out").replace("{sindy: 7}", "{sindy: 7, sndy: 9}"))
+    paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    assert "ignoring time_limits for sndy: not among the config's methods" in capsys.readouterr().out
+
+
 def test_a_malformed_subset_is_a_config_error(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "[24]"))

@@ -60,8 +60,13 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
     proc.wait()
     partial = len(store.read())
     assert 3 <= partial < 24
+    assert [start["pending"] for start in runner.unfinished_starts(out)] == [24]
+    report = subprocess.run([sys.executable, "-m", "bench", "report", str(out)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert report.returncode == 0 and "stopped before its end (24 pairs" in report.stderr, report.stderr
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert runner.unfinished_starts(out) == []  # the resume ran the same grid to its end
     rows = store.read()
     assert len(rows) == 24
     files = sorted((out / "parts").glob("*.parquet"))
