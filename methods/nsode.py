@@ -75,7 +75,8 @@ class NSODE(Method):
     that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
     sums refitted with each term dropped; `prune_rounds` times, on since version 24),
     `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search
-    version 22), `per_capita` (the first beam expressions g also read as y' = y*g), `first_start`
+    version 22), `per_capita` (the first beam expressions g also read as y' = y*g), `denominators` (beam
+    expressions also read with their polynomial denominator fitted to the data; off: measured, not kept), `first_start`
     (the trajectory fit starts at the first observation where that misses less than the integral
     form's y0), `robust` (the stability check; off, unsafe fits may win), `stability_noise` (its
     start perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts
@@ -118,7 +119,7 @@ class NSODE(Method):
                  hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound,
                  sqrt_nodes=Settings.sqrt_nodes, first_start=Settings.first_start,
                  growth_bound=Settings.growth_bound, decade_weights=Settings.decade_weights,
-                 decade_reweight=Settings.decade_reweight, threads=1,
+                 decade_reweight=Settings.decade_reweight, denominators=Settings.denominators, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -131,7 +132,7 @@ class NSODE(Method):
         self.prune_rounds = prune_rounds
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
-        self.decade_weights, self.decade_reweight = decade_weights, decade_reweight
+        self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

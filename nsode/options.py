@@ -25,6 +25,9 @@ SEARCH_OPTIONS = {
     "combine": (whole_number(0), "distinct beam terms recombined into new sums (0: only the beam's own sums)"),
     "basis": (whole_number(0), "powers y, ..., y**N recombined beside the beam's terms (0: none)"),
     "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
+    "denominators": (whole_number(0), "beam expressions with a polynomial denominator (y/(y + K)) also read with it "
+                                      "fitted to the data, for the first N sets of numerators (the model's K may put "
+                                      "the pole on the far side of the data; 0: none)"),
     "snap": (bool, "read beam exponents near an integer or +-1/2 also as that exponent"),
     "snap_fitted": (bool, "refit fitted candidates with their exponents near an integer or +-1/2 snapped to it"),
     "prune": (whole_number(0), "the N best fitted sums are also refitted with each term dropped in turn (0: none)"),

@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
+from scipy.optimize import least_squares
 
 from core.expressions import Y, complexity, evaluate, nested_functions
 from core.fitting import (MANY_DECADES, SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral,
@@ -66,6 +67,7 @@ RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a ri
 SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 is also read as that exponent
 RIDGE = 1e-12  # of the integral form's normal equations (unit-norm columns), for collinear terms
 LSQ_RCOND = 1e-10  # where that would bend a fit, least squares drops directions this much weaker than the strongest
+DENOMINATOR_NFEV = 20  # Levenberg-Marquardt steps of a fitted denominator (each len(d) + 1 evaluations)
 ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
 
 
@@ -90,6 +92,7 @@ class Settings:
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
+    denominators: int = 0  # expressions also read with their denominator fitted, N numerator sets (measured, not kept)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
     stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
@@ -214,8 +217,10 @@ def free_constants(terms: list[_Term]) -> int:
     return len(terms) + sum(term.inner for term in terms)
 
 
-def split(expr: sympy.Expr) -> list[tuple[float, sympy.Expr]]:
-    """(coefficient, rest) of each term of the expanded sum; a constant term has rest 1."""
+@functools.lru_cache(maxsize=4096)
+def split(expr: sympy.Expr) -> tuple[tuple[float, sympy.Expr], ...]:
+    """(coefficient, rest) of each term of the expanded sum; a constant term has rest 1. Cached:
+    stage 1 splits each beam expression more than once, and sympy's expand is its dearest step."""
     if any(isinstance(n, sympy.Mul) and any(isinstance(a, sympy.Add) for a in n.args)
            for n in sympy.preorder_traversal(expr)):
         expr = sympy.expand(expr, power_base=False, power_exp=False, log=False)
@@ -223,7 +228,7 @@ def split(expr: sympy.Expr) -> list[tuple[float, sympy.Expr]]:
     for term in sympy.Add.make_args(expr):
         coefficient, rest = term.as_coeff_Mul()
         out.append((float(coefficient), rest))
-    return out
+    return tuple(out)
 
 
 def term_key(rest: sympy.Expr) -> str:
@@ -273,6 +278,17 @@ def snapped(expr: sympy.Expr) -> sympy.Expr:
     return expr.replace(lambda e: e.is_Pow and e.exp.is_Float, snap)
 
 
+def _with_denominators(readings, t, y, limit: int):
+    """Each (expression, label), preceded by its copy with the denominator fitted (`denominator_fitted`),
+    for the first `limit` sets of numerators."""
+    fitted: dict = {}
+    for expr, label in readings:
+        other = denominator_fitted(expr, t, y, fitted, limit)
+        if other is not None and other != expr:
+            yield other, label
+        yield expr, label
+
+
 def _with_snapped(readings):
     """Each (expression, label), followed by its snapped copy where that differs."""
     for expr, label in readings:
@@ -284,7 +300,8 @@ def _with_snapped(readings):
 
 def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True, combine: int = 0,
             combine_size: int = 3, basis: int = 0, steady: bool = False, drift: bool = False,
-            snap: bool = False, per_capita: int = 0, source: str = "model") -> dict[tuple, _Skeleton]:
+            snap: bool = False, per_capita: int = 0, denominators: int = 0,
+            source: str = "model") -> dict[tuple, _Skeleton]:
     """Stage 1: the unique skeletons of `exprs` (and variants, and recombinations of their first
     `combine` distinct terms), each with its term coefficients and y0 fitted linearly on the
     integral form; per skeleton the best-scoring instance is kept."""
@@ -294,6 +311,8 @@ def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool
     first: dict[str, _Term] = {}  # each term skeleton at its first (best-ranked) instance
     exprs = list(exprs)
     readings = [(expr, source) for expr in exprs] + [(Y * expr, "per-capita") for expr in exprs[:per_capita]]
+    if denominators:
+        readings = list(_with_denominators(readings, t, y, denominators))
     for expr, label in (_with_snapped(readings) if snap else readings):
         try:
             terms = [_term(rest, t, y, cache) for _, rest in split(expr)]
@@ -328,7 +347,8 @@ def propose_with(exprs, t: np.ndarray, y: np.ndarray, sigma: float, settings: Se
     and y' = c): stage 1 of `search`, and of any study that replays it."""
     return propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
                    combine_size=settings.combine_size, basis=settings.basis, steady=settings.steady,
-                   drift=settings.drift, snap=settings.snap, per_capita=settings.per_capita)
+                   drift=settings.drift, snap=settings.snap, per_capita=settings.per_capita,
+                   denominators=settings.denominators)
 
 
 def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[tuple[np.ndarray, float]]:
@@ -403,6 +423,121 @@ def _adapted(terms: list[_Term], t, y, cache: dict) -> list[_Term]:
             if fitted is not None and fitted.rest != term.rest:
                 out.append(fitted)
     return out
+
+
+def denominator_fitted(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict | None = None,
+                       limit: int = 0) -> sympy.Expr | None:
+    """`expr` with the numbers of its one polynomial denominator D(y) fitted to the data (None where
+    it has no such denominator, or two). The beam writes `y/(y - 8.6)` with its pole on the far side
+    of the data, and no fit started there crosses the pole; this fit does not start there at all.
+    Multiplied through by D = sum_j d_j y**j, the law y' = sum_k c_k u_k/D + sum_k b_k g_k becomes
+    an integral identity linear in everything, sum_j d_j y**(j+1)/(j+1) = const + sum_k c_k
+    integral(u_k) + sum_k,j b_k d_j integral(g_k y**j) (each product a coefficient of its own, the
+    leading d_j fixed), which gives a start; from there D alone is fitted on the integral form with
+    the coefficients solved exactly at each step (`_denominator_polished`). The fit does not depend
+    on the numbers D was written with, so `cache` keeps one per set of numerators, and with a
+    `limit` no more than that many are fitted (later sets return None)."""
+    found = _denominator(expr)
+    if found is None:
+        return None
+    base, coefficients = found
+    lead = max(coefficients)
+    lower = sorted(j for j in coefficients if j != lead)
+    inverse = sympy.Pow(base, -1)
+    over, plain = [], []  # the numerators of the terms that hold 1/D; the other terms
+    terms = split(expr)
+    for _, rest in terms:
+        factors = sympy.Mul.make_args(rest)
+        if inverse in factors:
+            rest = sympy.Mul(*(f for f in factors if f != inverse))
+            over.append(rest)
+        else:
+            plain.append(rest)
+        if rest.has(base):
+            return None
+    key = (tuple(over), tuple(plain), lead, tuple(lower))
+    cache = {} if cache is None else cache
+    if key not in cache:
+        if limit and len(cache) >= limit:
+            return None
+        cache[key] = _denominator_polished(over, plain, lead, lower, t, y)
+    monic = cache[key]
+    if monic is None:
+        return None
+    scale = coefficients[lead]
+    kept = [arg for arg in base.args if _power(arg) == lead]  # the leading term as written
+    fitted = {base: sympy.Add(*kept, *(sympy.Float(scale * v) * Y**j for j, v in zip(lower, monic)))}
+    return sympy.Add(*(c * rest.xreplace(fitted) for c, rest in terms))  # expanded already: split reads it cheaply
+
+
+def _denominator(expr: sympy.Expr) -> tuple[sympy.Expr, dict[int, float]] | None:
+    """The one polynomial in y with numbers for coefficients that `expr` divides by, with its
+    coefficient per power of y, or None."""
+    bases = {node.base for node in sympy.preorder_traversal(expr)
+             if node.is_Pow and node.exp == -1 and node.base.is_Add and node.base.has(Y)}
+    if len(bases) != 1:
+        return None
+    base = bases.pop()
+    coefficients = {}
+    for arg in base.args:
+        number, _ = arg.as_coeff_Mul()
+        power = _power(arg)
+        if power is None or power in coefficients:
+            return None
+        coefficients[power] = float(number)
+    return base, coefficients
+
+
+def _power(term: sympy.Expr) -> int | None:
+    """k where `term` is a number times y**k (k >= 0 whole), else None."""
+    rest = term.as_coeff_Mul()[1]
+    if rest == 1:
+        return 0
+    if rest == Y:
+        return 1
+    if rest.is_Pow and rest.base == Y and rest.exp.is_Integer and rest.exp > 0:
+        return int(rest.exp)
+    return None
+
+
+def _denominator_polished(over, plain, lead: int, lower: list[int], t, y) -> np.ndarray | None:
+    """The `lower` coefficients of the monic denominator (`denominator_fitted`), or None."""
+    powers = [*lower, lead]
+    with np.errstate(all="ignore"):
+        numerators = [evaluate(rest, y) for rest in over]
+        others = [evaluate(rest, y) for rest in plain]
+        columns = [*numerators, *(g * y**j for g in others for j in powers)]
+        design = np.column_stack([*cumulative_trapezoid(np.array(columns), t, initial=0.0), np.ones_like(y),
+                                  *(-(y ** (j + 1)) / (j + 1) for j in lower)])
+        if not np.all(np.isfinite(design)):
+            return None
+        norms = _norms(design)
+        start = (_least_squares(design[None] / norms, y ** (lead + 1) / (lead + 1))[0] / norms)[-len(lower):]
+        fixed = [np.ones_like(y), *cumulative_trapezoid(np.array(others), t, initial=0.0)] if others else [np.ones_like(y)]
+
+        def residual(d):
+            denominator = y**lead + sum(v * y**j for v, j in zip(d, lower))
+            free = cumulative_trapezoid(np.array(numerators) / denominator, t, initial=0.0)
+            columns = np.column_stack([*fixed, *free])
+            if not np.all(np.isfinite(columns)):
+                return np.full_like(y, 1e100)
+            coefficients = np.linalg.lstsq(columns, y, rcond=None)[0]
+            return columns @ coefficients - y
+
+        if not np.all(np.isfinite(start)):
+            return None
+        try:
+            fit = least_squares(residual, start, method="lm", max_nfev=DENOMINATOR_NFEV * (len(start) + 1))
+        except (ValueError, np.linalg.LinAlgError):
+            return start
+        return fit.x if np.all(np.isfinite(fit.x)) else start
+
+
+def _norms(design: np.ndarray) -> np.ndarray:
+    """Column norms of `design`, 1 where a column is zero."""
+    norm = np.linalg.norm(design, axis=0)
+    norm[norm == 0] = 1.0
+    return norm
 
 
 def _combinations(pool: list[_Term], const: _Term, size: int) -> list[list[_Term]]:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import sympy
 
-from core.expressions import Y, compile_scalar, complexity, nested_functions, parse
+from core.expressions import Y, compile_scalar, complexity, evaluate, nested_functions, parse
 from core.fitting import Template, abstract, round_to_error, trajectory, trajectory_rss
 from core.metrics import r2
 from core import protocol
@@ -17,9 +17,9 @@ from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, _Skeleton, _Term, extrapolations,
-                          heaviest_course, most_followed, multiplicity_charge, rivals, search, shortlist,
-                          skeleton_key, square_roots, supported, tie_cost)
+from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, _Skeleton, _Term, denominator_fitted,
+                          extrapolations, heaviest_course, most_followed, multiplicity_charge, rivals, search,
+                          shortlist, skeleton_key, square_roots, supported, tie_cost)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -143,6 +143,22 @@ def test_a_candidate_with_a_pole_beside_the_data_is_rejected():
     pole = [f for f in found if f.expr.has(sympy.Pow) and skeleton_key(f.expr) == skeleton_key(1 / (3.3 - Y))]
     assert pole and pole[0].rejected and info["rejected"] >= 1
     assert found[0] is not pole[0]
+
+
+def test_a_denominator_written_with_its_pole_beyond_the_data_is_fitted_to_them():
+    # Michaelis-Menten y' = -3 y/(2 + y): the proposal puts the pole at y = 8.6, on the far side of the data
+    law = -3 * Y / (2 + Y)
+    y = solve(compile_scalar(law), 5.0, T)
+    proposal = Y / (Y - 8.58)
+    fitted = denominator_fitted(proposal, T, y)
+    assert skeleton_key(fitted) == skeleton_key(proposal)
+    assert np.allclose(-3 * evaluate(fitted, y), evaluate(law, y), rtol=1e-3), fitted  # K = 2; stage 1 fits -3
+    without, _ = search([proposal, 0.3 - 0.5 * Y], T, y, Settings(combine=0))
+    assert skeleton_key(without[0].expr) != skeleton_key(law)
+    found, _ = search([proposal, 0.3 - 0.5 * Y], T, y, Settings(combine=0, denominators=64))
+    assert skeleton_key(found[0].expr) == skeleton_key(law), found[0].expr
+    assert denominator_fitted(sympy.exp(Y) + Y, T, y) is None  # no denominator: nothing to fit
+    assert denominator_fitted(Y / (Y + 1) + 1 / (Y**2 + 3), T, y) is None  # two: left as written
 
 
 def test_low_powers_of_y_are_recombined_on_request():
