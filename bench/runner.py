@@ -222,7 +222,7 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
               "(a longer time limit reruns only the results it cut short; a new method version reruns its rows)",
               file=sys.stderr)
     if not pending:
-        _mark_finished(store.folder)
+        _mark_finished(store.folder, _sweep_grid(sweep))  # an interrupted start of this grid, now complete
         return store
     executor = make_executor(sweep)
     bar = tqdm(total=len(pending), disable=not progress, unit="task", dynamic_ncols=True)
@@ -233,7 +233,7 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
             bar.set_postfix_str(f"{row['method']} {row['dataset']}/{row['equation_id']}: {row['status']}")
             bar.update()
         store.flush()
-        _mark_finished(store.folder)
+        _mark_finished(store.folder, _sweep_grid(sweep))
     finally:
         try:
             store.flush()
@@ -272,7 +272,7 @@ def _write_config(sweep: Sweep, folder: Path, pending: int, digests: dict[str, d
     stored row."""
     config = asdict(sweep)
     config["methods"] = [spec.label for spec in sweep.methods]
-    grid = _grid(config)  # this start's, before the datasets accumulate
+    grid = _sweep_grid(sweep)  # this start's, before the datasets accumulate
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
     before = _previous_config(folder)
     config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
@@ -283,10 +283,15 @@ def _write_config(sweep: Sweep, folder: Path, pending: int, digests: dict[str, d
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")
 
 
-def _mark_finished(folder: Path) -> None:
-    """Mark the last start in sweep.json as run to its end (every pair of its grid stored)."""
+def _sweep_grid(sweep: Sweep) -> dict:
+    """The grid a start of `sweep` records in sweep.json (`_grid`), as JSON reads it back."""
+    return json.loads(json.dumps(_grid({**asdict(sweep), "methods": [spec.label for spec in sweep.methods]})))
+
+
+def _mark_finished(folder: Path, grid: dict) -> None:
+    """Mark the last start in sweep.json as run to its end, where it ran `grid` (every pair stored)."""
     config = _previous_config(folder)
-    if config.get("runs") and "finished_at" not in config["runs"][-1]:
+    if config.get("runs") and "finished_at" not in config["runs"][-1] and config["runs"][-1].get("grid") == grid:
         config["runs"][-1]["finished_at"] = time.time()
         (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")
 

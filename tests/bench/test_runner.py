@@ -172,3 +172,15 @@ def test_reading_a_mistyped_result_folder_creates_nothing(tmp_path):
     from bench.store import ResultStore
 
     assert ResultStore(tmp_path / "typo").read().empty and not (tmp_path / "typo").exists()
+
+
+def test_a_start_is_unfinished_until_a_start_of_the_same_grid_runs_to_its_end(tmp_path):
+    import json
+
+    a, b = {"noise": [0.0]}, {"noise": [0.01]}
+    runs = [{"grid": a, "pending": 4}, {"grid": b, "pending": 2, "finished_at": 1.0}, {"grid": a}]  # the last: old
+    (tmp_path / "sweep.json").write_text(json.dumps({"runs": runs}))
+    assert runner.unfinished_starts(tmp_path) == [runs[0]]
+    runs.append({"grid": a, "pending": 3, "finished_at": 2.0})
+    (tmp_path / "sweep.json").write_text(json.dumps({"runs": runs}))
+    assert runner.unfinished_starts(tmp_path) == []
