@@ -21,6 +21,10 @@ def check(folder: str | Path) -> None:
     is not a JSON object, pickle files (never loaded), or weights that are missing or not a whole
     safetensors file (a truncated copy)."""
     folder = Path(folder)
+    if not folder.exists():
+        raise CheckpointError(f"{folder}: no such checkpoint folder")
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder} is a file; a checkpoint is a folder holding config.json and {WEIGHTS_NAME}")
     if not (folder / "config.json").is_file():
         runs = [sub.name for sub in (folder / "best", folder / "last") if (sub / "config.json").is_file()]
         hint = (f"a training run? use {folder / runs[0]}" if runs else

@@ -144,18 +144,26 @@ def load(folder: str | Path, device: str | torch.device = "cpu") -> NSODEModel:
     hf_logging.set_verbosity_error()  # transformers' load report table: the error below says it in one line
     try:
         model, info = NSODEModel.from_pretrained(folder, use_safetensors=True, dtype=torch.float32,
-                                                 output_loading_info=True)
+                                                 output_loading_info=True,
+                                                 ignore_mismatched_sizes=True)  # reported below, by name
     except Exception as err:  # transformers and safetensors raise many kinds: one line names the folder
         raise CheckpointError(f"{folder} cannot be loaded: {one_line(err)}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
     for kind in ("missing_keys", "mismatched_keys", "unexpected_keys"):  # never run on random weights
-        keys = sorted(str(k) for k in info.get(kind) or ())
+        keys = sorted(_key_text(k) for k in info.get(kind) or ())
         if keys:
             raise CheckpointError(f"{folder / WEIGHTS_NAME} does not match its config.json: "
                                   f"{len(keys)} {kind.replace('_', ' ')} ({', '.join(keys[:3])}"
                                   f"{', ...' if len(keys) > 3 else ''})")
     return model.to(device).eval()
+
+
+def _key_text(key) -> str:
+    """A loading report's key: its name, and for a mismatched one the shapes in the file and by the config."""
+    if isinstance(key, tuple) and len(key) == 3:
+        return f"{key[0]}: {list(key[1])} in the file, {list(key[2])} by the config"
+    return str(key)
 
 
 def count_parameters(model: nn.Module) -> int:

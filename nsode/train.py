@@ -579,8 +579,9 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
             for _ in range(args.accum):
                 b = next(stream, None)
                 if b is None:  # a pass over every shard gave no example to train on
-                    raise UsageError("no training examples in --data: every skeleton is held out for validation "
-                                     "(lower --val-percent) or left out as a Large test-set skeleton")
+                    raise UsageError("no training examples in --data: its shards were all skipped as unreadable "
+                                     "(warnings above), or every skeleton is held out for validation (lower "
+                                     "--val-percent) or left out as a Large test-set skeleton")
                 b = b.to(device, non_blocking=True)
                 with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
                     logits = model(b.bits, b.dec_ids, b.dec_w, b.mask)

@@ -61,10 +61,12 @@ def parser() -> argparse.ArgumentParser:
                        "--n-skeletons extends the folder.")
     g.add_argument("--out", required=True, metavar="DIR", help="output folder (created; resumed if it exists)")
     g.add_argument("--n-skeletons", type=int, required=True, metavar="N", help="number of distinct skeletons")
-    g.add_argument("--seed", type=int, required=True, metavar="S", help="random seed: same seed, same data")
-    g.add_argument("--solution-seed", type=int, metavar="S", help="seed of the constants and initial values "
-                   "drawn for each skeleton (default: --seed); a copy of a folder's skeletons.parquet solved with "
-                   "another (same --seed and --config) gives new solutions of the same skeletons without searching again")
+    g.add_argument("--seed", type=whole_number(0), required=True, metavar="S",
+                   help="random seed: same seed, same data")
+    g.add_argument("--solution-seed", type=whole_number(0), metavar="S",
+                   help="seed of the constants and initial values drawn for each skeleton (default: --seed); a "
+                   "copy of a folder's skeletons.parquet solved with another (same --seed and --config) gives new "
+                   "solutions of the same skeletons without searching again")
     g.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="J", help="worker processes (default 1)")
     g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
                    "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")
@@ -89,7 +91,8 @@ def parser() -> argparse.ArgumentParser:
                         "format, and store their skeletons in nsode/data/excluded_skeletons.yaml so that "
                         "`generate` never trains on them.")
     la.add_argument("--out", default="datasets/large.json", metavar="FILE", help="default: datasets/large.json")
-    la.add_argument("--seed", type=int, default=20230723, metavar="S", help="default: 20230723 (not a training seed)")
+    la.add_argument("--seed", type=whole_number(0), default=20230723, metavar="S",
+                    help="default: 20230723 (not a training seed)")
     la.add_argument("--count", type=int, default=162, metavar="N", help="number of ODEs (default 162)")
     la.add_argument("--per-complexity", type=int, default=10, metavar="M", help="at most M per complexity (default 10)")
     la.add_argument("--excluded", metavar="FILE", help="where to write the skeleton list "

@@ -283,6 +283,11 @@ def prepare_folder(folder: Path, config: Config, seed: int, solution_seed: int |
             raise GenerateError(f"{folder} was generated with different {', '.join(diff)}; "
                                 "resume with the same --seed, --solution-seed and --config, or use a new --out folder")
     else:
+        foreign = sorted(p.name for p in folder.iterdir() if p.name not in (store.SKELETON_FILE, "shards", "extra")
+                         and not p.name.startswith(".")) if folder.is_dir() else []
+        if foreign:  # a skeleton list carried in is the generator's own; anything else is not
+            raise GenerateError(f"{folder} holds files the generator did not write ({', '.join(foreign[:3])}) and no "
+                                f"{store.CONFIG_FILE}: use a new or empty --out folder")
         folder.mkdir(parents=True, exist_ok=True)
         store.write_text_atomic(json.dumps(wanted, indent=1, sort_keys=True) + "\n", file)
     for stale in list(folder.glob("**/.*.tmp")):  # left by an interrupted run
@@ -418,8 +423,8 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
         raise GenerateError("--n-skeletons must be at least 1")
     folder = Path(out)
     solution_seed = seed if solution_seed is None else solution_seed
-    prepare_folder(folder, config, seed, solution_seed)
-    with Executor(jobs, scheduler) as run:
+    with Executor(jobs, scheduler) as run:  # a scheduler that cannot be reached stops before the folder is made
+        prepare_folder(folder, config, seed, solution_seed)
         rows = find_skeletons(folder, n_skeletons, seed, config, run, progress, workers=16 if scheduler else jobs)
         if not solve:
             return totals(folder)

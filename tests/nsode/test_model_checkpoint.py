@@ -29,8 +29,13 @@ def test_checkpoint_folder_with_a_pickle_file_is_refused(tmp_path):
 
 
 def test_missing_checkpoint_gives_a_clear_error(tmp_path):
-    with pytest.raises(CheckpointError, match="config.json"):
+    with pytest.raises(CheckpointError, match="no such checkpoint folder"):
         load(tmp_path / "nothing")
+    (tmp_path / "weights.bin").write_bytes(b"0")
+    with pytest.raises(CheckpointError, match="is a file; a checkpoint is a folder"):
+        load(tmp_path / "weights.bin")
+    with pytest.raises(CheckpointError, match="config.json"):
+        load(tmp_path)
 
 
 def _header_only(folder, header):
@@ -53,6 +58,7 @@ def _config_with(folder, **changes):
     (lambda f: _header_only(f, {"a": {"dtype": "F16"}}), "whole safetensors"),  # a tensor without offsets
     (lambda f: _drop_tensor(f, "lm_head"), "1 missing keys"),  # would load with a random output layer
     (lambda f: _config_with(f, input_scaling="Pow2"), "input_scaling 'Pow2'"),  # would read raw inputs
+    (lambda f: _config_with(f, d_model=256), r"mismatched keys \(.*: \[.*\] in the file, \[.*\] by the config"),
 ])
 def test_weights_that_do_not_fit_the_model_are_refused_not_initialised(tmp_path, damage, problem, capsys):
     build("tiny").save_pretrained(tmp_path)

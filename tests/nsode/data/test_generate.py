@@ -69,6 +69,18 @@ def test_skeletons_are_deduplicated(tmp_path, tiny_config, monkeypatch):
     assert per_row <= set(skeletons)
 
 
+def test_a_folder_of_other_files_and_a_negative_seed_are_refused_before_anything_is_written(tmp_path, tiny_config,
+                                                                                            capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(generate.GenerateError, match=r"files the generator did not write \(notes.txt\)"):
+        generate.generate(tmp_path, 2, 1, tiny_config, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+    with pytest.raises(SystemExit) as stop:
+        main(["generate", "--out", str(tmp_path / "new"), "--n-skeletons", "2", "--seed", "-1", "-q"])
+    assert stop.value.code == 2 and "must be at least 0" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
 def test_asking_for_more_skeletons_than_exist_is_a_one_line_error(tmp_path, tiny_config, monkeypatch):
     monkeypatch.setattr(generate, "MAX_DRY_CANDIDATES", 300)
     with pytest.raises(generate.GenerateError, match="fewer than 500 skeletons"):
