@@ -27,7 +27,7 @@ def test_missing_checkpoint_gets_a_one_line_error(tmp_path, capsys):
     t = np.linspace(0, 2, 20)
     path.write_text("t,y\n" + "".join(f"{a},{np.exp(-a)}\n" for a in t))
     assert main(["predict", str(path), "--checkpoint", str(tmp_path / "none")]) == 2
-    assert "not an NSODE checkpoint" in capsys.readouterr().err
+    assert "none: no such checkpoint folder" in capsys.readouterr().err
 
 
 def saved_model_and_its_trajectory(overfit, folder) -> tuple[str, str]:
