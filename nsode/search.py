@@ -513,7 +513,7 @@ def _denominator_polished(over, plain, lead: int, lower: list[int], t, y) -> np.
             return None
         norms = _norms(design)
         start = (_least_squares(design[None] / norms, y ** (lead + 1) / (lead + 1))[0] / norms)[-len(lower):]
-        fixed = [np.ones_like(y), *cumulative_trapezoid(np.array(others), t, initial=0.0)] if others else [np.ones_like(y)]
+        fixed = [np.ones_like(y), *(cumulative_trapezoid(np.array(others), t, initial=0.0) if others else [])]
 
         def residual(d):
             denominator = y**lead + sum(v * y**j for v, j in zip(d, lower))
