@@ -216,13 +216,14 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     pending = pending_jobs(sweep, store)
     store.folder.mkdir(parents=True, exist_ok=True)
-    _write_config(sweep, store.folder, pending=len(pending), digests=digests)
+    grid = _sweep_grid(sweep)
+    _write_config(sweep, store.folder, grid, pending=len(pending), digests=digests)
     if progress and resuming:
         print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
               "(a longer time limit reruns only the results it cut short; a new method version reruns its rows)",
               file=sys.stderr)
     if not pending:
-        _mark_finished(store.folder, _sweep_grid(sweep))  # an interrupted start of this grid, now complete
+        _mark_finished(store.folder, grid)  # an interrupted start of this grid, now complete
         return store
     executor = make_executor(sweep)
     bar = tqdm(total=len(pending), disable=not progress, unit="task", dynamic_ncols=True)
@@ -233,7 +234,7 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
             bar.set_postfix_str(f"{row['method']} {row['dataset']}/{row['equation_id']}: {row['status']}")
             bar.update()
         store.flush()
-        _mark_finished(store.folder, _sweep_grid(sweep))
+        _mark_finished(store.folder, grid)
     finally:
         try:
             store.flush()
@@ -263,16 +264,14 @@ def _grid(config: dict) -> dict:
     return {key: config[key] for key in keys}
 
 
-def _write_config(sweep: Sweep, folder: Path, pending: int, digests: dict[str, dict[str, str]]) -> None:
+def _write_config(sweep: Sweep, folder: Path, grid: dict, pending: int, digests: dict[str, dict[str, str]]) -> None:
     """sweep.json: the last sweep's settings, and under "runs" the commit, machine, start time,
     grid and pending pairs of every start that had tasks to run (a resume adds one; a start with
     nothing to do does not; `_mark_finished` adds the time a start ran to its end), so a folder
     that holds several sweeps says which, and an interrupted one says so. Datasets and data digests
     accumulate over the sweeps written to the folder, so `bench score` finds the truth of every
     stored row."""
-    config = asdict(sweep)
-    config["methods"] = [spec.label for spec in sweep.methods]
-    grid = _sweep_grid(sweep)  # this start's, before the datasets accumulate
+    config = _settings(sweep)  # `grid` (`_sweep_grid`) is this start's, before the datasets accumulate
     config["protocol"] = {"T": protocol.T, "T_extra": protocol.T_EXTRA, "grid": protocol.GRID}
     before = _previous_config(folder)
     config["datasets"] = list(dict.fromkeys([*before.get("datasets", []), *sweep.datasets]))
@@ -283,9 +282,14 @@ def _write_config(sweep: Sweep, folder: Path, pending: int, digests: dict[str, d
     (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")
 
 
+def _settings(sweep: Sweep) -> dict:
+    """The sweep's settings as sweep.json records them, methods by label."""
+    return {**asdict(sweep), "methods": [spec.label for spec in sweep.methods]}
+
+
 def _sweep_grid(sweep: Sweep) -> dict:
     """The grid a start of `sweep` records in sweep.json (`_grid`), as JSON reads it back."""
-    return json.loads(json.dumps(_grid({**asdict(sweep), "methods": [spec.label for spec in sweep.methods]})))
+    return json.loads(json.dumps(_grid(_settings(sweep))))
 
 
 def _mark_finished(folder: Path, grid: dict) -> None:

@@ -373,9 +373,7 @@ def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[t
     for size, index in by_size.items():
         picks = np.array([[0, *(columns[id(term)] for term in sums[i])] for i in index])
         design = integrals[picks].transpose(0, 2, 1)  # [sums, n, 1 + size]
-        with np.errstate(over="ignore"):  # a column past 1e154 norms to inf: it fits as zero
-            norm = np.linalg.norm(design, axis=1, keepdims=True)
-        norm[norm == 0] = 1.0
+        norm = _norms(design)
         unit = design / norm
         gram = np.einsum("snk,snj->skj", unit, unit)
         x = np.linalg.solve(gram + RIDGE * np.eye(size + 1), np.einsum("snk,n->sk", unit, y)[..., None])[..., 0]
@@ -511,7 +509,7 @@ def _denominator_polished(over, plain, lead: int, lower: list[int], t, y) -> np.
                                   *(-(y ** (j + 1)) / (j + 1) for j in lower)])
         if not np.all(np.isfinite(design)):
             return None
-        norms = _norms(design)
+        norms = _norms(design)[0]
         start = (_least_squares(design[None] / norms, y ** (lead + 1) / (lead + 1))[0] / norms)[-len(lower):]
         fixed = [np.ones_like(y), *(cumulative_trapezoid(np.array(others), t, initial=0.0) if others else [])]
 
@@ -534,8 +532,10 @@ def _denominator_polished(over, plain, lead: int, lower: list[int], t, y) -> np.
 
 
 def _norms(design: np.ndarray) -> np.ndarray:
-    """Column norms of `design`, 1 where a column is zero."""
-    norm = np.linalg.norm(design, axis=0)
+    """Column norms of a design [..., n, k], kept as [..., 1, k]; 1 where a column is zero (the
+    least-squares fits here run on unit-norm columns)."""
+    with np.errstate(over="ignore"):  # a column past 1e154 norms to inf: it fits as zero
+        norm = np.linalg.norm(design, axis=-2, keepdims=True)
     norm[norm == 0] = 1.0
     return norm
 
