@@ -434,20 +434,23 @@ def _training_state(folder: Path) -> dict:
 
 
 class Logger:
-    """OUT/log.csv (appended across resumed runs) and the console line of each evaluation."""
+    """OUT/log.csv (appended across resumed runs) and the console line of each evaluation. The file
+    is opened at the first evaluation, so a run that fails before one leaves no header-only log."""
 
     FIELDS = ["step", "samples", "elapsed_s", "lr", "loss", "acc", "val_n", "val_loss", "val_acc",
               "val_r2_median", "val_r2_above_0.9"]
 
     def __init__(self, path: Path):
         self.path = path
-        new = not path.exists()
-        self.file = open(path, "a", newline="")
-        self.writer = csv.DictWriter(self.file, fieldnames=self.FIELDS)
-        if new:
-            self.writer.writeheader()
+        self.writer = None
 
     def __call__(self, row: dict) -> None:
+        if self.writer is None:
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            self.file = open(self.path, "a", newline="")
+            self.writer = csv.DictWriter(self.file, fieldnames=self.FIELDS)
+            if new:
+                self.writer.writeheader()
         self.writer.writerow(row)
         self.file.flush()
         print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)

@@ -86,6 +86,7 @@ def test_data_without_training_examples_is_one_line(training_data, tmp_path, cap
     assert main(["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--steps", "2",
                  "--val-batches", "1", "--out", str(tmp_path / "run")]) == 2
     assert "no training examples" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "log.csv").exists()  # no header-only log of a run that never evaluated
 
 
 class _Everything(frozenset):
