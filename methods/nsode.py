@@ -36,7 +36,9 @@ each residual in its own point's noise, unclipped, so its small values count too
 those noise levels by reweighted least squares (unweighted, the largest values set a floor that hid
 the small values' quiet). Version 29 solves the first, linear fit exactly where its tiny ridge
 would bend it: on a record with a large offset (pressure in Pa moving by 30) the integrals of 1
-and of y are nearly parallel, and the ridge had kept the affine law out of the shortlist.
+and of y are nearly parallel, and the ridge had kept the affine law out of the shortlist. Version 30 answers where no shortlisted
+fit can be integrated over the observations (a pole inside the data's range): the next skeletons by
+the cheap score are fitted, 16 at a time for at most four tiers, then y' = 0; it had raised an error.
 `nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
 count of right-hand-side evaluations (nsode.select.MAX_RHS_CALLS) instead of 1 s of wall clock,
 so their answer no longer depends on how busy the machine is.
@@ -100,7 +102,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="29"),
+                                    "rejected, information criterion", version="30"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,

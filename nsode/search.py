@@ -68,6 +68,7 @@ SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 
 RIDGE = 1e-12  # of the integral form's normal equations (unit-norm columns), for collinear terms
 LSQ_RCOND = 1e-10  # where that would bend a fit, least squares drops directions this much weaker than the strongest
 DENOMINATOR_NFEV = 20  # Levenberg-Marquardt steps of a fitted denominator (each len(d) + 1 evaluations)
+FALLBACK_TIERS = 4  # further top_k skeletons by the cheap score fitted, tier by tier, when none shortlisted integrates
 ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
 
 
@@ -609,8 +610,7 @@ def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings,
     Thousands of sums are scored, so by chance alone the best few are flexible sums that fit
     some of the noise; the front keeps the best law of each size in play (a short law would
     otherwise need to beat them all to be fitted)."""
-    charge = charge or {}
-    ranked = sorted(skeletons.values(), key=lambda s: s.cheap_ic + charge.get(s.constants, 0.0) + s.unit_charge(settings))
+    ranked = ranked_skeletons(skeletons, settings, charge)
     out = ranked[: settings.top_k]
     if settings.pareto:
         chosen = {id(s) for s in out}
@@ -620,6 +620,35 @@ def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings,
                 best = skeleton.cheap_ic
                 if id(skeleton) not in chosen:
                     out.append(skeleton)
+    return out
+
+
+def ranked_skeletons(skeletons: dict[tuple, _Skeleton], settings: Settings,
+                     charge: dict[int, float] | None = None) -> list[_Skeleton]:
+    """Every skeleton, best first by the cheap score plus its multiplicity `charge` and unit charge."""
+    charge = charge or {}
+    return sorted(skeletons.values(), key=lambda s: s.cheap_ic + charge.get(s.constants, 0.0) + s.unit_charge(settings))
+
+
+def fallback_fits(skeletons: dict[tuple, _Skeleton], fitted: list[_Skeleton], t, y, sigma: float, settings: Settings,
+                  charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
+    """When none of the `fitted` skeletons can be integrated over the observations (a record the
+    beam reads only with poles or blow-ups beside it), the next skeletons by the cheap score,
+    `top_k` at a time for at most FALLBACK_TIERS tiers, then y' = 0 where it is a candidate: a
+    worse law is an answer, a search that integrates nothing is none (version 30). Counted, so the
+    answer does not depend on the machine's load."""
+    k = settings.top_k
+    done = {id(s) for s in fitted}
+    rest = [s for s in ranked_skeletons(skeletons, settings, charge) if id(s) not in done]
+    tiers = [rest[i * k:(i + 1) * k] for i in range(FALLBACK_TIERS)]
+    steady = skeletons.get(())
+    if steady is not None and id(steady) not in done | {id(s) for tier in tiers for s in tier}:
+        tiers.append([steady])
+    out: list[Found] = []
+    for tier in tiers:
+        out += fit_candidates(tier, t, y, sigma, settings, charge, profile)
+        if any(math.isfinite(f.r2) for f in out):
+            break
     return out
 
 
@@ -661,7 +690,10 @@ def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Sett
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
     charge = multiplicity_charge(skeletons, settings.multiplicity)
     profile = choice_profile(t, y, settings)
-    found = fit_candidates(shortlist(skeletons, settings, charge), t, y, sigma, settings, charge, profile)
+    listed = shortlist(skeletons, settings, charge)
+    found = fit_candidates(listed, t, y, sigma, settings, charge, profile)
+    if not any(math.isfinite(f.r2) for f in found):
+        found += fallback_fits(skeletons, listed, t, y, sigma, settings, charge, profile)
     if settings.snap_fitted:
         found += _snapped_fits(found, t, y, sigma, settings, charge, profile)
     for _ in range(settings.prune_rounds if settings.prune else 0):
