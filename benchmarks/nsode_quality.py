@@ -33,7 +33,8 @@ from core.arguments import existing_folder, nonnegative_number, positive_number,
 from core.expressions import Y
 from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings, propose, search, skeleton_key
+from nsode.proposals import propose, skeleton_key
+from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings, search
 from core.fitting import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"

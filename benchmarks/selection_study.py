@@ -25,7 +25,8 @@ from core.fitting import (SOLVE_FAILURES, fit_integral, fit_trajectory, noise_le
                           unstable_reason)
 from core.metrics import r2
 from core.solving import solve
-from nsode.search import FORECAST_SHARE, SEARCH_BRANCHES, Settings, propose_with, shortlist, template_of
+from nsode.proposals import propose_with
+from nsode.search import FORECAST_SHARE, SEARCH_BRANCHES, Settings, shortlist, template_of
 
 T_OBS, T_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
@@ -114,7 +115,7 @@ def term_sizes(expr: sympy.Expr, t, y) -> dict:
     rate max|y| / span (`term_scale`) and of the largest |f| (`cancellation`): a sum of huge
     cancelling terms (1661 sin(y) - 1659) reads far above 1 on both."""
     from core.expressions import evaluate
-    from nsode.search import split
+    from nsode.proposals import split
 
     with np.errstate(all="ignore"):
         terms = np.array([c * np.broadcast_to(evaluate(rest, y), y.shape) for c, rest in split(expr)], float)

@@ -79,9 +79,9 @@ def numbered_as_read(expr, params, constants) -> tuple[str, list]:
 
 def readable(expression: str, y) -> str:
     """The expression with numbers that only rescale a term folded into its coefficient
-    (`nsode.search.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
+    (`nsode.digits.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
     from core.expressions import parse, to_string
-    from nsode.search import identifiable_expression
+    from nsode.digits import identifiable_expression
 
     try:
         return to_string(identifiable_expression(parse(expression), y))
@@ -262,7 +262,8 @@ def main(argv=None) -> int:
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
     from nsode.scaling import RAW_RANGE, REFERENCE_SPAN, REFERENCE_VALUE, in_raw_range
-    from nsode.search import choice_profile, identifiable_form, supported
+    from nsode.digits import identifiable_form, supported
+    from nsode.search import choice_profile
 
     search = None if args.paper else settings_from(args)
     beam = args.beam or (None if args.paper else SEARCH_BEAM)

@@ -38,7 +38,7 @@ class Prediction:
     timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
     info: dict = field(default_factory=dict)  # the search's counts, noise level and safety-net flag
     y0: float | None = None  # the fitted initial value (search only; else the first observation)
-    chosen: Found | None = None  # the search's pick with its template (nsode.search.supported rounds it for display)
+    chosen: Found | None = None  # the search's pick with its template (nsode.digits.supported rounds it for display)
     rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
     rejected: dict[str, str] = field(default_factory=dict)  # candidate -> why it is unsafe to extrapolate (search only)
 

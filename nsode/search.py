@@ -1,27 +1,12 @@
 """NSODE proposes, a fitter decides: from beam candidates to one fitted, safe, parsimonious ODE.
 
-The beam's expressions are read as skeletons: each is expanded into a sum of terms, every term
-gets a free coefficient and every other number inside it becomes a free constant (integer and
-structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one term dropped)
-and sums with a constant term added are proposed as well, because the model often writes the
-right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses an offset.
-Each expression is also read with its exponents near an integer or +-1/2 snapped to it (`snap`:
-the beam reads `y**2.03`, the law has `y**2`), and so is each fitted candidate (`snap_fitted`:
-the fit moves the beam's `y**2.6` to `y**2.98`, refitted as `y**3`) before the choice; the beam
-that feeds the search branches into one constant interval per hypothesis (SEARCH_BRANCHES), so its
-width goes to distinct skeletons.
-The first `per_capita` beam expressions g are also read as y' = y*g: growth laws are written per
-capita (logistic y*(a - b*y), Gompertz y*log(K/y)), and the model often writes the bracket alone
-(`4.46 - log(y)`), which as a sum of terms no recombination turns into y*log(y).
-A steady state, y' = 0, needs no term of the beam and is always a candidate (y' = c, zero-order
-kinetics, is one on request: `drift`). The beam's terms are also recombined: the model often
-writes every term of the law, but in different candidates (`y` in one, `y**2.3` in another), so
-sums of up to `combine_size` of the `combine` terms it proposes first (each at the model's inner
-constants and at inner constants fitted to the data term by term), and on request of the powers
-y, ..., y^basis, are proposed too, all scored at once by linear least squares.
+nsode.proposals reads the beam's expressions as skeletons (stage 1 below: sub-sums, added
+constants, snapped exponents, per-capita readings, recombined terms, y' = 0) and scores them all
+at once; this module fits the best of them and chooses one; nsode.digits shows the pick with the
+digits the data support.
 
-Then a funnel with counted budgets (core.fitting does every fit):
-1. every skeleton: its term coefficients and y0 by linear least squares on the integral form,
+A funnel with counted budgets (core.fitting does every fit):
+1. every skeleton (nsode.proposals): its term coefficients and y0 by linear least squares on the integral form,
    inner constants at the model's values (one numpy evaluation per term: cheap);
 2. the `top_k` best by information criterion: all constants and y0 on the integral form;
 3. the `refit` best of those: least squares on the LSODA trajectory (`max_nfev`); the others
@@ -39,37 +24,25 @@ Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study
 from __future__ import annotations
 
 import collections
-import functools
-import itertools
 import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy
-from scipy.integrate import cumulative_trapezoid
-from scipy.optimize import least_squares
 
-from core.expressions import Y, complexity, evaluate, nested_functions
+from core.expressions import Y, complexity, nested_functions
 from core.fitting import (MANY_DECADES, SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral,
                           fit_trajectory, hidden_pause, information_criterion, noise_level, noise_profile,
-                          predictive_error, record_growth, round_to_error, standard_errors, trajectory,
-                          unstable_reason)
+                          predictive_error, record_growth, trajectory, unstable_reason)
 from core.metrics import r2
-from nsode.data.science import fixes_unit
+from nsode.proposals import MAX_TERMS, Skeleton, propose, propose_with, skeleton_key, snapped, split
 
-MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; model card)
 PROFILE_ROUNDS = 3  # reweighting rounds of the noise profile of a record that spans many decades
-MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
 RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a rival (the data barely prefer either)
-SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 is also read as that exponent
-RIDGE = 1e-12  # of the integral form's normal equations (unit-norm columns), for collinear terms
-LSQ_RCOND = 1e-10  # where that would bend a fit, least squares drops directions this much weaker than the strongest
-DENOMINATOR_NFEV = 20  # Levenberg-Marquardt steps of a fitted denominator (each len(d) + 1 evaluations)
 FALLBACK_TIERS = 4  # further top_k skeletons by the cheap score fitted, tier by tier, when none shortlisted integrates
-ADAPT_NFEV = 8  # evaluations per constant when a beam term's inner constants are fitted alone (a start only)
 
 
 @dataclass
@@ -144,414 +117,7 @@ class Found:
         return self.ic + self.prior
 
 
-@dataclass
-class _Term:
-    key: str  # the term's skeleton (numbers abstracted)
-    rest: sympy.Expr  # the term without its coefficient, inner numbers at the model's values
-    integral: np.ndarray  # cumulative trapezoid integral of rest along the observations
-    inner: int  # numbers inside rest that become free constants
-
-    @functools.cached_property
-    def size(self) -> int:
-        """Nodes of coefficient * rest (the paper's complexity), 1 for a constant term; only the
-        size front needs it, so it is counted on demand."""
-        return 1 if self.rest == 1 else complexity(self.rest) + 2
-
-    @functools.cached_property
-    def fixes_unit(self) -> bool:
-        """Whether the term fixes the unit of y (sin(y), exp(y)); counted on demand."""
-        return self.rest != 1 and fixes_unit(self.rest)
-
-
-@dataclass
-class _Skeleton:
-    key: tuple[str, ...]
-    terms: list[_Term]
-    coefficients: np.ndarray  # of the terms, from the linear integral-form fit
-    y0: float
-    cheap_ic: float
-    source: str
-
-    @property
-    def size(self) -> int:
-        """Nodes of the sum (the paper's complexity, numbers counted as constants)."""
-        return sum(term.size for term in self.terms) + len(self.terms) - 1
-
-    @property
-    def constants(self) -> int:
-        return free_constants(self.terms)
-
-    def unit_charge(self, settings: Settings) -> float:
-        """`settings.unit_cost` when a term fixes the unit of y, else 0."""
-        if not settings.unit_cost:
-            return 0.0
-        fixes = any(term.fixes_unit for term in self.terms) or (settings.unit_logs and not logs_have_scale(self.terms))
-        return settings.unit_cost if fixes else 0.0
-
-
-def logs_have_scale(terms: list[_Term]) -> bool:
-    """Whether every log of y in the sum has a scale: a number inside its argument (log(y/K)), or,
-    for a term h(y)*log(y), the term h(y) beside it (a constant term for log(y) alone), since
-    log(lambda*y) = log(y) + log(lambda) turns a change of the unit of y into that term. A log
-    without either fixes the unit: c*log(y), c*log(y)/y, sin(log(y))."""
-    keys = {term.key for term in terms}
-    for term in terms:
-        for factor in sympy.Mul.make_args(term.rest):
-            if isinstance(factor, sympy.log) and _scaleless(factor):
-                companion = term.rest / factor
-                if term_key(companion) not in keys:
-                    return False
-            elif any(isinstance(node, sympy.log) and _scaleless(node) for node in sympy.preorder_traversal(factor)):
-                return False  # log(y)**2, 1/log(y), sin(log(y)): no term absorbs log(lambda) there
-    return True
-
-
-def _scaleless(log: sympy.log) -> bool:
-    """A log of y whose argument holds no number of its own to carry the unit (log(y), log(y**2))."""
-    numbers: list[float] = []
-    abstract(log.args[0], [], numbers)
-    return log.has(Y) and not numbers
-
-
-def free_constants(terms: list[_Term]) -> int:
-    """Free constants of a sum of terms: a coefficient per term and the numbers inside them."""
-    return len(terms) + sum(term.inner for term in terms)
-
-
-@functools.lru_cache(maxsize=4096)
-def split(expr: sympy.Expr) -> tuple[tuple[float, sympy.Expr], ...]:
-    """(coefficient, rest) of each term of the expanded sum; a constant term has rest 1. Cached:
-    stage 1 splits each beam expression more than once, and sympy's expand is its dearest step."""
-    if any(isinstance(n, sympy.Mul) and any(isinstance(a, sympy.Add) for a in n.args)
-           for n in sympy.preorder_traversal(expr)):
-        expr = sympy.expand(expr, power_base=False, power_exp=False, log=False)
-    out = []
-    for term in sympy.Add.make_args(expr):
-        coefficient, rest = term.as_coeff_Mul()
-        out.append((float(coefficient), rest))
-    return tuple(out)
-
-
-def term_key(rest: sympy.Expr) -> str:
-    """A term's skeleton: srepr with every abstracted number printed as the same symbol c."""
-    return sympy.srepr(abstract(rest, [], [], numbered=False))
-
-
-def skeleton_key(expr: sympy.Expr) -> tuple[str, ...]:
-    """The skeleton of an expression as the search sees it: the sorted keys of its terms."""
-    return tuple(sorted(term_key(rest) for _, rest in split(expr)))
-
-
-def _term(rest: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict) -> _Term | None:
-    """The term `rest` with its integral along the observations (None where f is not finite)."""
-    if rest not in cache:
-        with np.errstate(all="ignore"):
-            column = np.ones_like(y) if rest == 1 else np.broadcast_to(evaluate(rest, y), y.shape)
-        start: list[float] = []
-        key = sympy.srepr(abstract(rest, [], start, numbered=False))  # term_key, and the inner numbers
-        cache[rest] = (_Term(key, rest, cumulative_trapezoid(column, t, initial=0.0),
-                             0 if rest == 1 else len(start)) if np.all(np.isfinite(column)) else None)
-    return cache[rest]
-
-
-def _subsets(terms: list[_Term], variants: bool, const: _Term) -> list[tuple[list[_Term], bool]]:
-    """The full sum, and with `variants` each sum with one term dropped, each also with a constant
-    term added when it has none; (terms, is_variant) pairs, only those that still involve y."""
-    out = [(terms, False)]
-    if variants:
-        drops = [terms[:i] + terms[i + 1:] for i in range(len(terms))] if 2 <= len(terms) <= MAX_TERMS else []
-        for subset in [terms] + drops:
-            out.append((subset, subset is not terms))
-            if all(term.rest != 1 for term in subset):
-                out.append((subset + [const], True))
-    return [(s, v) for s, v in out if any(term.rest != 1 for term in s)]
-
-
-def snapped(expr: sympy.Expr) -> sympy.Expr:
-    """`expr` with every exponent within SNAP of an integer or of +-1/2 set to it: the beam reads
-    an exponent to a grid interval (`y**2.03`), and the search keeps only integer and structural
-    exponents as structure, so `y**2` would otherwise not be the skeleton proposed."""
-    def snap(power):
-        value = float(power.exp)
-        nearest = min([sympy.Integer(round(value)), sympy.S.Half, -sympy.S.Half], key=lambda k: abs(value - k))
-        return sympy.Pow(power.base, nearest) if abs(value - float(nearest)) <= SNAP else power
-
-    return expr.replace(lambda e: e.is_Pow and e.exp.is_Float, snap)
-
-
-def _with_denominators(readings, t, y, limit: int):
-    """Each (expression, label), preceded by its copy with the denominator fitted (`denominator_fitted`),
-    for the first `limit` sets of numerators."""
-    fitted: dict = {}
-    for expr, label in readings:
-        other = denominator_fitted(expr, t, y, fitted, limit)
-        if other is not None and other != expr:
-            yield other, label
-        yield expr, label
-
-
-def _with_snapped(readings):
-    """Each (expression, label), followed by its snapped copy where that differs."""
-    for expr, label in readings:
-        yield expr, label
-        other = snapped(expr)
-        if other != expr:
-            yield other, label
-
-
-def propose(exprs, t: np.ndarray, y: np.ndarray, sigma: float, *, variants: bool = True, combine: int = 0,
-            combine_size: int = 3, basis: int = 0, steady: bool = False, drift: bool = False,
-            snap: bool = False, per_capita: int = 0, denominators: int = 0,
-            source: str = "model") -> dict[tuple, _Skeleton]:
-    """Stage 1: the unique skeletons of `exprs` (and variants, and recombinations of their first
-    `combine` distinct terms), each with its term coefficients and y0 fitted linearly on the
-    integral form; per skeleton the best-scoring instance is kept."""
-    cache: dict = {}
-    const = _term(sympy.S.One, t, y, cache)
-    sums: list[tuple[list[_Term], str]] = []
-    first: dict[str, _Term] = {}  # each term skeleton at its first (best-ranked) instance
-    exprs = list(exprs)
-    readings = [(expr, source) for expr in exprs] + [(Y * expr, "per-capita") for expr in exprs[:per_capita]]
-    if denominators:
-        readings = list(_with_denominators(readings, t, y, denominators))
-    for expr, label in (_with_snapped(readings) if snap else readings):
-        try:
-            terms = [_term(rest, t, y, cache) for _, rest in split(expr)]
-        except (TypeError, ValueError, AttributeError):
-            continue
-        if any(term is None for term in terms):
-            continue
-        for term in terms:
-            if term.rest != 1:
-                first.setdefault(term.key, term)
-        sums += [(subset, "variant" if is_variant else label) for subset, is_variant in _subsets(terms, variants, const)]
-    if steady:  # laws that need no term of the beam
-        sums.append(([], "trivial"))
-    if drift:
-        sums.append(([const], "trivial"))
-    if combine:
-        pool = _adapted(list(first.values())[:combine], t, y, cache)
-        keys = {term.key for term in pool}
-        powers = [_term(Y**k, t, y, cache) for k in range(1, basis + 1)]
-        pool += [term for term in powers if term is not None and term.key not in keys]
-        sums += [(subset, "combination") for subset in _combinations(pool, const, combine_size)]
-    found: dict[tuple, _Skeleton] = {}
-    for (subset, label), (x, ic) in zip(sums, _linear_fits([s for s, _ in sums], y, sigma)):
-        key = tuple(sorted(term.key for term in subset))
-        if math.isfinite(ic) and (key not in found or ic < found[key].cheap_ic):
-            found[key] = _Skeleton(key, subset, x[1:], float(x[0]), ic, label)
-    return found
-
-
-def propose_with(exprs, t: np.ndarray, y: np.ndarray, sigma: float, settings: Settings) -> dict[tuple, _Skeleton]:
-    """`propose` with the candidates `settings` asks for (variants, recombinations, powers, y' = 0
-    and y' = c): stage 1 of `search`, and of any study that replays it."""
-    return propose(exprs, t, y, sigma, variants=settings.variants, combine=settings.combine,
-                   combine_size=settings.combine_size, basis=settings.basis, steady=settings.steady,
-                   drift=settings.drift, snap=settings.snap, per_capita=settings.per_capita,
-                   denominators=settings.denominators)
-
-
-def _linear_fits(sums: list[list[_Term]], y: np.ndarray, sigma: float) -> list[tuple[np.ndarray, float]]:
-    """(y0 and term coefficients, information criterion) of each sum by linear least squares on
-    the integral form, batched by size (normal equations on unit-norm columns, a tiny ridge for
-    collinear terms; solved exactly where that ridge would bend the fit, as on a record with a
-    large offset); a sum with more than MAX_CONSTANTS constants scores inf."""
-    out: list = [(np.zeros(len(s) + 1), math.inf) for s in sums]
-    constants = [free_constants(subset) for subset in sums]
-    by_size: dict[int, list[int]] = {}
-    for i, subset in enumerate(sums):
-        if constants[i] <= MAX_CONSTANTS:
-            by_size.setdefault(len(subset), []).append(i)
-    columns: dict[int, int] = {}  # id of a term -> its row in `integrals` (row 0: the y0 column)
-    rows = [np.ones_like(y)]
-    for subset in sums:
-        for term in subset:
-            if id(term) not in columns:
-                columns[id(term)] = len(rows)
-                rows.append(term.integral)
-    integrals = np.array(rows)
-    for size, index in by_size.items():
-        picks = np.array([[0, *(columns[id(term)] for term in sums[i])] for i in index])
-        design = integrals[picks].transpose(0, 2, 1)  # [sums, n, 1 + size]
-        norm = _norms(design)
-        unit = design / norm
-        gram = np.einsum("snk,snj->skj", unit, unit)
-        x = np.linalg.solve(gram + RIDGE * np.eye(size + 1), np.einsum("snk,n->sk", unit, y)[..., None])[..., 0]
-        finite = np.isfinite(gram).all(axis=(1, 2))
-        weak = np.zeros(len(gram), bool)  # where the ridge would bend the fit: solved exactly
-        weak[finite] = np.linalg.eigvalsh(gram[finite])[:, 0] < 1e4 * RIDGE
-        if np.any(weak):
-            try:
-                x[weak] = _least_squares(unit[weak], y)
-            except np.linalg.LinAlgError:  # an SVD that does not converge keeps the ridge's fit
-                pass
-        x = x / norm[:, 0, :]
-        rss = np.sum((np.einsum("snk,sk->sn", design, x) - y) ** 2, axis=1)
-        for j, i in enumerate(index):
-            out[i] = (x[j], information_criterion(float(rss[j]), len(y), constants[i] + 1, sigma))
-    return out
-
-
-def _least_squares(design: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares coefficients of each design [sums, n, k] (unit-norm columns) against y, by QR and
-    the SVD of its small factor: exact where columns are nearly collinear (on a record with a large
-    offset the integrals of 1 and of y are nearly parallel, and normal equations square that), the
-    minimum-norm solution where they are collinear (directions below LSQ_RCOND of the strongest dropped)."""
-    q, r = np.linalg.qr(design)
-    u, s, vt = np.linalg.svd(r, full_matrices=False)  # fewer points than columns too
-    keep = s > LSQ_RCOND * s[..., :1]
-    inverse = np.divide(1.0, s, out=np.zeros_like(s), where=keep)
-    projected = np.einsum("skj,sk->sj", u, np.einsum("snk,n->sk", q, y)) * inverse
-    return np.einsum("sjk,sj->sk", vt, projected)
-
-
-def _adapted(terms: list[_Term], t, y, cache: dict) -> list[_Term]:
-    """`terms`, and for each with inner constants a copy whose inner constants are fitted to the
-    data (a + b * term on the integral form): the model's `y**4.6` may be the data's `y**2`."""
-    out = list(terms)
-    for term in terms:
-        if not term.inner:
-            continue
-        params = [sympy.Symbol("a", real=True), sympy.Symbol("b", real=True)]
-        start = [0.0, 1.0]
-        rest = abstract(term.rest, params, start)
-        fit = fit_integral(Template(params[0] + params[1] * rest, tuple(params)), t, y, start, max_nfev=ADAPT_NFEV)
-        if fit.ok:
-            fitted = _term(rest.xreplace({p: sympy.Float(v) for p, v in zip(params[2:], fit.values[2:])}), t, y, cache)
-            if fitted is not None and fitted.rest != term.rest:
-                out.append(fitted)
-    return out
-
-
-def denominator_fitted(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, cache: dict | None = None,
-                       limit: int = 0) -> sympy.Expr | None:
-    """`expr` with the numbers of its one polynomial denominator D(y) fitted to the data (None where
-    it has no such denominator, or two). The beam writes `y/(y - 8.6)` with its pole on the far side
-    of the data, and no fit started there crosses the pole; this fit does not start there at all.
-    Multiplied through by D = sum_j d_j y**j, the law y' = sum_k c_k u_k/D + sum_k b_k g_k becomes
-    an integral identity linear in everything, sum_j d_j y**(j+1)/(j+1) = const + sum_k c_k
-    integral(u_k) + sum_k,j b_k d_j integral(g_k y**j) (each product a coefficient of its own, the
-    leading d_j fixed), which gives a start; from there D alone is fitted on the integral form with
-    the coefficients solved exactly at each step (`_denominator_polished`). The fit does not depend
-    on the numbers D was written with, so `cache` keeps one per set of numerators, and with a
-    `limit` no more than that many are fitted (later sets return None)."""
-    found = _denominator(expr)
-    if found is None:
-        return None
-    base, coefficients = found
-    lead = max(coefficients)
-    lower = sorted(j for j in coefficients if j != lead)
-    inverse = sympy.Pow(base, -1)
-    over, plain = [], []  # the numerators of the terms that hold 1/D; the other terms
-    terms = split(expr)
-    for _, rest in terms:
-        factors = sympy.Mul.make_args(rest)
-        if inverse in factors:
-            rest = sympy.Mul(*(f for f in factors if f != inverse))
-            over.append(rest)
-        else:
-            plain.append(rest)
-        if rest.has(base):
-            return None
-    key = (tuple(over), tuple(plain), lead, tuple(lower))
-    cache = {} if cache is None else cache
-    if key not in cache:
-        if limit and len(cache) >= limit:
-            return None
-        cache[key] = _denominator_polished(over, plain, lead, lower, t, y)
-    monic = cache[key]
-    if monic is None:
-        return None
-    scale = coefficients[lead]
-    kept = [arg for arg in base.args if _power(arg) == lead]  # the leading term as written
-    fitted = {base: sympy.Add(*kept, *(sympy.Float(scale * v) * Y**j for j, v in zip(lower, monic)))}
-    return sympy.Add(*(c * rest.xreplace(fitted) for c, rest in terms))  # expanded already: split reads it cheaply
-
-
-def _denominator(expr: sympy.Expr) -> tuple[sympy.Expr, dict[int, float]] | None:
-    """The one polynomial in y with numbers for coefficients that `expr` divides by, with its
-    coefficient per power of y, or None."""
-    bases = {node.base for node in sympy.preorder_traversal(expr)
-             if node.is_Pow and node.exp == -1 and node.base.is_Add and node.base.has(Y)}
-    if len(bases) != 1:
-        return None
-    base = bases.pop()
-    coefficients = {}
-    for arg in base.args:
-        number, _ = arg.as_coeff_Mul()
-        power = _power(arg)
-        if power is None or power in coefficients:
-            return None
-        coefficients[power] = float(number)
-    return base, coefficients
-
-
-def _power(term: sympy.Expr) -> int | None:
-    """k where `term` is a number times y**k (k >= 0 whole), else None."""
-    rest = term.as_coeff_Mul()[1]
-    if rest == 1:
-        return 0
-    if rest == Y:
-        return 1
-    if rest.is_Pow and rest.base == Y and rest.exp.is_Integer and rest.exp > 0:
-        return int(rest.exp)
-    return None
-
-
-def _denominator_polished(over, plain, lead: int, lower: list[int], t, y) -> np.ndarray | None:
-    """The `lower` coefficients of the monic denominator (`denominator_fitted`), or None."""
-    powers = [*lower, lead]
-    with np.errstate(all="ignore"):
-        numerators = [evaluate(rest, y) for rest in over]
-        others = [evaluate(rest, y) for rest in plain]
-        columns = [*numerators, *(g * y**j for g in others for j in powers)]
-        design = np.column_stack([*cumulative_trapezoid(np.array(columns), t, initial=0.0), np.ones_like(y),
-                                  *(-(y ** (j + 1)) / (j + 1) for j in lower)])
-        if not np.all(np.isfinite(design)):
-            return None
-        norms = _norms(design)[0]
-        start = (_least_squares(design[None] / norms, y ** (lead + 1) / (lead + 1))[0] / norms)[-len(lower):]
-        fixed = [np.ones_like(y), *(cumulative_trapezoid(np.array(others), t, initial=0.0) if others else [])]
-
-        def residual(d):
-            denominator = y**lead + sum(v * y**j for v, j in zip(d, lower))
-            free = cumulative_trapezoid(np.array(numerators) / denominator, t, initial=0.0)
-            columns = np.column_stack([*fixed, *free])
-            if not np.all(np.isfinite(columns)):
-                return np.full_like(y, 1e100)
-            coefficients = np.linalg.lstsq(columns, y, rcond=None)[0]
-            return columns @ coefficients - y
-
-        if not np.all(np.isfinite(start)):
-            return None
-        try:
-            fit = least_squares(residual, start, method="lm", max_nfev=DENOMINATOR_NFEV * (len(start) + 1))
-        except (ValueError, np.linalg.LinAlgError):
-            return start
-        return fit.x if np.all(np.isfinite(fit.x)) else start
-
-
-def _norms(design: np.ndarray) -> np.ndarray:
-    """Column norms of a design [..., n, k], kept as [..., 1, k]; 1 where a column is zero (the
-    least-squares fits here run on unit-norm columns)."""
-    with np.errstate(over="ignore"):  # a column past 1e154 norms to inf: it fits as zero
-        norm = np.linalg.norm(design, axis=-2, keepdims=True)
-    norm[norm == 0] = 1.0
-    return norm
-
-
-def _combinations(pool: list[_Term], const: _Term, size: int) -> list[list[_Term]]:
-    """Sums of 1 to `size` terms of `pool` with distinct skeletons, each with and without `const`."""
-    out = []
-    for k in range(1, size + 1):
-        for subset in itertools.combinations(pool, k):
-            if len({term.key for term in subset}) == k:
-                out += [list(subset), [*subset, const]]
-    return out
-
-
-def template_of(skeleton: _Skeleton) -> tuple[Template, list[float]]:
+def template_of(skeleton: Skeleton) -> tuple[Template, list[float]]:
     """The skeleton's parametrised right-hand side and the starting values of its constants."""
     params: list[sympy.Symbol] = []
     start: list[float] = []
@@ -575,7 +141,7 @@ def restate(found: Found, start: float, t, y) -> None:
         found.r2 = -math.inf
 
 
-def _score(template: Template, values, y0: float, t, y, sigma: float,
+def trajectory_score(template: Template, values, y0: float, t, y, sigma: float,
            profile: np.ndarray | None = None) -> tuple[float, float]:
     """(R^2, information criterion) of the trajectory from y0 on the observations; with a noise
     `profile` (core.fitting.noise_profile) each residual counts in its own point's noise."""
@@ -592,7 +158,7 @@ def _weighted(residual: np.ndarray, profile: np.ndarray | None) -> np.ndarray:
     return residual if profile is None else residual / profile
 
 
-def multiplicity_charge(skeletons: dict[tuple, _Skeleton], gamma: float) -> dict[int, float]:
+def multiplicity_charge(skeletons: dict[tuple, Skeleton], gamma: float) -> dict[int, float]:
     """Criterion units per number of free constants k: 2 gamma log N_k, N_k the skeletons with k
     constants scored in stage 1 (an extended BIC: a prior uniform over sizes, then over the
     skeletons of each size). The best of hundreds of three-constant sums fits the noise better
@@ -603,8 +169,8 @@ def multiplicity_charge(skeletons: dict[tuple, _Skeleton], gamma: float) -> dict
     return {k: 2 * gamma * math.log(n) for k, n in counts.items()}
 
 
-def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings,
-              charge: dict[int, float] | None = None) -> list[_Skeleton]:
+def shortlist(skeletons: dict[tuple, Skeleton], settings: Settings,
+              charge: dict[int, float] | None = None) -> list[Skeleton]:
     """The skeletons fitted in full: the `top_k` best by the cheap score (plus its multiplicity
     `charge`), and with `pareto` every skeleton that scores better than all smaller ones.
     Thousands of sums are scored, so by chance alone the best few are flexible sums that fit
@@ -623,14 +189,14 @@ def shortlist(skeletons: dict[tuple, _Skeleton], settings: Settings,
     return out
 
 
-def ranked_skeletons(skeletons: dict[tuple, _Skeleton], settings: Settings,
-                     charge: dict[int, float] | None = None) -> list[_Skeleton]:
+def ranked_skeletons(skeletons: dict[tuple, Skeleton], settings: Settings,
+                     charge: dict[int, float] | None = None) -> list[Skeleton]:
     """Every skeleton, best first by the cheap score plus its multiplicity `charge` and unit charge."""
     charge = charge or {}
     return sorted(skeletons.values(), key=lambda s: s.cheap_ic + charge.get(s.constants, 0.0) + s.unit_charge(settings))
 
 
-def fallback_fits(skeletons: dict[tuple, _Skeleton], fitted: list[_Skeleton], t, y, sigma: float, settings: Settings,
+def fallback_fits(skeletons: dict[tuple, Skeleton], fitted: list[Skeleton], t, y, sigma: float, settings: Settings,
                   charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
     """When none of the `fitted` skeletons can be integrated over the observations (a record the
     beam reads only with poles or blow-ups beside it), the next skeletons by the cheap score,
@@ -652,7 +218,7 @@ def fallback_fits(skeletons: dict[tuple, _Skeleton], fitted: list[_Skeleton], t,
     return out
 
 
-def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Settings,
+def fit_candidates(skeletons: list[Skeleton], t, y, sigma: float, settings: Settings,
                    charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
     """Stages 2 and 3: all constants and y0 on the integral form for each skeleton, then least
     squares on the trajectory for the `settings.refit` best of those (by criterion plus
@@ -679,13 +245,13 @@ def fit_candidates(skeletons: list[_Skeleton], t, y, sigma: float, settings: Set
             nfev, net = exact.nfev, exact.safety_net
             if exact.ok:
                 values, y0, stage = exact.values, exact.y0, "trajectory"
-        quality, ic = _score(template, values, y0, t, y, sigma, profile)
+        quality, ic = trajectory_score(template, values, y0, t, y, sigma, profile)
         out.append(Found(template.substitute(values), y0, quality, ic, len(values), source, stage, nfev=nfev,
                          safety_net=net, template=template, values=tuple(values), prior=prior))
     return out
 
 
-def choose(skeletons: dict[tuple, _Skeleton], t, y, sigma: float, settings: Settings) -> tuple[list[Found], dict]:
+def choose(skeletons: dict[tuple, Skeleton], t, y, sigma: float, settings: Settings) -> tuple[list[Found], dict]:
     """Stages 2-4 on the `top_k` skeletons by the cheap score; best first, the chosen one first
     unless every candidate was rejected (then the best by the criterion, flagged in `info`)."""
     charge = multiplicity_charge(skeletons, settings.multiplicity)
@@ -983,93 +549,6 @@ def extrapolations(fits: list[Found], t, span: float = 2.0, points: int = 256) -
         except SOLVE_FAILURES:
             paths.append(np.full(points, np.nan))
     return grid, paths
-
-
-@dataclass
-class Supported:
-    """A fitted candidate as the data support it: constants and y0 rounded at their standard errors."""
-    expr: sympy.Expr  # the right-hand side with each constant rounded
-    y0: float
-    y0_error: float
-    constants: tuple[tuple[float, float], ...]  # (fitted value, standard error) per constant
-
-
-def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = None) -> Supported:
-    """`found` with every number rounded to the digits the observations (t, y) with noise `sigma`
-    support (core.fitting.standard_errors, round_to_error), and to as many more as it takes for
-    the rounded law to fit within one noise variance of the unrounded one: constants that move
-    together (c and p of c*y**p) each have a large error alone, yet rounding both at it would
-    change the law. With the choice's noise `profile` (`choice_profile`), each point counts in its
-    own noise, as in the choice. What is printed and plotted."""
-    if found.template is None:
-        return Supported(found.expr, found.y0, math.inf, ())
-    t, y = np.asarray(t, float), np.asarray(y, float)
-    errors = standard_errors(found.template, found.values, found.y0, t, sigma, profile=profile)
-    unrounded = _score(found.template, found.values, found.y0, t, y, sigma, profile)[1]  # at this sigma
-    for extra in range(17):  # same constants, so a criterion 1 higher is a residual one noise variance higher
-        values = [round_to_error(v, e, extra=extra) for v, e in zip(found.values, errors[1:])]
-        y0 = round_to_error(found.y0, errors[0], extra=extra)
-        if _score(found.template, values, y0, t, y, sigma, profile)[1] <= unrounded + 1:
-            break
-    return Supported(found.template.substitute(values), y0, float(errors[0]),
-                     tuple(zip(found.values, map(float, errors[1:]))))
-
-
-def identifiable(rest: sympy.Expr) -> sympy.Expr:
-    """`rest` without the numbers that only rescale it (a term's coefficient does that): in
-    y/(1190 + 246*y) the denominator fixes one ratio, not two (y/(4.84 + y)); in exp(2 + 3*y) the 2
-    is a factor e**2. Only factors of `rest` are rewritten (a denominator inside sin(...) is
-    structure). Used for showing a pick; the search itself keeps the model's form (reading the
-    beam so was measured level and not kept: model card, "Session 34")."""
-    factors = []
-    for factor in sympy.Mul.make_args(rest):
-        if factor.is_Pow and factor.base.is_Add and factor.exp.is_Integer and factor.exp < 0:
-            scales = [term.as_coeff_Mul()[0] for term in sympy.Add.make_args(factor.base) if term.has(Y)]
-            lead = scales[0] if scales else sympy.S.One
-            if lead.is_Number and lead not in (0, 1):
-                parts = (term.as_coeff_Mul() for term in sympy.Add.make_args(factor.base))
-                factor = sympy.Pow(sympy.Add(*(r if c == lead else (c / lead) * r for c, r in parts)), factor.exp)
-        elif isinstance(factor, sympy.exp) and factor.args[0].is_Add:
-            number = sum(a for a in factor.args[0].args if a.is_Number)
-            if number != 0:
-                factor = sympy.exp(factor.args[0] - number)
-        factors.append(factor)
-    return sympy.Mul(*factors).as_coeff_Mul()[1]  # a number split off above joins the coefficient
-
-
-def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:
-    """`expr` with every term `identifiable`: the same function of y, each dropped scale moved into
-    its term's coefficient (read at the observed values `y`); `expr` itself when nothing changes."""
-    terms, changed = [], False
-    for coefficient, rest in split(expr):
-        simpler = identifiable(rest)
-        if simpler != rest:  # rest / simpler is a number: read it where both are finite
-            with np.errstate(all="ignore"):
-                ratio = np.asarray(evaluate(rest, y), float) / np.asarray(evaluate(simpler, y), float)
-            ratio = ratio[np.isfinite(ratio)]
-            if not len(ratio):
-                return expr
-            coefficient, changed = coefficient * float(np.median(ratio)), True
-        terms.append((coefficient, simpler))
-    return sympy.Add(*(c * r for c, r in terms)) if changed else expr
-
-
-def identifiable_form(found: Found, t, y, sigma: float) -> Found:
-    """`found` as `identifiable_expression` writes it, with constants the data can determine one by
-    one, so that their standard errors mean something; `found` itself when nothing changes. Numbers
-    the fitted law has already merged (c0*cos(c1) is one number, c0*exp(c1)*y one coefficient) are
-    one constant here too."""
-    if found.template is None:
-        return found
-    expr = identifiable_expression(found.expr, y)
-    params: list[sympy.Symbol] = []
-    start: list[float] = []
-    template = Template(abstract(expr, params, start), tuple(params))
-    if expr is found.expr and len(params) >= len(found.template.params):
-        return found
-    r2_value, ic = _score(template, start, found.y0, t, y, sigma)
-    return replace(found, expr=template.substitute(start), template=template, values=tuple(start), ic=ic,
-                   constants=len(start), r2=r2_value)
 
 
 def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[list[Found], dict]:

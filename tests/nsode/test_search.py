@@ -17,9 +17,10 @@ from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
 from nsode.predict import Predictor, default_checkpoint
-from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, _Skeleton, _Term, denominator_fitted,
-                          extrapolations, heaviest_course, most_followed, multiplicity_charge, rivals, search,
-                          shortlist, skeleton_key, square_roots, supported, tie_cost)
+from nsode.digits import supported
+from nsode.proposals import Skeleton, Term, denominator_fitted, skeleton_key
+from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, extrapolations, heaviest_course,
+                          most_followed, multiplicity_charge, rivals, search, shortlist, square_roots, tie_cost)
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -249,9 +250,9 @@ def test_square_roots_are_the_powers_one_half_that_the_tie_break_may_count_as_fu
 
 def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
     def skeleton(size, cheap_ic):
-        term = _Term(f"{size}/{cheap_ic}", Y, np.zeros(3), 0)
+        term = Term(f"{size}/{cheap_ic}", Y, np.zeros(3), 0)
         term.size = size  # as if counted
-        return _Skeleton((term.key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
+        return Skeleton((term.key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
 
     pool = {s.key: s for s in [skeleton(9, 1.0), skeleton(9, 2.0), skeleton(3, 10.0), skeleton(4, 8.0),
                                skeleton(5, 20.0), skeleton(3, 12.0)]}
@@ -263,8 +264,8 @@ def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
 
 def test_multiplicity_charges_each_size_for_the_skeletons_scored_at_it():
     def skeleton(key, inner, cheap_ic):  # one term, with `inner` free numbers inside it
-        term = _Term(key, Y, np.zeros(3), inner)
-        return _Skeleton((key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
+        term = Term(key, Y, np.zeros(3), inner)
+        return Skeleton((key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
 
     law = skeleton("law", 0, 10.0)  # the only one-constant skeleton
     fits = [skeleton(f"fit{i}", 1, 8.0 + i) for i in range(50)]  # fifty two-constant ones, the best by chance
@@ -283,8 +284,8 @@ def test_a_law_that_fixes_the_unit_of_y_is_charged_when_asked():
         assert fixes_unit(parse(text)) is fixed, text
 
     def skeleton(rest, cheap_ic):
-        term = _Term(str(rest), rest, np.zeros(3), 0)
-        return _Skeleton((term.key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
+        term = Term(str(rest), rest, np.zeros(3), 0)
+        return Skeleton((term.key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
 
     curve, law = skeleton(sympy.sin(Y), 10.0), skeleton(Y**2, 12.0)  # sin(y) scores better by chance
     pool = {s.key: s for s in (curve, law)}
@@ -293,10 +294,10 @@ def test_a_law_that_fixes_the_unit_of_y_is_charged_when_asked():
 
 
 def test_a_log_of_y_needs_a_scale_or_a_term_that_absorbs_the_unit():
-    from nsode.search import logs_have_scale, split, term_key
+    from nsode.proposals import logs_have_scale, split, term_key
 
     def terms(text):
-        return [_Term(term_key(rest), rest, np.zeros(3), 0) for _, rest in split(parse(text))]
+        return [Term(term_key(rest), rest, np.zeros(3), 0) for _, rest in split(parse(text))]
 
     for text, consistent in [("1.98*log(y)/y", False), ("1.39*log(y)", False), ("4.9*log(y) - 0.002*y**2", False),
                              ("sin(log(y))", False), ("1.0 + log(y)**2", False),
@@ -361,7 +362,7 @@ def test_a_long_record_is_searched_through_group_means_and_answered_for_every_ob
 
 def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
     from core.fitting import noise_level
-    from nsode.search import identifiable, identifiable_form
+    from nsode.digits import identifiable, identifiable_form
 
     assert identifiable(parse_infix("y*exp(0.5*y - 1.2)")) == parse_infix("y*exp(0.5*y)")
     inner = parse_infix("sin(1/(1 + 2*y))")  # a denominator inside a function is structure
@@ -383,7 +384,7 @@ def test_numbers_a_fitted_law_has_merged_are_shown_as_one_constant():
     import sympy
 
     from core.fitting import noise_level
-    from nsode.search import Found, identifiable_form
+    from nsode.digits import identifiable_form
 
     t = np.linspace(0, 2, 50)
     y = (1 + 0.5 * t) * (1 + 0.005 * np.random.default_rng(0).normal(size=t.size))
@@ -409,7 +410,7 @@ def test_a_logistic_is_not_read_as_nested_functions(predictor):
 
 
 def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
-    from nsode.search import snapped
+    from nsode.proposals import snapped
 
     assert snapped(Y ** sympy.Float(2.03)) == Y**2
     assert snapped(3 * Y ** sympy.Float(0.47)) == 3 * sympy.sqrt(Y)
@@ -680,7 +681,7 @@ def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_pa
     from scipy.integrate import cumulative_trapezoid
 
     from core.fitting import information_criterion
-    from nsode.search import propose
+    from nsode.proposals import propose
 
     t = np.linspace(0, 20, 64)  # pressure in Pa relaxing by 30 Pa, read to 0.05 Pa
     y = 101325 + 30 * np.exp(-0.2 * t) + 0.05 * np.random.default_rng(4).standard_normal(64)
@@ -692,7 +693,7 @@ def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_pa
 
 
 def test_the_exact_path_is_least_squares_with_the_minimum_norm_where_columns_coincide():
-    from nsode.search import _least_squares
+    from nsode.proposals import _least_squares
 
     rng = np.random.default_rng(0)
     design = rng.standard_normal((3, 20, 4))

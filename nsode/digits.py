@@ -1,0 +1,102 @@
+"""What the data support of a fitted law: its numbers rounded at their standard errors, and the
+law written with constants the data determine one by one. What `nsode predict` prints and plots;
+the search itself keeps the model's form."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import sympy
+
+from core.expressions import Y, evaluate
+from core.fitting import Template, abstract, round_to_error, standard_errors
+from nsode.proposals import split
+from nsode.search import Found, trajectory_score
+
+
+@dataclass
+class Supported:
+    """A fitted candidate as the data support it: constants and y0 rounded at their standard errors."""
+    expr: sympy.Expr  # the right-hand side with each constant rounded
+    y0: float
+    y0_error: float
+    constants: tuple[tuple[float, float], ...]  # (fitted value, standard error) per constant
+
+
+def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = None) -> Supported:
+    """`found` with every number rounded to the digits the observations (t, y) with noise `sigma`
+    support (core.fitting.standard_errors, round_to_error), and to as many more as it takes for
+    the rounded law to fit within one noise variance of the unrounded one: constants that move
+    together (c and p of c*y**p) each have a large error alone, yet rounding both at it would
+    change the law. With the choice's noise `profile` (`choice_profile`), each point counts in its
+    own noise, as in the choice. What is printed and plotted."""
+    if found.template is None:
+        return Supported(found.expr, found.y0, math.inf, ())
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    errors = standard_errors(found.template, found.values, found.y0, t, sigma, profile=profile)
+    unrounded = trajectory_score(found.template, found.values, found.y0, t, y, sigma, profile)[1]  # at this sigma
+    for extra in range(17):  # same constants, so a criterion 1 higher is a residual one noise variance higher
+        values = [round_to_error(v, e, extra=extra) for v, e in zip(found.values, errors[1:])]
+        y0 = round_to_error(found.y0, errors[0], extra=extra)
+        if trajectory_score(found.template, values, y0, t, y, sigma, profile)[1] <= unrounded + 1:
+            break
+    return Supported(found.template.substitute(values), y0, float(errors[0]),
+                     tuple(zip(found.values, map(float, errors[1:]))))
+
+
+def identifiable(rest: sympy.Expr) -> sympy.Expr:
+    """`rest` without the numbers that only rescale it (a term's coefficient does that): in
+    y/(1190 + 246*y) the denominator fixes one ratio, not two (y/(4.84 + y)); in exp(2 + 3*y) the 2
+    is a factor e**2. Only factors of `rest` are rewritten (a denominator inside sin(...) is
+    structure). Used for showing a pick; the search itself keeps the model's form (reading the
+    beam so was measured level and not kept: model card, "Session 34")."""
+    factors = []
+    for factor in sympy.Mul.make_args(rest):
+        if factor.is_Pow and factor.base.is_Add and factor.exp.is_Integer and factor.exp < 0:
+            scales = [term.as_coeff_Mul()[0] for term in sympy.Add.make_args(factor.base) if term.has(Y)]
+            lead = scales[0] if scales else sympy.S.One
+            if lead.is_Number and lead not in (0, 1):
+                parts = (term.as_coeff_Mul() for term in sympy.Add.make_args(factor.base))
+                factor = sympy.Pow(sympy.Add(*(r if c == lead else (c / lead) * r for c, r in parts)), factor.exp)
+        elif isinstance(factor, sympy.exp) and factor.args[0].is_Add:
+            number = sum(a for a in factor.args[0].args if a.is_Number)
+            if number != 0:
+                factor = sympy.exp(factor.args[0] - number)
+        factors.append(factor)
+    return sympy.Mul(*factors).as_coeff_Mul()[1]  # a number split off above joins the coefficient
+
+
+def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:
+    """`expr` with every term `identifiable`: the same function of y, each dropped scale moved into
+    its term's coefficient (read at the observed values `y`); `expr` itself when nothing changes."""
+    terms, changed = [], False
+    for coefficient, rest in split(expr):
+        simpler = identifiable(rest)
+        if simpler != rest:  # rest / simpler is a number: read it where both are finite
+            with np.errstate(all="ignore"):
+                ratio = np.asarray(evaluate(rest, y), float) / np.asarray(evaluate(simpler, y), float)
+            ratio = ratio[np.isfinite(ratio)]
+            if not len(ratio):
+                return expr
+            coefficient, changed = coefficient * float(np.median(ratio)), True
+        terms.append((coefficient, simpler))
+    return sympy.Add(*(c * r for c, r in terms)) if changed else expr
+
+
+def identifiable_form(found: Found, t, y, sigma: float) -> Found:
+    """`found` as `identifiable_expression` writes it, with constants the data can determine one by
+    one, so that their standard errors mean something; `found` itself when nothing changes. Numbers
+    the fitted law has already merged (c0*cos(c1) is one number, c0*exp(c1)*y one coefficient) are
+    one constant here too."""
+    if found.template is None:
+        return found
+    expr = identifiable_expression(found.expr, y)
+    params: list[sympy.Symbol] = []
+    start: list[float] = []
+    template = Template(abstract(expr, params, start), tuple(params))
+    if expr is found.expr and len(params) >= len(found.template.params):
+        return found
+    r2_value, ic = trajectory_score(template, start, found.y0, t, y, sigma)
+    return replace(found, expr=template.substitute(start), template=template, values=tuple(start), ic=ic,
+                   constants=len(start), r2=r2_value)
