@@ -36,9 +36,10 @@ each residual in its own point's noise, unclipped, so its small values count too
 those noise levels by reweighted least squares (unweighted, the largest values set a floor that hid
 the small values' quiet). Version 29 solves the first, linear fit exactly where its tiny ridge
 would bend it: on a record with a large offset (pressure in Pa moving by 30) the integrals of 1
-and of y are nearly parallel, and the ridge had kept the affine law out of the shortlist. Version 30 answers where no shortlisted
-fit can be integrated over the observations (a pole inside the data's range): the next skeletons by
-the cheap score are fitted, 16 at a time for at most four tiers, then y' = 0; it had raised an error.
+and of y are nearly parallel, and the ridge had kept the affine law out of the shortlist. Version
+30 answers where no shortlisted fit can be integrated over the observations (a pole inside the
+data's range): the next 64 skeletons by the cheap score and y' = 0 are fitted, and the choice is
+made among them; it had raised an error.
 `nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
 count of right-hand-side evaluations (nsode.select.MAX_RHS_CALLS) instead of 1 s of wall clock,
 so their answer no longer depends on how busy the machine is.

@@ -9,7 +9,7 @@ A funnel with counted budgets (core.fitting does every fit):
 1. every skeleton (nsode.proposals): its term coefficients and y0 by linear least squares on the integral form,
    inner constants at the model's values (one numpy evaluation per term: cheap);
 2. the `top_k` best by information criterion: all constants and y0 on the integral form (where
-   none of them can be integrated over the observations, the next `top_k`, `fallback_fits`);
+   none of them can be integrated over the observations, the next ones, `fallback_fits`);
 3. the `refit` best of those: least squares on the LSODA trajectory (`max_nfev`); the others
    are integrated once with their integral-form constants;
    then the `prune` best of those by the criterion are refitted with each term dropped in turn
@@ -43,7 +43,7 @@ SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (ns
 PROFILE_ROUNDS = 3  # reweighting rounds of the noise profile of a record that spans many decades
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
 RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a rival (the data barely prefer either)
-FALLBACK_TIERS = 4  # further top_k skeletons by the cheap score fitted, tier by tier, when none shortlisted integrates
+FALLBACK_TIERS = 4  # when no shortlisted fit integrates, this many times top_k more skeletons are fitted
 
 
 @dataclass
@@ -200,23 +200,16 @@ def ranked_skeletons(skeletons: dict[tuple, Skeleton], settings: Settings,
 def fallback_fits(skeletons: dict[tuple, Skeleton], fitted: list[Skeleton], t, y, sigma: float, settings: Settings,
                   charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
     """When none of the `fitted` skeletons can be integrated over the observations (a record the
-    beam reads only with poles or blow-ups beside it), the next skeletons by the cheap score,
-    `top_k` at a time for at most FALLBACK_TIERS tiers, then y' = 0 where it is a candidate: a
-    worse law is an answer, a search that integrates nothing is none (version 30). Counted, so the
-    answer does not depend on the machine's load."""
-    k = settings.top_k
+    beam reads only with poles or blow-ups beside it), the next FALLBACK_TIERS * `top_k` skeletons by
+    the cheap score and y' = 0, where it is a candidate: a worse law is an answer, a search that
+    integrates nothing is none (version 30). Counted, so the answer does not depend on the load."""
     done = {id(s) for s in fitted}
-    rest = [s for s in ranked_skeletons(skeletons, settings, charge) if id(s) not in done]
-    tiers = [rest[i * k:(i + 1) * k] for i in range(FALLBACK_TIERS)]
+    more = [s for s in ranked_skeletons(skeletons, settings, charge) if id(s) not in done]
+    more = more[:FALLBACK_TIERS * settings.top_k]
     steady = skeletons.get(())
-    if steady is not None and id(steady) not in done | {id(s) for tier in tiers for s in tier}:
-        tiers.append([steady])
-    out: list[Found] = []
-    for tier in tiers:
-        out += fit_candidates(tier, t, y, sigma, settings, charge, profile)
-        if any(math.isfinite(f.r2) for f in out):
-            break
-    return out
+    if steady is not None and id(steady) not in done and all(steady is not s for s in more):
+        more.append(steady)
+    return fit_candidates(more, t, y, sigma, settings, charge, profile)
 
 
 def fit_candidates(skeletons: list[Skeleton], t, y, sigma: float, settings: Settings,
