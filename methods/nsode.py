@@ -67,8 +67,9 @@ class NSODE(Method):
     on a GPU), `branches` the constant intervals each beam hypothesis may branch into (None: all,
     the paper's beam); `search` switches the paper's R^2 selection for the skeleton search, whose
     counted budget is `max_points` (a longer record is read through the means of consecutive
-    groups of observations), `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined) and `basis`
-    (powers of y recombined beside them, default none), whose candidates include y' = c with
+    groups of observations), `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined,
+    `combine_size` at a time) and `basis` (powers of y recombined beside them, default none), whose
+    candidates include y' = c with
     `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
     `node_cost` and `nesting_cost` (with `sqrt_nodes` sqrt(y) counts as one node less: measured in
     rule 62b), `unit_cost` (a law that fixes the unit of y), `agreement` (the
@@ -109,6 +110,7 @@ class NSODE(Method):
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
                  top_k=Settings.top_k, refit=Settings.refit,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
+                 combine_size=Settings.combine_size,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
                  unit_cost=Settings.unit_cost, agreement=Settings.agreement,
                  course_tolerance=Settings.course_tolerance,
@@ -132,7 +134,7 @@ class NSODE(Method):
         self.unit_cost, self.agreement, self.course_tolerance = unit_cost, agreement, course_tolerance
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
-        self.prune_rounds = prune_rounds
+        self.prune_rounds, self.combine_size = prune_rounds, combine_size
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators

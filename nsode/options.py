@@ -23,6 +23,7 @@ SEARCH_OPTIONS = {
     "first_start": (bool, "start that fit from the first observation where its trajectory misses less than from "
                           "the integral form's initial value (records spanning many decades)"),
     "combine": (whole_number(0), "distinct beam terms recombined into new sums (0: only the beam's own sums)"),
+    "combine_size": (whole_number(1), "beam terms per recombined sum at most, besides a constant term"),
     "basis": (whole_number(0), "powers y, ..., y**N recombined beside the beam's terms (0: none)"),
     "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
     "denominators": (whole_number(0), "beam expressions with a polynomial denominator (y/(y + K)) also read with it "
