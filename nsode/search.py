@@ -6,8 +6,8 @@ at once; this module fits the best of them and chooses one; nsode.digits shows t
 digits the data support.
 
 A funnel with counted budgets (core.fitting does every fit):
-1. every skeleton (nsode.proposals): its term coefficients and y0 by linear least squares on the integral form,
-   inner constants at the model's values (one numpy evaluation per term: cheap);
+1. every skeleton (nsode.proposals): its term coefficients and y0 by linear least squares on the
+   integral form, inner constants at the model's values (one numpy evaluation per term: cheap);
 2. the `top_k` best by information criterion: all constants and y0 on the integral form (where
    none of them can be integrated over the observations, the next ones, `fallback_fits`);
 3. the `refit` best of those: least squares on the LSODA trajectory (`max_nfev`); the others
