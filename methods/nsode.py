@@ -60,37 +60,35 @@ SETTINGS = {f.name for f in dataclasses.fields(Settings)}  # parameters checked 
 
 
 class NSODE(Method):
-    """One class, three named parameter sets (`variants`). `checkpoint` is a shipped checkpoint's
-    name (nsode/checkpoints/<name>) or a checkpoint folder's path; `scaled_checkpoint` (the same
-    kinds, or None) reads the trajectories outside the first one's training range
-    (nsode.predict.Predictor); `beam` None is the decoder's default (nsode.decode: 64 on CPU, 1536
-    on a GPU), `branches` the constant intervals each beam hypothesis may branch into (None: all,
-    the paper's beam); `search` switches the paper's R^2 selection for the skeleton search, whose
-    counted budget is `max_points` (a longer record is read through the means of consecutive
-    groups of observations), `top_k`, `refit`, `max_nfev`, `combine` (beam terms recombined,
-    `combine_size` at a time) and `basis` (powers of y recombined beside them, default none), whose
-    candidates include y' = c with
-    `drift`, and whose choice is `criterion`, the `forecast` window with its `forecast_score`,
-    `node_cost` and `nesting_cost` (with `sqrt_nodes` sqrt(y) counts as one node less: measured in
-    rule 62b), `unit_cost` (a law that fixes the unit of y), `agreement` (the
-    tied fits' vote, off: measured and not kept), `course_tolerance` (the tied fits' vote for the
-    heaviest course), `multiplicity` (the extended BIC's charge for the
-    skeletons scored per size), `snap` (beam exponents near an integer or +-1/2 also read as
-    that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the best fitted
-    sums refitted with each term dropped; `prune_rounds` times, on since version 24),
-    `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search
-    version 22), `per_capita` (the first beam expressions g also read as y' = y*g), `denominators` (beam
-    expressions also read with their polynomial denominator fitted to the data; off: measured, not kept), `first_start`
-    (the trajectory fit starts at the first observation where that misses less than the integral
-    form's y0), `robust` (the stability check; off, unsafe fits may win), `stability_noise` (its
-    start perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts
-    kept on the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is
-    within the noise of 0), `rest_limit` (that start passed by a law that tends to 0 there, as
-    y log y), `hidden_pause` (a law that nearly stops between two observations fails it),
-    `start_scaled_bound` (a perturbed start c times y0 may go c times as far, on since version 23)
-    and `growth_bound` (a record that grew G > 100-fold may go G^2 times its size), and
-    `decade_weights` (such a record's fits weigh residuals by the noise profile, unclipped) with
-    `decade_reweight` (that profile fitted by reweighted least squares; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    """One class, three named parameter sets (`variants`). `checkpoint` is a shipped checkpoint's name
+    (nsode/checkpoints/<name>) or a checkpoint folder's path; `scaled_checkpoint` (the same kinds, or
+    None) reads the trajectories outside the first one's training range (nsode.predict.Predictor);
+    `beam` None is the decoder's default (nsode.decode: 64 on CPU, 1536 on a GPU), `branches` the
+    constant intervals each beam hypothesis may branch into (None: all, the paper's beam); `search`
+    switches the paper's R^2 selection for the skeleton search, whose counted budget is `max_points` (a
+    longer record is read through the means of consecutive groups of observations), `top_k`, `refit`,
+    `max_nfev`, `combine` (beam terms recombined, `combine_size` at a time) and `basis` (powers of y
+    recombined beside them, default none), whose candidates include y' = c with `drift`, and whose
+    choice is `criterion`, the `forecast` window with its `forecast_score`, `node_cost` and
+    `nesting_cost` (with `sqrt_nodes` sqrt(y) counts as one node less: measured in rule 62b),
+    `unit_cost` (a law that fixes the unit of y), `agreement` (the tied fits' vote, off: measured and
+    not kept), `course_tolerance` (the tied fits' vote for the heaviest course), `multiplicity` (the
+    extended BIC's charge for the skeletons scored per size), `snap` (beam exponents near an integer or
+    +-1/2 also read as that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the
+    best fitted sums refitted with each term dropped; `prune_rounds` times, on since version 24),
+    `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search version
+    22), `per_capita` (the first beam expressions g also read as y' = y*g), `denominators` (beam
+    expressions also read with their polynomial denominator fitted to the data; off: measured, not
+    kept), `first_start` (the trajectory fit starts at the first observation where that misses less than
+    the integral form's y0), `robust` (the stability check; off, unsafe fits may win), `stability_noise`
+    (its start perturbed by the noise with the curvature removed), `keep_sign` (its perturbed starts
+    kept on the observations' side of 0), `rest_in_noise` (its start from 0 only where y0 is within the
+    noise of 0), `rest_limit` (that start passed by a law that tends to 0 there, as y log y),
+    `hidden_pause` (a law that nearly stops between two observations fails it), `start_scaled_bound` (a
+    perturbed start c times y0 may go c times as far, on since version 23) and `growth_bound` (a record
+    that grew G > 100-fold may go G^2 times its size), and `decade_weights` (such a record's fits weigh
+    residuals by the noise profile, unclipped) with `decade_reweight` (that profile fitted by reweighted
+    least squares; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"

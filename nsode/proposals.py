@@ -9,8 +9,8 @@ right law plus a spurious term (`-y + 1.13/sqrt(y)` for y' = -0.5 y) or misses a
 Each expression is also read with its exponents near an integer or +-1/2 snapped to it (`snap`:
 the beam reads `y**2.03`, the law has `y**2`), and so is each fitted candidate (`snap_fitted`:
 the fit moves the beam's `y**2.6` to `y**2.98`, refitted as `y**3`) before the choice; the beam
-that feeds the search branches into one constant interval per hypothesis (nsode.search.SEARCH_BRANCHES), so its
-width goes to distinct skeletons.
+that feeds the search branches into one constant interval per hypothesis
+(nsode.search.SEARCH_BRANCHES), so its width goes to distinct skeletons.
 The first `per_capita` beam expressions g are also read as y' = y*g: growth laws are written per
 capita (logistic y*(a - b*y), Gompertz y*log(K/y)), and the model often writes the bracket alone
 (`4.46 - log(y)`), which as a sum of terms no recombination turns into y*log(y).
