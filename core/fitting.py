@@ -47,6 +47,7 @@ PROFILE_MIN_POINTS = 16  # noise_profile: fewer observations give no profile
 MANY_DECADES = 100.0  # record_growth above this: a record spanning many decades (nsode.search)
 PAUSE_SHARE = 0.25  # hidden_pause: |f| between two observations below this share of |f| at both is a pause
 PAUSE_POINTS = 64  # hidden_pause: values of y looked at between two consecutive observations
+ORIGIN_SHARE = 0.1  # unstable_reason(origin=True): a record whose first time lies this share of its span after 0
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
@@ -367,7 +368,8 @@ def information_criterion(rss: float, n: int, k: int, sigma: float) -> float:
 def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
                     y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
                     bound: float = 1e4, keep_sign: bool = False, rest_in_noise: bool = False,
-                    rest_limit: bool = False, start_scaled: bool = False, grown: bool = False) -> str | None:
+                    rest_limit: bool = False, start_scaled: bool = False, grown: bool = False,
+                    turn_back: bool = False, origin: bool = False) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
     within `bound` times the size of the observations `y` (default |y0|). delta is the largest
@@ -391,7 +393,14 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     record, can be many times the first value of a growth, and the law itself then fails. With
     `grown`, a record that itself grew G-fold (`record_growth`) may go G^2 times its size where
     that exceeds the bound: exponential growth by G > 100 continues by G again over the next
-    span, and the bound alone refuses the law itself from G = 1e4 (four decades) on."""
+    span, and the bound alone refuses the law itself from G = 1e4 (four decades) on. With
+    `turn_back`, the course from y0 +- delta must not move against the course from y0 by more
+    than 2 delta: an unstable equilibrium within the start's uncertainty sends the law's course
+    the other way from where the data may have started, while a stable one moves it by delta at
+    most. With `origin`, a record whose first time lies after 0 by at most ORIGIN_SHARE of its
+    span most likely began at t = 0 (times counted from the experiment's start): delta covers
+    the motion over that lead too, the law's and the record's over as long just after its first
+    observation (a law that hides an equilibrium there moves slowly beside it)."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -401,12 +410,17 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     except (ArithmeticError, ValueError, TypeError):
         return f"not real-valued at y0 = {y0:.4g}"
     step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    lead = 0.0  # how far the record may have moved between t = 0 and its first observation
+    if origin and y is not None and 0 < t[0] <= ORIGIN_SHARE * (t[-1] - t[0]):
+        step = max(step, float(t[0]))
+        lead = abs(float(y[min(np.searchsorted(t, 2 * t[0]), len(t) - 1)] - y[0]))  # as far as just after it
     noise = max(2 * sigma, 1e-3 * size, 2 * miss)
-    delta = max(noise, slope * step if math.isfinite(slope) else 0.0)
+    delta = max(noise, lead, slope * step if math.isfinite(slope) else 0.0)
     starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= (noise if rest_in_noise else delta) else ())
     if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
         starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))
     reach = max(bound, record_growth(y) ** 2 if grown and y is not None else 0.0) * max(size, sigma)
+    motion = 0.0  # of the course from y0 (the first start) over the grid
     for start in starts:
         at_rest = start == 0 and rest_limit and y is not None
         if at_rest and _rest_in_the_limit(template, values, y, noise / (grid[-1] - grid[0])):
@@ -420,6 +434,10 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
             limit *= max(1.0, abs(start / y0))
         if np.max(np.abs(path)) > limit:
             return f"from y0 = {start:.4g}: |y| reaches {np.max(np.abs(path)):.3g}"
+        if start == y0:
+            motion = float(path[-1] - path[0])
+        elif turn_back and start != 0 and abs(motion) > delta and (path[-1] - path[0]) * np.sign(motion) < -2 * delta:
+            return f"from y0 = {start:.4g}: the course turns back (an unstable equilibrium beside y0)"
     return None
 
 

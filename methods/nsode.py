@@ -86,9 +86,11 @@ class NSODE(Method):
     noise of 0), `rest_limit` (that start passed by a law that tends to 0 there, as y log y),
     `hidden_pause` (a law that nearly stops between two observations fails it), `start_scaled_bound` (a
     perturbed start c times y0 may go c times as far, on since version 23) and `growth_bound` (a record
-    that grew G > 100-fold may go G^2 times its size), and `decade_weights` (such a record's fits weigh
-    residuals by the noise profile, unclipped) with `decade_reweight` (that profile fitted by reweighted
-    least squares; nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    that grew G > 100-fold may go G^2 times its size), `turn_back` (a course from a perturbed start that
+    moves against the fitted one fails it) and `origin` (a record that starts just after t = 0 is checked
+    from where it was at 0), and `decade_weights` (such a record's fits weigh residuals by the noise
+    profile, unclipped) with `decade_reweight` (that profile fitted by reweighted least squares;
+    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"
@@ -102,7 +104,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="30"),
+                                    "rejected, information criterion", version="31"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
@@ -122,7 +124,8 @@ class NSODE(Method):
                  hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound,
                  sqrt_nodes=Settings.sqrt_nodes, first_start=Settings.first_start,
                  growth_bound=Settings.growth_bound, decade_weights=Settings.decade_weights,
-                 decade_reweight=Settings.decade_reweight, denominators=Settings.denominators, threads=1,
+                 decade_reweight=Settings.decade_reweight, denominators=Settings.denominators,
+                 turn_back=Settings.turn_back, origin=Settings.origin, threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -136,6 +139,7 @@ class NSODE(Method):
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators
+        self.turn_back, self.origin = turn_back, origin
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -55,6 +55,12 @@ SEARCH_OPTIONS = {
                                  "first value smaller than the noise at its large values)"),
     "growth_bound": (bool, "let, in that check, a course go G^2 times the observations' size where the record "
                            "itself grew G > 100 fold (exponential growth over many decades continues as it grew)"),
+    "turn_back": (bool, "reject, in that check, a fit whose course from a perturbed initial value moves against "
+                        "the course from the fitted one by more than twice the perturbation (an unstable "
+                        "equilibrium within the start's uncertainty)"),
+    "origin": (bool, "perturb, in that check, the initial value by the law's motion since t = 0 too, where the "
+                     "first observation follows 0 by at most a tenth of the record's span (the record most likely "
+                     "began at 0)"),
     "decade_weights": (bool, "weigh, on a record that grew more than 100-fold, each residual of the fits and of "
                              "the choice by its own point's noise level, unclipped (relative noise over many decades)"),
     "decade_reweight": (bool, "fit that record's noise levels with each point's squared miss in its own level "

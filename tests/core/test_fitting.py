@@ -210,6 +210,30 @@ def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unsta
     assert unstable_reason(template, [1.0], 0.99, t, 0.001, y=np.full(t.size, 0.985)) is None
 
 
+def test_a_course_that_turns_back_from_a_start_within_the_noise_is_unstable_when_asked():
+    # y' = y (y - 1)(2 - y): from below 1 the course decays to 0, from above it rises to 2. Both
+    # stay bounded, so only the turn-back check sees that a start within the noise reverses it
+    t = np.linspace(0, 2, 128)
+    law = Template(Y * (Y - A) * (2 - Y), (A,))
+    assert unstable_reason(law, [1.0], 0.99, t, 0.01) is None
+    assert "turns back" in unstable_reason(law, [1.0], 0.99, t, 0.01, turn_back=True)
+    assert unstable_reason(law, [1.0], 0.9, t, 0.01, turn_back=True) is None  # the equilibrium lies beyond the noise
+    assert unstable_reason(law, [1.0], 1.98, t, 0.02, turn_back=True) is None  # a stable one within it
+
+
+def test_a_record_that_starts_just_after_zero_is_checked_from_where_it_was_at_zero():
+    # the record falls by 1 per time unit from 1.03 at t = 0 but is first seen at t = 0.04, at 0.99;
+    # a law fitted there with an unstable equilibrium at 1 (where it moves slowly) turns back from
+    # where the record was at 0. A record first seen at t = 0.5 need not have started at 0.
+    law = Template(Y * (Y - A) * (2 - Y), (A,))
+    for first, flagged in ((0.04, True), (0.5, False)):
+        t = np.linspace(first, 2, 128)
+        y = 1.03 - t + (first - 0.04)
+        reason = unstable_reason(law, [1.0], 0.99, t, 0.001, y=y, turn_back=True, origin=True)
+        assert (reason is not None) == flagged
+        assert unstable_reason(law, [1.0], 0.99, t, 0.001, y=y, turn_back=True) is None
+
+
 def test_a_law_that_cannot_start_from_zero_is_unstable_when_the_data_start_beside_zero():
     # y' = a + b sin(y)/y fits a charging curve that starts at rest, but sin(0)/0 is not a number:
     # from 0 (within the noise of the fitted start) it cannot be integrated; y' = a - b y can.
