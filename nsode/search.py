@@ -15,11 +15,11 @@ A funnel with counted budgets (core.fitting does every fit):
    then the `prune` best of those by the criterion are refitted with each term dropped in turn
    (a spare term that stage 1 rewarded for absorbing noise costs more than it buys here);
 4. by the information criterion on the trajectory residual, the first candidate whose solution
-   exists from perturbed initial values over twice the observed span (`robust`), and whose law
-   does not nearly stop between two observations of its course (`hidden_pause`), wins, unless
-   another safe one within `forecast` of its criterion does better on criterion plus forecast
-   error (fitted on the first 70% of the observations, scored on the rest) plus `node_cost` per
-   node of its expression tree.
+   exists from perturbed initial values over twice the observed span without turning back
+   (`robust`, `turn_back`, `origin`), and whose law does not nearly stop between two observations
+   of its course (`hidden_pause`), wins, unless another safe one within `forecast` of its criterion
+   does better on criterion plus forecast error (fitted on the first 70% of the observations,
+   scored on the rest) plus `node_cost` per node of its expression tree.
 Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study.py, model card).
 """
 from __future__ import annotations
