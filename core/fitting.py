@@ -410,12 +410,12 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     except (ArithmeticError, ValueError, TypeError):
         return f"not real-valued at y0 = {y0:.4g}"
     step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
-    lead = 0.0  # how far the record may have moved between t = 0 and its first observation
+    early = 0.0  # how far the record may have moved between t = 0 and its first observation
     if origin and y is not None and 0 < t[0] <= ORIGIN_SHARE * (t[-1] - t[0]):
-        step = max(step, float(t[0]))
-        lead = abs(float(y[min(np.searchsorted(t, 2 * t[0]), len(t) - 1)] - y[0]))  # as far as just after it
+        step = max(step, float(t[0]))  # the law's motion over the lead, below
+        early = abs(float(y[min(np.searchsorted(t, 2 * t[0]), len(t) - 1)] - y[0]))  # the record's, just after it
     noise = max(2 * sigma, 1e-3 * size, 2 * miss)
-    delta = max(noise, lead, slope * step if math.isfinite(slope) else 0.0)
+    delta = max(noise, early, slope * step if math.isfinite(slope) else 0.0)
     starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= (noise if rest_in_noise else delta) else ())
     if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
         starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))
