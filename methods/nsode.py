@@ -75,7 +75,9 @@ class NSODE(Method):
     not kept), `course_tolerance` (the tied fits' vote for the heaviest course), `multiplicity` (the
     extended BIC's charge for the skeletons scored per size), `snap` (beam exponents near an integer or
     +-1/2 also read as that exponent), `snap_fitted` (fitted exponents likewise, refitted), `prune` (the
-    best fitted sums refitted with each term dropped; `prune_rounds` times, on since version 24),
+    best fitted sums refitted with each term dropped; `prune_rounds` times, on since version 24), `snap_pruned`
+    (those fits snapped too, on since version 32), `bracket` (the best fits with a free exponent refitted
+    with it at the integers beside it and the half-integer between; off: measured, not kept),
     `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search version
     22), `per_capita` (the first beam expressions g also read as y' = y*g), `denominators` (beam
     expressions also read with their polynomial denominator fitted to the data; off: measured, not
@@ -104,7 +106,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="31"),
+                                    "rejected, information criterion", version="32"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
@@ -116,7 +118,7 @@ class NSODE(Method):
                  course_tolerance=Settings.course_tolerance,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted, prune=Settings.prune,
-                 prune_rounds=Settings.prune_rounds,
+                 prune_rounds=Settings.prune_rounds, snap_pruned=Settings.snap_pruned, bracket=Settings.bracket,
                  noise_growth=Settings.noise_growth, robust=Settings.robust,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
@@ -136,6 +138,7 @@ class NSODE(Method):
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
         self.prune_rounds, self.combine_size = prune_rounds, combine_size
+        self.snap_pruned, self.bracket = snap_pruned, bracket
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators

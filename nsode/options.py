@@ -34,6 +34,9 @@ SEARCH_OPTIONS = {
     "prune": (whole_number(0), "the N best fitted sums are also refitted with each term dropped in turn (0: none)"),
     "prune_rounds": (whole_number(1), "rounds of that pruning at most, each on the best fits so far, until one adds "
                                       "nothing (a law under two spare terms needs two)"),
+    "snap_pruned": (bool, "snap each pruning round's new fits too, as snap_fitted does the first fits"),
+    "bracket": (whole_number(0), "the N best fits with a free exponent are also refitted with it at the integer "
+                                 "below, the integer above and the half-integer between (0: none)"),
     "noise_growth": (bool, "count each residual, in the choice, in its own point's noise level where the noise "
                            "evidently grows with |y| (relative noise on a record that falls or rises manyfold)"),
     "drift": (bool, "also consider y' = c (zero-order kinetics); off by default because a slow relaxation whose "

@@ -185,6 +185,21 @@ def snapped(expr: sympy.Expr) -> sympy.Expr:
     return expr.replace(lambda e: e.is_Pow and e.exp.is_Float, snap)
 
 
+def bracketed(expr: sympy.Expr) -> list[sympy.Expr]:
+    """`expr` with one free exponent of a power of y at a time set to the integer below it, the
+    integer above it and the nearest half-integer (three expressions per exponent, none where
+    the exponent is already one of those)."""
+    powers = sorted((p for p in expr.atoms(sympy.Pow) if p.exp.is_Float and p.base.has(Y)), key=sympy.srepr)
+    out = []
+    for power in powers:
+        value = float(power.exp)
+        below = math.floor(value)
+        for fixed in (sympy.Integer(below), sympy.Rational(2 * below + 1, 2), sympy.Integer(below + 1)):
+            if abs(value - float(fixed)) > 1e-9:
+                out.append(expr.xreplace({power: sympy.Pow(power.base, fixed)}))
+    return out
+
+
 def _with_denominators(readings, t, y, limit: int):
     """Each (expression, label), preceded by its copy with the denominator fitted (`denominator_fitted`),
     for the first `limit` sets of numerators."""

@@ -13,7 +13,9 @@ A funnel with counted budgets (core.fitting does every fit):
 3. the `refit` best of those: least squares on the LSODA trajectory (`max_nfev`); the others
    are integrated once with their integral-form constants;
    then the `prune` best of those by the criterion are refitted with each term dropped in turn
-   (a spare term that stage 1 rewarded for absorbing noise costs more than it buys here);
+   (a spare term that stage 1 rewarded for absorbing noise costs more than it buys here), and
+   fitted exponents near an integer or +-1/2, in the first fits and the pruned ones, are refitted
+   as that exponent (`snap_fitted`, `snap_pruned`);
 4. by the information criterion on the trajectory residual, the first candidate whose solution
    exists from perturbed initial values over twice the observed span without turning back
    (`robust`, `turn_back`, `origin`), and whose law does not nearly stop between two observations
@@ -25,6 +27,7 @@ Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study
 from __future__ import annotations
 
 import collections
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -36,7 +39,7 @@ from core.fitting import (MANY_DECADES, SOLVE_FAILURES, Template, abstract, bett
                           fit_trajectory, hidden_pause, information_criterion, noise_level, noise_profile,
                           predictive_error, record_growth, trajectory, unstable_reason)
 from core.metrics import r2
-from nsode.proposals import MAX_TERMS, Skeleton, propose, propose_with, skeleton_key, snapped, split
+from nsode.proposals import MAX_TERMS, Skeleton, bracketed, propose, propose_with, skeleton_key, snapped, split
 
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; model card)
@@ -63,6 +66,8 @@ class Settings:
     snap_fitted: bool = True  # also refit each trajectory-fitted candidate with its fitted exponents snapped likewise
     prune: int = 4  # the best N trajectory-fitted sums are also refitted with each term dropped in turn (version 20)
     prune_rounds: int = 3  # rounds of that, each on the best N fits so far, until one adds nothing (version 24)
+    snap_pruned: bool = True  # with snap_fitted, each round's pruned fits are snapped too (version 32)
+    bracket: int = 0  # the N best fits with a free exponent refitted at the integers beside it (measured, not kept)
     noise_growth: bool = True  # the choice weighs residuals by noise growing with |y| (version 22; model card)
     drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
@@ -263,6 +268,10 @@ def choose(skeletons: dict[tuple, Skeleton], t, y, sigma: float, settings: Setti
         if not pruned:  # the best fits' drops were all fitted already
             break
         found += pruned
+        if settings.snap_fitted and settings.snap_pruned:
+            found += _snapped_fits(pruned, t, y, sigma, settings, charge, profile, known=found)
+    if settings.bracket:
+        found += _bracketed_fits(found, t, y, sigma, settings, charge, profile)
     by = (lambda f: f.score) if settings.criterion == "bic" else (lambda f: -f.r2)
     found.sort(key=lambda f: (by(f), f.constants))
     chosen = None
@@ -329,14 +338,28 @@ def _consensus(found: list[Found], chosen: Found, t, y, sigma: float, settings: 
 
 
 def _snapped_fits(found: list[Found], t, y, sigma: float, settings: Settings,
-                  charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
+                  charge: dict[int, float] | None = None, profile: np.ndarray | None = None,
+                  known: list[Found] | None = None) -> list[Found]:
     """The trajectory-fitted candidates whose fitted exponents lie near an integer or +-1/2
     (`snapped`), refitted as new skeletons with those exponents fixed: the beam may read
     `y**2.4` and the fit move it to 2.98, where the law has `y**3`; one constant fewer, so the
-    criterion prefers the snapped law when it fits as well."""
+    criterion prefers the snapped law when it fits as well. Skeletons among `known` (default
+    `found`) are not fitted again."""
     changed = ((f.expr, snapped(f.expr)) for f in found if f.stage == "trajectory")
-    return _fitted_anew([other for expr, other in changed if other != expr], found, t, y, sigma, settings, charge,
-                        "snapped", profile)
+    return _fitted_anew([other for expr, other in changed if other != expr], known or found, t, y, sigma, settings,
+                        charge, "snapped", profile)
+
+
+def _bracketed_fits(found: list[Found], t, y, sigma: float, settings: Settings,
+                    charge: dict[int, float] | None = None, profile: np.ndarray | None = None) -> list[Found]:
+    """The `settings.bracket` best trajectory fits (by criterion) with a free exponent, refitted
+    with each such exponent at the integers below and above it and at the nearest half-integer
+    (`bracketed`). On noisy records an exponent is poorly determined: the fit may leave the law's
+    `y**3` at 3.39, beyond snapping, and an odd law with as few constants then wins the tie."""
+    fitted = sorted((f for f in found if f.stage == "trajectory" and math.isfinite(f.score)), key=lambda f: f.score)
+    readings = (bracketed(f.expr) for f in fitted)
+    exprs = [other for others in itertools.islice(filter(None, readings), settings.bracket) for other in others]
+    return _fitted_anew(exprs, found, t, y, sigma, settings, charge, "bracketed", profile)
 
 
 def _pruned_fits(found: list[Found], t, y, sigma: float, settings: Settings,
