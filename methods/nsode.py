@@ -66,7 +66,8 @@ class NSODE(Method):
     `beam` None is the decoder's default (nsode.decode: 64 on CPU, 1536 on a GPU), `branches` the
     constant intervals each beam hypothesis may branch into (None: all, the paper's beam); `search`
     switches the paper's R^2 selection for the skeleton search, whose counted budget is `max_points` (a
-    longer record is read through the means of consecutive groups of observations), `top_k`, `refit`,
+    longer record is read through the means of consecutive groups of observations), `top_k`, `node_listed`
+    (the best skeletons by cheap score plus node cost listed beside them; off: measured, not kept), `refit`,
     `max_nfev`, `combine` (beam terms recombined, `combine_size` at a time) and `basis` (powers of y
     recombined beside them, default none), whose candidates include y' = c with `drift`, and whose
     choice is `criterion`, the `forecast` window with its `forecast_score`, `node_cost` and
@@ -110,7 +111,7 @@ class NSODE(Method):
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
-                 top_k=Settings.top_k, refit=Settings.refit,
+                 top_k=Settings.top_k, refit=Settings.refit, node_listed=Settings.node_listed,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  combine_size=Settings.combine_size,
                  forecast=Settings.forecast, node_cost=Settings.node_cost, nesting_cost=Settings.nesting_cost,
@@ -138,7 +139,7 @@ class NSODE(Method):
         self.stability_noise, self.keep_sign, self.rest_in_noise = stability_noise, keep_sign, rest_in_noise
         self.rest_limit, self.max_points, self.prune, self.noise_growth = rest_limit, max_points, prune, noise_growth
         self.prune_rounds, self.combine_size = prune_rounds, combine_size
-        self.snap_pruned, self.bracket = snap_pruned, bracket
+        self.snap_pruned, self.bracket, self.node_listed = snap_pruned, bracket, node_listed
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators

@@ -18,6 +18,8 @@ SEARCH_OPTIONS = {
                                                       "consecutive groups of its observations (the search's time "
                                                       "and memory grow with the points it reads)"),
     "top_k": (whole_number(1), "skeletons whose constants and initial value are all fitted"),
+    "node_listed": (whole_number(0), "also fit the N best skeletons by the cheap score plus the node cost per node of "
+                                     "the skeleton (0: none)"),
     "refit": (whole_number(0), "of those, fitted by least squares on the integrated trajectory"),
     "max_nfev": (whole_number(1), "trajectory evaluations per least-squares fit"),
     "first_start": (bool, "start that fit from the first observation where its trajectory misses less than from "

@@ -55,6 +55,7 @@ class Settings:
     max_points: int = 1024  # a longer record is searched through means of consecutive groups (core.fitting.bin_means)
     top_k: int = 16  # skeletons given the full integral-form fit
     pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: model card)
+    node_listed: int = 0  # also the N best by cheap score plus node_cost per node (measured, not kept: rule 70)
     refit: int = 16  # of those, fitted by least squares on the trajectory
     max_nfev: int = 40  # trajectory evaluations per least-squares fit
     first_start: bool = True  # that fit starts at the first observation where it beats the integral y0 (version 26)
@@ -186,6 +187,9 @@ def shortlist(skeletons: dict[tuple, Skeleton], settings: Settings,
     otherwise need to beat them all to be fitted)."""
     ranked = ranked_skeletons(skeletons, settings, charge)
     out = ranked[: settings.top_k]
+    if settings.node_listed:
+        rest = sorted(ranked[settings.top_k:], key=lambda s: s.cheap_ic + settings.node_cost * s.size)
+        out += rest[: settings.node_listed]
     if settings.pareto:
         chosen = {id(s) for s in out}
         best = math.inf

@@ -248,7 +248,7 @@ def test_square_roots_are_the_powers_one_half_that_the_tie_break_may_count_as_fu
     assert square_roots(parse("1/sqrt(y)")) == square_roots(parse("y**1.5")) == square_roots(parse("log(y)")) == 0
 
 
-def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
+def test_size_front_and_node_listing_add_small_skeletons_beside_the_top_k():
     def skeleton(size, cheap_ic):
         term = Term(f"{size}/{cheap_ic}", Y, np.zeros(3), 0)
         term.size = size  # as if counted
@@ -260,6 +260,9 @@ def test_size_front_adds_the_best_skeleton_of_each_smaller_size():
     assert [s.cheap_ic for s in top] == [1.0, 2.0]
     front = shortlist(pool, Settings(top_k=2, pareto=True))
     assert [(s.size, s.cheap_ic) for s in front[2:]] == [(3, 10.0), (4, 8.0)]  # size 5 is beaten by smaller ones
+    # node_listed: the next best by cheap score plus node_cost (3) per node: 3 -> 19, 4 -> 20, 3 -> 21, 5 -> 35
+    plain = shortlist(pool, Settings(top_k=2, node_listed=3))
+    assert [(s.size, s.cheap_ic) for s in plain[2:]] == [(3, 10.0), (4, 8.0), (3, 12.0)]
 
 
 def test_multiplicity_charges_each_size_for_the_skeletons_scored_at_it():
