@@ -360,10 +360,16 @@ def _bracketed_fits(found: list[Found], t, y, sigma: float, settings: Settings,
     with each such exponent at the integers below and above it and at the nearest half-integer
     (`bracketed`). On noisy records an exponent is poorly determined: the fit may leave the law's
     `y**3` at 3.39, beyond snapping, and an odd law with as few constants then wins the tie."""
-    fitted = sorted((f for f in found if f.stage == "trajectory" and math.isfinite(f.score)), key=lambda f: f.score)
+    fitted = _trajectory_fits_by_score(found)
     readings = (bracketed(f.expr) for f in fitted)
     exprs = [other for others in itertools.islice(filter(None, readings), settings.bracket) for other in others]
     return _fitted_anew(exprs, found, t, y, sigma, settings, charge, "bracketed", profile)
+
+
+def _trajectory_fits_by_score(found: list[Found]) -> list[Found]:
+    """The least-squares trajectory fits with a finite criterion, best first: what pruning and
+    bracketing start from."""
+    return sorted((f for f in found if f.stage == "trajectory" and math.isfinite(f.score)), key=lambda f: f.score)
 
 
 def _pruned_fits(found: list[Found], t, y, sigma: float, settings: Settings,
@@ -373,7 +379,7 @@ def _pruned_fits(found: list[Found], t, y, sigma: float, settings: Settings,
     the observations enters every term's integral: a sum with a spare term absorbs some of it, and
     the law alone can rank below the shortlist (`-y**3` read as `-1.0*y**3 - 0.00056`). On the
     trajectory the spare term buys less than the criterion charges for it, so the law wins."""
-    fitted = sorted((f for f in found if f.stage == "trajectory" and math.isfinite(f.score)), key=lambda f: f.score)
+    fitted = _trajectory_fits_by_score(found)
     exprs = []
     for f in fitted[: settings.prune]:
         terms = split(f.expr)
