@@ -369,7 +369,7 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
                     y: np.ndarray | None = None, span: float = 2.0, points: int = 128,
                     bound: float = 1e4, keep_sign: bool = False, rest_in_noise: bool = False,
                     rest_limit: bool = False, start_scaled: bool = False, grown: bool = False,
-                    turn_back: bool = False, origin: bool = False) -> str | None:
+                    turn_back: bool = False, origin: bool = False, lead_added: bool = False) -> str | None:
     """Why the fitted ODE is unsafe to extrapolate, or None: from y0 and y0 +- delta its solution
     must exist on `span` times the observed interval (no pole, no domain edge, finite) and stay
     within `bound` times the size of the observations `y` (default |y0|). delta is the largest
@@ -400,7 +400,9 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     most. With `origin`, a record whose first time lies after 0 by at most ORIGIN_SHARE of its
     span most likely began at t = 0 (times counted from the experiment's start): delta covers
     the motion over that lead too, the law's and the record's over as long just after its first
-    observation (a law that hides an equilibrium there moves slowly beside it)."""
+    observation (a law that hides an equilibrium there moves slowly beside it). With `lead_added`,
+    that motion adds to the start's own uncertainty (noise, the fit's miss) instead of replacing
+    the smaller: where the record was at 0 is uncertain by both at once."""
     t = np.asarray(t, float)
     grid = np.linspace(t[0], t[0] + span * (t[-1] - t[0]), points)
     size = max(abs(y0) if y is None else float(np.max(np.abs(y))), 1e-12)
@@ -415,7 +417,7 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
         step = max(step, float(t[0]))  # the law's motion over the lead, below
         early = abs(float(y[min(np.searchsorted(t, 2 * t[0]), len(t) - 1)] - y[0]))  # the record's, just after it
     noise = max(2 * sigma, 1e-3 * size, 2 * miss)
-    delta = max(noise, early, slope * step if math.isfinite(slope) else 0.0)
+    delta = max(noise + early if lead_added else noise, early, slope * step if math.isfinite(slope) else 0.0)
     starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= (noise if rest_in_noise else delta) else ())
     if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
         starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))

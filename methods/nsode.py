@@ -91,7 +91,8 @@ class NSODE(Method):
     perturbed start c times y0 may go c times as far, on since version 23) and `growth_bound` (a record
     that grew G > 100-fold may go G^2 times its size), `turn_back` (a course from a perturbed start that
     moves against the fitted one fails it) and `origin` (a record that starts just after t = 0 is checked
-    from where it was at 0), and `decade_weights` (such a record's fits weigh residuals by the noise
+    from where it was at 0; with `lead_added` that start's uncertainty is its noise plus the lead's
+    motion, not the larger), and `decade_weights` (such a record's fits weigh residuals by the noise
     profile, unclipped) with `decade_reweight` (that profile fitted by reweighted least squares;
     nsode.search.Settings); `threads` are torch's CPU threads per worker."""
 
@@ -128,7 +129,8 @@ class NSODE(Method):
                  sqrt_nodes=Settings.sqrt_nodes, first_start=Settings.first_start,
                  growth_bound=Settings.growth_bound, decade_weights=Settings.decade_weights,
                  decade_reweight=Settings.decade_reweight, denominators=Settings.denominators,
-                 turn_back=Settings.turn_back, origin=Settings.origin, threads=1,
+                 turn_back=Settings.turn_back, origin=Settings.origin, lead_added=Settings.lead_added,
+                 threads=1,
                  scaled_checkpoint=None, branches=None):
         self.checkpoint, self.scaled_checkpoint, self.beam, self.search = checkpoint, scaled_checkpoint, beam, search
         self.branches, self.snap, self.snap_fitted, self.per_capita = branches, snap, snap_fitted, per_capita
@@ -143,7 +145,7 @@ class NSODE(Method):
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators
-        self.turn_back, self.origin = turn_back, origin
+        self.turn_back, self.origin, self.lead_added = turn_back, origin, lead_added
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -66,6 +66,8 @@ SEARCH_OPTIONS = {
     "origin": (bool, "perturb, in that check, the initial value by the law's motion since t = 0 too, where the "
                      "first observation follows 0 by at most a tenth of the record's span (the record most likely "
                      "began at 0)"),
+    "lead_added": (bool, "with origin, add the record's motion over that lead to the initial value's own "
+                         "uncertainty (noise, the fit's miss of the first observation) instead of taking the larger"),
     "decade_weights": (bool, "weigh, on a record that grew more than 100-fold, each residual of the fits and of "
                              "the choice by its own point's noise level, unclipped (relative noise over many decades)"),
     "decade_reweight": (bool, "fit that record's noise levels with each point's squared miss in its own level "

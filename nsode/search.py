@@ -87,6 +87,7 @@ class Settings:
     decade_reweight: bool = True  # and its noise profile is fitted by reweighted least squares (version 28)
     turn_back: bool = True  # a course that turns back from a start within y0's uncertainty is unsafe (version 31)
     origin: bool = True  # a record that starts just after t = 0 is checked from where it was at 0 (version 31)
+    lead_added: bool = False  # and that start's uncertainty adds the record's motion over the lead to its noise
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
@@ -414,7 +415,7 @@ def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> s
     reason = unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
                              rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit,
                              start_scaled=settings.start_scaled_bound, grown=settings.growth_bound,
-                             turn_back=settings.turn_back, origin=settings.origin)
+                             turn_back=settings.turn_back, origin=settings.origin, lead_added=settings.lead_added)
     if reason is None and settings.hidden_pause:
         reason = hidden_pause(f.template, f.values, f.y0, t)
     return reason
