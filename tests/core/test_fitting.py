@@ -234,6 +234,20 @@ def test_a_record_that_starts_just_after_zero_is_checked_from_where_it_was_at_ze
         assert unstable_reason(law, [1.0], 0.99, t, 0.001, y=y, turn_back=True) is None
 
 
+def test_the_start_at_zero_is_uncertain_by_the_noise_and_the_lead_together():
+    # the fit starts at 0.99, 0.01 below an unstable equilibrium at 1; the start's noise (2 sigma =
+    # 0.006) and the record's motion over its lead of 0.04 (about 0.007) each stay short of it, but
+    # where the record was at t = 0 is uncertain by both at once, which reaches past it
+    law = Template(Y * (Y - A) * (2 - Y), (A,))
+    t = np.linspace(0.04, 2, 128)
+    y = 0.99 - 0.15 * (t - 0.04)
+    check = dict(y=y, turn_back=True, origin=True)
+    assert unstable_reason(law, [1.0], 0.99, t, 0.003, **check) is None
+    assert "turns back" in unstable_reason(law, [1.0], 0.99, t, 0.003, lead_added=True, **check)
+    check["y"] = y - 0.01  # the same record 0.02 below the equilibrium: beyond both together
+    assert unstable_reason(law, [1.0], 0.98, t, 0.003, lead_added=True, **check) is None
+
+
 def test_a_law_that_cannot_start_from_zero_is_unstable_when_the_data_start_beside_zero():
     # y' = a + b sin(y)/y fits a charging curve that starts at rest, but sin(0)/0 is not a number:
     # from 0 (within the noise of the fitted start) it cannot be integrated; y' = a - b y can.
