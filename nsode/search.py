@@ -87,7 +87,7 @@ class Settings:
     decade_reweight: bool = True  # and its noise profile is fitted by reweighted least squares (version 28)
     turn_back: bool = True  # a course that turns back from a start within y0's uncertainty is unsafe (version 31)
     origin: bool = True  # a record that starts just after t = 0 is checked from where it was at 0 (version 31)
-    lead_added: bool = False  # and that start's uncertainty adds the record's motion over the lead to its noise
+    lead_added: bool = False  # that start uncertain by noise plus the lead's motion (measured, not kept: rule 71)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
     nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")

@@ -234,7 +234,7 @@ def test_a_record_that_starts_just_after_zero_is_checked_from_where_it_was_at_ze
         assert unstable_reason(law, [1.0], 0.99, t, 0.001, y=y, turn_back=True) is None
 
 
-def test_the_start_at_zero_is_uncertain_by_the_noise_and_the_lead_together():
+def test_the_start_at_time_zero_is_uncertain_by_the_noise_and_the_lead_together():
     # the fit starts at 0.99, 0.01 below an unstable equilibrium at 1; the start's noise (2 sigma =
     # 0.006) and the record's motion over its lead of 0.04 (about 0.007) each stay short of it, but
     # where the record was at t = 0 is uncertain by both at once, which reaches past it
