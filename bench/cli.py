@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminated)  # `kill`, a batch scheduler: stop as Ctrl-C does
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if on_main_thread else None  # `kill`, a scheduler
     try:
         return args.handler(args) or 0
     except (UserError, datasets.DatasetError, registry.RegistryError, ValueError) as err:
@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as err:
         print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
         return 143 if isinstance(err, Terminated) else 130
+    finally:  # a caller's own handler comes back (a notebook, a test process that is later stopped)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 class Terminated(KeyboardInterrupt):

@@ -365,3 +365,19 @@ def test_draw_y0_and_method_files_name_their_problems(tmp_path):
             "    def run(self, observations, budget):\n        return Prediction('-y')\n")
     assert_one_line_error(bench("run", "--method-file", tmp_path / "one" / "decay.py", tmp_path / "two" / "decay.py",
                                 "--methods", "decay", "--out", tmp_path / "o"), "both define 'decay'")
+
+
+def test_the_stop_handler_is_the_callers_again_after_main_returns(tmp_path):
+    import signal
+
+    from bench.cli import main
+
+    def callers_own(signum, frame):
+        pass
+
+    before = signal.signal(signal.SIGTERM, callers_own)
+    try:
+        assert main(["run", "--methods", "nosuch", "--out", str(tmp_path)]) == 2
+        assert signal.getsignal(signal.SIGTERM) is callers_own
+    finally:
+        signal.signal(signal.SIGTERM, before)
