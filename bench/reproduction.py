@@ -46,6 +46,15 @@ def starts(rows: pd.DataFrame, runs: list[dict]) -> list[tuple[str, int, float]]
     return out
 
 
+def stored_before(rows: pd.DataFrame, runs: list[dict]) -> int:
+    """Rows that finished before the first recorded start (copied in from another store), which no
+    start's wall time covers; 0 when the sweep recorded no starts."""
+    if not runs:
+        return 0
+    finished = pd.to_numeric(rows["finished_at"], errors="coerce").to_numpy()
+    return int((finished < float(runs[0].get("started_at", float("-inf")))).sum())
+
+
 def method_times(rows: pd.DataFrame) -> pd.DataFrame:
     """Per method: tasks, the task deadline, median and max fit time, core-hours of fitting, and
     the tasks where a run's own time limit fired before its counted budget was spent
@@ -127,13 +136,17 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
     runs = _runs(sweep_folder)
     origin = _provenance(runs)
     parts = starts(rows, runs)
-    if len(parts) > 1:  # each start's own span: the time between a stop and a resume is not the sweep's
+    earlier = stored_before(rows, runs)
+    if len(parts) > 1 or earlier:  # each start's own span: the pause between a stop and a resume is not the sweep's
         span = sum(seconds for _, _, seconds in parts)
-        timing = (f"{_hours(span)} over {len(parts)} starts (" + "; ".join(
+        timing = (f"{_hours(span)} over {len(parts)} start{'s' * (len(parts) != 1)} (" + "; ".join(
             f"{commit[:7]}: {_hours(seconds)}, {count:,} rows" for commit, count, seconds in parts) + ")")
     else:
         timing = (f"{_hours(span)} from the first task's start to the last row (stored timestamps; "
                   "includes pauses between a stop and a resume)")
+    if earlier:  # rows brought from another store of the same grid: no start here timed them
+        timing += (f"; {earlier:,} rows were stored before the first start (their `method_version` and "
+                   "`finished_at` say what and when; their fits count in the worker time, not the wall time)")
     box = origin["machine"]
     lines = ["# Reproduction report: the paper's claims, checked", ""]
     if note:

@@ -53,6 +53,20 @@ def test_a_resumed_sweep_counts_each_start_s_own_time_not_the_pause(tmp_path):
     assert "0.13 h (460 s) over 2 starts (aaaaaaa: 0.11 h (400 s), 4 rows; bbbbbbb: 0.02 h (60 s), 2 rows)" in text
 
 
+def test_rows_stored_before_the_first_start_are_counted_apart_from_its_wall_time(tmp_path):
+    copied, ran = rows("a", [True] * 3), rows("b", [True] * 2)
+    for i, row in enumerate(copied):
+        row["finished_at"] = 500.0 + i  # from another store of the same grid, a day before
+    for i, row in enumerate(ran):
+        row["finished_at"] = 90_000.0 + 50 * (i + 1)
+    runs = [{"commit": "b" * 40, "started_at": 90_000.0, "machine": MACHINE}]
+    (tmp_path / "sweep.json").write_text(json.dumps({"runs": runs}))
+    frame = pd.DataFrame(copied + ran)
+    assert reproduction.stored_before(frame, runs) == 3
+    text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
+    assert "0.03 h (100 s) over 1 start (bbbbbbb: 0.03 h (100 s), 2 rows); 3 rows were stored before the first start" in text
+
+
 def test_method_times_count_the_tasks_a_time_limit_cut_short():
     gp, other = rows("gp", [True] * 3), rows("other", [True] * 2)
     gp[0]["metadata"] = json.dumps({"runs": 6, "runs_stopped_by_time": 2})
