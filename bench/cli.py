@@ -4,12 +4,11 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
 from bench import datasets, registry
-from core import protocol
+from core import processes, protocol
 from core.arguments import nonnegative_number, positive_number, whole_number
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -42,25 +41,22 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if on_main_thread else None  # `kill`, a scheduler
-    try:
-        return args.handler(args) or 0
-    except (UserError, datasets.DatasetError, registry.RegistryError, ValueError) as err:
-        if type(err) is ValueError:  # a plain ValueError is a bug, show it fully
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:  # a folder that cannot be made or written (--out names a file, no permission)
-        what = "exists and is not a folder" if isinstance(err, FileExistsError) else (err.strerror or str(err)).lower()
-        print(f"error: {err.filename}: {what}" if err.filename else f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as err:
-        print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
-        return 143 if isinstance(err, Terminated) else 130
-    finally:  # a caller's own handler comes back (a notebook, a test process that is later stopped)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    with processes.signal_handled(signal.SIGTERM, _terminated):  # `kill`, a scheduler: stop as Ctrl-C does
+        try:
+            return args.handler(args) or 0
+        except (UserError, datasets.DatasetError, registry.RegistryError, ValueError) as err:
+            if type(err) is ValueError:  # a plain ValueError is a bug, show it fully
+                raise
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except OSError as err:  # a folder that cannot be made or written (--out names a file, no permission)
+            what = ("exists and is not a folder" if isinstance(err, FileExistsError)
+                    else (err.strerror or str(err)).lower())
+            print(f"error: {err.filename}: {what}" if err.filename else f"error: {err}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as err:
+            print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
+            return 143 if isinstance(err, Terminated) else 130
 
 
 class Terminated(KeyboardInterrupt):

@@ -43,19 +43,25 @@ def die_with_parent() -> None:
 
 
 @contextlib.contextmanager
-def interrupts_ignored():
-    """Ctrl-C ignored while a child is started: a spawned Python keeps SIGINT ignored when it
-    starts with it ignored, so Ctrl-C reaches only the parent, which stops its children itself
-    (otherwise a child still importing prints its own KeyboardInterrupt traceback). Outside the
-    main thread (where handlers cannot change) it does nothing."""
+def signal_handled(signum: int, handler):
+    """`handler` answers `signum` inside the block, and the caller's own handler comes back after
+    it (a notebook, a test process). Outside the main thread (where handlers cannot change) it
+    does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    before = signal.signal(signum, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, before)
+        signal.signal(signum, before)
+
+
+def interrupts_ignored():
+    """Ctrl-C ignored while a child is started: a spawned Python keeps SIGINT ignored when it
+    starts with it ignored, so Ctrl-C reaches only the parent, which stops its children itself
+    (otherwise a child still importing prints its own KeyboardInterrupt traceback)."""
+    return signal_handled(signal.SIGINT, signal.SIG_IGN)
 
 
 def kill_group(process) -> None:

@@ -27,7 +27,6 @@ import math
 import shutil
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
 from core.arguments import positive_number, probability_below_one, share, whole_number
+from core.processes import signal_handled
 from nsode import model as nsode_model
 from nsode.checkpoint_files import share_weights
 from nsode.batching import VARIANTS, collate, model_view, observe, two_hot_loss
@@ -510,20 +510,17 @@ def main(argv=None) -> int:
     except (UsageError, nsode_model.CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    previous = signal.signal(signal.SIGTERM, _stop) if threading.current_thread() is threading.main_thread() else None
-    try:
-        train(args, data, out, device, model, state)
-    except (UsageError, nsode_model.CheckpointError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        saved = f"saved {out / 'last'}; run the same command with --resume to continue" if (out / "last").is_dir() \
-            else "nothing saved yet"
-        print(f"\ninterrupted at step {state['step']}: {saved}", file=sys.stderr)
-        return 130
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    with signal_handled(signal.SIGTERM, _stop):
+        try:
+            train(args, data, out, device, model, state)
+        except (UsageError, nsode_model.CheckpointError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            saved = (f"saved {out / 'last'}; run the same command with --resume to continue"
+                     if (out / "last").is_dir() else "nothing saved yet")
+            print(f"\ninterrupted at step {state['step']}: {saved}", file=sys.stderr)
+            return 130
     return 0
 
 
