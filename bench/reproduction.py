@@ -137,7 +137,9 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
     origin = _provenance(runs)
     parts = starts(rows, runs)
     earlier = stored_before(rows, runs)
-    if len(parts) > 1 or earlier:  # each start's own span: the pause between a stop and a resume is not the sweep's
+    if not parts and earlier:  # every row was copied in: no start here ran a task
+        timing = "no start of this sweep ran a task"
+    elif len(parts) > 1 or earlier:  # each start's own span: the pause between a stop and a resume is not the sweep's
         span = sum(seconds for _, _, seconds in parts)
         timing = (f"{_hours(span)} over {len(parts)} start{'s' * (len(parts) != 1)} (" + "; ".join(
             f"{commit[:7]}: {_hours(seconds)}, {count:,} rows" for commit, count, seconds in parts) + ")")

@@ -66,6 +66,9 @@ def test_rows_stored_before_the_first_start_are_counted_apart_from_its_wall_time
     text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
     assert ("0.03 h (100 s) over 1 start (bbbbbbb: 0.03 h (100 s), 2 rows); "
             "3 rows were stored before the first start") in text
+    text = reproduction.write(pd.DataFrame(copied), tmp_path, tmp_path, "python -m bench paper",
+                              claims.Roles()).read_text()
+    assert "no start of this sweep ran a task; 3 rows were stored before the first start" in text
 
 
 def test_method_times_count_the_tasks_a_time_limit_cut_short():
