@@ -241,9 +241,19 @@ def training_stream(data: list[Path], args, cfg, step: int, device):
     if args.workers == 0:  # a resumed run sees new noise and points
         return training_batches(data, args, cfg, np.random.default_rng([args.seed, step]), args.seed + step)
     loader = torch.utils.data.DataLoader(TrainingBatches(data, args, cfg, step), batch_size=None,
-                                         num_workers=args.workers, prefetch_factor=4, persistent_workers=True,
+                                         num_workers=args.workers, prefetch_factor=4,
                                          pin_memory=device.type == "cuda")
-    return iter(loader)
+    return worker_batches(loader)
+
+
+def worker_batches(loader):
+    """The loader's batches, its worker processes stopped when this generator is closed: left to
+    the garbage collector, they outlive training, and their slow join can end up interrupted at exit."""
+    workers = iter(loader)
+    try:
+        yield from workers
+    finally:
+        del workers  # the last reference: torch joins the workers here
 
 
 @torch.no_grad()
@@ -609,6 +619,8 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
         keep_time()
         save_checkpoint(out / "last", model, opt, state)
         raise
+    finally:
+        stream.close()  # data worker processes stop with the loop
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 import json
+import multiprocessing
 import shutil
 
 import numpy as np
@@ -205,7 +206,9 @@ def test_training_with_data_worker_processes(training_data, tmp_path):
     args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
             "--eval-every", "3", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT),
             "--workers", "2", "--steps", "3"]
+    before = set(multiprocessing.active_children())  # e.g. the generator's simplifier
     assert main(args) == 0
+    assert set(multiprocessing.active_children()) == before  # workers stopped when training ends, not at exit
     state = json.loads((out / "last" / "training_state.json").read_text())
     assert state["step"] == 3 and state["samples"] == 12
 
