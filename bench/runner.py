@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import queue
+import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,7 +32,7 @@ from bench.scoring import score
 from bench.store import ResultStore
 from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
-from core import protocol
+from core import processes, protocol
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class WorkerPool:
         self.memory_limit = memory_limit
         self.idle: queue.Queue[Worker] = queue.Queue()
         self.everyone: list[Worker] = []
+        self.closed, self.lock = False, threading.Lock()
         self.setup_timeouts: dict[str, dict] = {}  # methods whose setup overran: not set up again
         for _ in range(size):
             self.idle.put(self._start())
@@ -107,6 +110,13 @@ class WorkerPool:
         worker = Worker(self.memory_limit)
         self.everyone.append(worker)
         return worker
+
+    def _give_back(self, worker: Worker) -> None:
+        """Return a worker to the idle queue, or a fresh one for a killed worker; none once closed
+        (a thread whose worker was killed by `close` would otherwise start one nobody stops)."""
+        with self.lock:
+            if not self.closed:
+                self.idle.put(worker if worker.alive else self._start())
 
     def execute(self, job: Job) -> dict:
         if job.spec.label in self.setup_timeouts:
@@ -118,10 +128,12 @@ class WorkerPool:
                 self.setup_timeouts[job.spec.label] = result
             return result
         finally:
-            self.idle.put(worker if worker.alive else self._start())
+            self._give_back(worker)
 
     def close(self) -> None:
         """Stop every worker, busy ones included (after Ctrl-C, a busy worker is killed)."""
+        with self.lock:
+            self.closed = True
         for worker in self.everyone:
             worker.close()
 
@@ -235,12 +247,14 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
             bar.update()
         store.flush()
         _mark_finished(store.folder, grid)
-    finally:
-        try:
-            store.flush()
-        finally:  # a failed write must not leave the workers running, or the driver never exits
-            bar.close()
-            executor.close()
+    finally:  # a second Ctrl-C or kill while the workers stop must not leave them running
+        with processes.signal_handled(signal.SIGINT, signal.SIG_IGN), \
+                processes.signal_handled(signal.SIGTERM, signal.SIG_IGN):
+            try:
+                store.flush()
+            finally:  # a failed write must not leave the workers running, or the driver never exits
+                bar.close()
+                executor.close()
     return store
 
 

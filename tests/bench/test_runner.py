@@ -75,7 +75,8 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
     assert not everything.duplicated(KEY).any(), "a finished task was run twice"
 
 
-def test_sigterm_saves_finished_rows_and_stops_the_workers(tmp_path):
+@pytest.mark.parametrize("signals", [1, 2])  # a second one while the workers are being stopped
+def test_sigterm_saves_finished_rows_and_stops_the_workers(tmp_path, signals):
     import threading
 
     import psutil
@@ -93,6 +94,9 @@ def test_sigterm_saves_finished_rows_and_stops_the_workers(tmp_path):
     time.sleep(3)  # the last truth rows wait in the driver's buffer while `hangs` runs
     workers = psutil.Process(proc.pid).children(recursive=True)
     proc.terminate()
+    if signals == 2:
+        time.sleep(0.5)  # within the busy worker's 2 s grace to exit
+        proc.terminate()
     proc.wait(timeout=60)
     reader.join(timeout=10)
     assert proc.returncode == 143 and "Traceback" not in "".join(seen), "".join(seen)
@@ -184,3 +188,11 @@ def test_a_start_is_unfinished_until_a_start_of_the_same_grid_runs_to_its_end(tm
     runs.append({"grid": a, "pending": 3, "finished_at": 2.0})
     (tmp_path / "sweep.json").write_text(json.dumps({"runs": runs}))
     assert runner.unfinished_starts(tmp_path) == []
+
+
+def test_a_closed_pool_starts_no_worker_for_a_thread_whose_worker_it_killed():
+    pool = runner.WorkerPool(1, None)
+    busy = pool.idle.get()  # as a supervising thread holds it
+    pool.close()  # Ctrl-C: the busy worker is killed
+    pool._give_back(busy)  # that thread's job returns
+    assert pool.idle.empty() and pool.everyone == [busy] and not busy.alive
