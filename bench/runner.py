@@ -33,6 +33,7 @@ from bench.store import ResultStore
 from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import processes, protocol
+from core.files import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -223,9 +224,13 @@ def finish(pending: Pending, result: dict) -> dict:
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
     digests = data_digests.digests(sweep.datasets)
-    data_digests.check_unchanged(digests, _previous_config(store.folder).get("data_digests", {}), store.folder,
-                                 advice="write to a new --out folder, or delete the old one")
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
+    previous = _previous_config(store.folder)
+    if resuming and not previous:  # nothing to check the stored rows' data against
+        raise datasets.DatasetError(f"{store.folder} holds results but no readable sweep.json, so they cannot be "
+                                    "checked against this data: write to a new --out folder, or restore it")
+    data_digests.check_unchanged(digests, previous.get("data_digests", {}), store.folder,
+                                 advice="write to a new --out folder, or delete the old one")
     pending = pending_jobs(sweep, store)
     store.folder.mkdir(parents=True, exist_ok=True)
     grid = _sweep_grid(sweep)
@@ -293,7 +298,7 @@ def _write_config(sweep: Sweep, folder: Path, grid: dict, pending: int, digests:
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
     start = {**provenance.describe(), "started_at": time.time(), "grid": grid, "pending": pending}
     config["runs"] = runs + ([start] if pending else [])
-    (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")
+    write_text_atomic(json.dumps(config, indent=1) + "\n", folder / "sweep.json")
 
 
 def _settings(sweep: Sweep) -> dict:
@@ -311,7 +316,7 @@ def _mark_finished(folder: Path, grid: dict) -> None:
     config = _previous_config(folder)
     if config.get("runs") and "finished_at" not in config["runs"][-1] and config["runs"][-1].get("grid") == grid:
         config["runs"][-1]["finished_at"] = time.time()
-        (folder / "sweep.json").write_text(json.dumps(config, indent=1) + "\n")
+        write_text_atomic(json.dumps(config, indent=1) + "\n", folder / "sweep.json")
 
 
 def unfinished_starts(folder: Path) -> list[dict]:

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from core.files import write_text_atomic
 from nsode.data import science
 from nsode.data import shards as store
 from nsode.data import simplify
@@ -289,7 +290,7 @@ def prepare_folder(folder: Path, config: Config, seed: int, solution_seed: int |
             raise GenerateError(f"{folder} holds files the generator did not write ({', '.join(foreign[:3])}) and no "
                                 f"{store.CONFIG_FILE}: use a new or empty --out folder")
         folder.mkdir(parents=True, exist_ok=True)
-        store.write_text_atomic(json.dumps(wanted, indent=1, sort_keys=True) + "\n", file)
+        write_text_atomic(json.dumps(wanted, indent=1, sort_keys=True) + "\n", file)
     for stale in list(folder.glob("**/.*.tmp")):  # left by an interrupted run
         stale.unlink(missing_ok=True)
 

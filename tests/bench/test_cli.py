@@ -258,6 +258,21 @@ def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, traj
                                 "--out", out), "t and y")
 
 
+@pytest.mark.parametrize("damage", ["missing", "torn"])
+def test_rows_without_a_readable_sweep_json_are_not_resumed_on_unchecked_data(tmp_path, trajectory, damage):
+    write_csv(tmp_path / "traj.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    out = tmp_path / "o"
+    assert bench("run", "--dataset", tmp_path / "traj.csv", "--methods", "truth", "--out", out).returncode == 0
+    if damage == "missing":
+        (out / "sweep.json").unlink()
+    else:
+        (out / "sweep.json").write_text('{"datasets": [')
+    write_csv(tmp_path / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)  # other data, the same name
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "traj.csv", "--methods", "truth", "--out", out),
+                          "no readable sweep.json")
+    assert len(pd.read_parquet(out / "parts")) == 1  # the stored row is kept
+
+
 def test_seeds_must_be_whole_numbers_from_zero_and_score_needs_a_result_folder(tmp_path):
     assert_one_line_error(bench("run", "--seeds", "-1", "--out", tmp_path), "--seeds")
     assert_one_line_error(bench("score", tmp_path / "nothing"), "not a result folder")
