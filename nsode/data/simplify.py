@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import math
 import multiprocessing
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ class Rejected(ValueError):
 # ---------------------------------------------------------------- simplify under a time limit
 
 def _serve(conn) -> None:
-    """The simplifier child: sympy.simplify each expression it receives, until the pipe closes."""
+    """The simplifier child: sympy.simplify each expression it receives, until the pipe closes.
+    Ctrl-C reaches the whole process group; the parent handles it and stops this child."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             expr = conn.recv()

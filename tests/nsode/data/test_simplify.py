@@ -1,5 +1,8 @@
 """Simplification, the support filter, skeletons and the paper's constant-resampling rules."""
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -103,3 +106,13 @@ def test_simplify_stops_a_call_stuck_in_c_code(monkeypatch):
     assert err.value.reason == "timeout"
     monkeypatch.undo()
     assert simplify.simplify(sympy.sin(Y) ** 2 + sympy.cos(Y) ** 2 + Y, time_limit=2.0) == Y + 1
+
+
+def test_the_simplifier_child_leaves_ctrl_c_to_its_parent(monkeypatch):
+    monkeypatch.setattr(simplify, "_local", threading.local())
+    assert simplify.simplify(Y + Y, time_limit=2.0) == 2 * Y
+    worker = simplify._local.simplifier
+    os.kill(worker.process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the process group
+    time.sleep(0.3)
+    assert worker.alive and simplify.simplify(Y * Y, time_limit=2.0) == Y**2  # no traceback, still serving
+    worker.close()
