@@ -376,6 +376,10 @@ def start(args, out: Path, device) -> tuple:
     for name in ("last", "best"):
         recover_checkpoint(out / name)
     has_run = (out / "last" / "training_state.json").is_file()
+    weights_only = not has_run and (out / "last").is_dir() and any((out / "last").glob("*.safetensors"))
+    if weights_only:  # a state file lost or deleted: neither resumed nor trained over
+        raise UsageError(f"{out / 'last'} holds weights but no training_state.json: continue from them in a new "
+                         f"folder with --init {out / 'last'} --out NEW")
     if resuming and not has_run:
         raise UsageError(f"--resume: {out / 'last'} holds no run to continue; leave out --resume to start one")
     if has_run and not resuming:
@@ -440,6 +444,12 @@ def _training_state(folder: Path) -> dict:
         raise UsageError(f"{folder / 'training_state.json'} cannot be read ({err})") from None
     if not isinstance(state, dict):
         raise UsageError(f"{folder / 'training_state.json'} is not a training state (a JSON object)")
+    for key, kinds, what in (("step", int, "a count"), ("samples", int, "a count"), ("warmup_start", int, "a count"),
+                             ("elapsed_s", (int, float), "seconds"), ("anneal_s", (int, float), "seconds"),
+                             ("best_val_loss", (int, float), "a loss")):  # what the loop computes with
+        value = state.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, kinds) or not 0 <= value <= math.inf:
+            raise UsageError(f"{folder / 'training_state.json'}: {key} is {value!r}, not {what}")
     return state
 
 

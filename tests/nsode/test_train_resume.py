@@ -277,6 +277,24 @@ def test_an_interrupted_run_saves_its_last_update_and_resumes_from_it(training_d
     assert json.loads((out / "last" / "training_state.json").read_text())["variant"] == "nsode-eps"
 
 
+def test_a_run_whose_state_file_is_lost_or_edited_is_refused_not_trained_over(training_data, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "2", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
+    assert main(args + ["--steps", "2"]) == 0
+    state_file = out / "last" / "training_state.json"
+    state = json.loads(state_file.read_text())
+    state_file.write_text(json.dumps({**state, "step": "x"}))
+    assert main(args + ["--steps", "4", "--resume"]) == 2
+    assert "step is 'x'" in capsys.readouterr().err
+    state_file.unlink()
+    weights = (out / "last" / "model.safetensors").read_bytes()
+    for resume in ([], ["--resume"]):
+        assert main(args + ["--steps", "4", *resume]) == 2
+        assert "holds weights but no training_state.json" in capsys.readouterr().err
+    assert (out / "last" / "model.safetensors").read_bytes() == weights
+
+
 @pytest.mark.parametrize("flag", [["--batch-size", "0"], ["--eval-every", "0"], ["--val-percent", "100"],
                                   ["--lr", "0"], ["--threads", "0"], ["--workers", "-1"], ["--dropout", "1.5"],
                                   ["--accum", "0"], ["--off-grid", "2"], ["--max-minutes", "-1"]])
