@@ -49,6 +49,8 @@ def resolve(name_or_path: str) -> Path:
         return builtin
     if name_or_path == "large":
         raise DatasetError("dataset 'large' does not exist yet: generate it with `python -m nsode.data large`")
+    if "/" in name_or_path or "\\" in name_or_path or path.suffix.lower() in (".json", ".csv"):  # meant as a path
+        raise DatasetError(f"dataset {name_or_path}: no such file or folder")
     raise DatasetError(f"unknown dataset {name_or_path!r}: use one of {', '.join(builtin_names())} or a path")
 
 

@@ -52,6 +52,13 @@ def whole_number(low: int, high: int | None = None):
     return parse
 
 
+def output_path(text: str) -> str:
+    """An argparse type: where to write, not empty (an empty --out would write into the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: name a file or folder")
+    return text
+
+
 def existing_file(text: str) -> Path:
     """An argparse type: a file that exists (a table to read)."""
     path = Path(text)

@@ -35,7 +35,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
-from core.arguments import positive_number, probability_below_one, share, whole_number
+from core.arguments import output_path, positive_number, probability_below_one, share, whole_number
 from core.processes import signal_handled
 from nsode import model as nsode_model
 from nsode.checkpoint_files import share_weights
@@ -54,7 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--weights", nargs="+", type=int, metavar="W",
                    help="how many times each --data folder is read per pass (default 1 each): "
                         "up-weights a small supplement, e.g. of simple skeletons")
-    p.add_argument("--out", required=True, help="output folder (checkpoints, log.csv, loss_curve.png)")
+    p.add_argument("--out", required=True, type=output_path, help="output folder (checkpoints, log.csv, loss_curve.png)")
     p.add_argument("--preset", default=None, choices=sorted(nsode_model.PRESETS),
                    help="model size of a run built from scratch (default small); loaded weights keep theirs")
     p.add_argument("--variant", default=None, choices=sorted(VARIANTS),

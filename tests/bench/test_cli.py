@@ -39,6 +39,9 @@ def trajectory():
 def test_unknown_method_and_dataset_are_named(tmp_path):
     assert_one_line_error(bench("run", "--methods", "nosuch", "--out", tmp_path), "nosuch")
     assert_one_line_error(bench("run", "--dataset", "nosuch", "--methods", "truth", "--out", tmp_path), "nosuch")
+    assert_one_line_error(bench("run", "--dataset", tmp_path / "mine.json", "--methods", "truth", "--out", tmp_path),
+                          "mine.json: no such file or folder")  # a path, not a misspelled name
+    assert_one_line_error(bench("run", "--methods", "truth", "--out", ""), "--out: is empty")
 
 
 def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
