@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")
-    changed = changed_flags(args)
+    changed = changed_flags(args) + (["--refine"] if args.refine else [])
     if args.paper and changed:
         pr.error(f"{', '.join(changed)} set(s) the search, which --paper does not use")
     if args.refit > args.top_k:

@@ -8,7 +8,7 @@ import argparse
 from dataclasses import fields
 
 from core import protocol
-from core.arguments import nonnegative_number, whole_number
+from core.arguments import nonnegative_number, share, whole_number
 from nsode.search import Settings
 
 # field: (argparse type, a tuple of choices, or bool for an on/off switch; help). A switch whose
@@ -85,7 +85,7 @@ SEARCH_OPTIONS = {
                          "exponent 1/2"),
     "unit_cost": (nonnegative_number, "criterion units charged, at every stage, to a law that fixes the unit of y: "
                                       "a function of y with no scale inside, as in sin(y) or exp(y)"),
-    "agreement": (nonnegative_number, "in that comparison only the fits whose course over twice the span the most "
+    "agreement": (share, "in that comparison only the fits whose course over twice the span the most "
                                       "tied fits follow to R^2 X compete, votes weighted by likelihood (0: off; "
                                       "0.99 was measured and not kept)"),
     "course_tolerance": (nonnegative_number, "in that comparison each tied fit votes, weighted by its likelihood, "

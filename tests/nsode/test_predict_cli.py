@@ -120,7 +120,8 @@ def test_options_the_run_would_ignore_or_cannot_use_are_refused(tmp_path, capsys
     path = tmp_path / "decay.csv"
     path.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 20)}\n" for i in range(20)))
     refused = [["--paper", "--top-k", "3"], ["--paper", "--forecast", "0"], ["--forecast", "-5"],
-               ["--multiplicity", "-1"], ["--node-cost", "nan"], ["--refit", "40"]]
+               ["--multiplicity", "-1"], ["--node-cost", "nan"], ["--refit", "40"], ["--paper", "--refine"],
+               ["--agreement", "2"]]  # an R^2 threshold
     for flags in refused:
         with pytest.raises(SystemExit) as stop:
             main(["predict", str(path), *flags])
