@@ -193,8 +193,8 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
         oracle = issubclass(spec.load(), Oracle)
         limit = limits[spec.label]
         if oracle and lawless:
-            some, them = ((f"{len(lawless)} trajectories come", "them") if len(lawless) > 1
-                          else ("1 trajectory comes", "it"))
+            some, them = ((f"{len(lawless)} tasks (trajectory, noise, n, seed) come", "them") if len(lawless) > 1
+                          else ("1 task comes", "it"))
             print(f"{spec.label} knows the law, and {some} without one: it skips {them}", file=sys.stderr)
         for task in tasks:
             if oracle and not task.trajectory.expression:

@@ -128,7 +128,7 @@ def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory):
     file = write_csv(tmp_path / "growth.csv", *trajectory)  # no expression column
     result = bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o")
     assert result.returncode == 0 and "no results" in result.stdout
-    assert "1 trajectory comes without one: it skips it" in result.stderr
+    assert "1 task comes without one: it skips it" in result.stderr
 
 
 def test_failed_run_keeps_what_was_stored(tmp_path):
