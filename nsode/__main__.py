@@ -257,7 +257,7 @@ def main(argv=None) -> int:
         return 2
 
     from core.fitting import noise_level, written_to_error
-    from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
+    from nsode import default_checkpoint
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
@@ -266,12 +266,10 @@ def main(argv=None) -> int:
     from nsode.search import choice_profile
 
     search = None if args.paper else settings_from(args)
-    beam = args.beam or (None if args.paper else SEARCH_BEAM)
-    branches = (None if args.paper else SEARCH_BRANCHES) if args.branches is None else args.branches
     try:
-        checkpoint = args.checkpoint or default_checkpoint("nsode-eps" if args.paper else SEARCH_CHECKPOINT)
-        scaled = None if args.checkpoint or args.paper else default_checkpoint(SCALED_CHECKPOINT)
-        predictor = Predictor(checkpoint, beam=beam, search=search, scaled=scaled, branches=branches)
+        predictor = (Predictor(args.checkpoint or default_checkpoint("nsode-eps"), beam=args.beam, branches=args.branches)
+                     if args.paper else Predictor.searching(search, checkpoint=args.checkpoint, beam=args.beam,
+                                                            branches=args.branches))
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

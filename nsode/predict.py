@@ -20,13 +20,14 @@ from scipy.interpolate import CubicSpline
 
 from core.expressions import Y
 from core.fitting import bin_means
-from nsode import default_checkpoint
+from core.trajectories import check_trajectory
+from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
 from nsode.scaling import Scale, in_raw_range
-from nsode.search import Found, Settings, restate, rivals, search
+from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Found, Settings, restate, rivals, search
 from nsode.select import EXACT_TOP, select
 
 
@@ -85,6 +86,17 @@ class Predictor:
         self.samples, self.temperature = samples, temperature
         self.reads = reads
 
+    @classmethod
+    def searching(cls, settings: Settings | None = None, *, checkpoint: str | Path | None = None,
+                  beam: int | None = None, branches: int | None = None, device: str = "auto") -> "Predictor":
+        """The search as `nsode predict` runs it by default (and the harness's `nsode-eps+refine`):
+        the shipped raw-input proposer, the scale-invariant one for records beyond its range, beam
+        SEARCH_BEAM with SEARCH_BRANCHES. A `checkpoint` of your own proposes for every record."""
+        scaled = None if checkpoint else default_checkpoint(SCALED_CHECKPOINT)
+        return cls(checkpoint or default_checkpoint(SEARCH_CHECKPOINT), beam=beam or SEARCH_BEAM,
+                   search=settings or Settings(), scaled=scaled,
+                   branches=SEARCH_BRANCHES if branches is None else branches, device=device)
+
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
 
@@ -139,8 +151,11 @@ class Predictor:
         return out
 
     def predict(self, t: np.ndarray, y: np.ndarray) -> Prediction:
+        """y' = f(y) for one record; ValueError naming the problem when t and y are not one
+        (`core.trajectories.check_trajectory`: NaN, unsorted or repeated times, too few points)."""
         t = np.asarray(t, float)
         y = np.asarray(y, float)
+        check_trajectory(t, y)
         timings = {}
         t0 = time.perf_counter()
         cands = self.candidates(t, y, timings)

@@ -15,11 +15,10 @@ from core.solving import solve, solve_truth
 from bench.tasks import Task, Trajectory
 from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
-from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
-from nsode.predict import Predictor, default_checkpoint
+from nsode.predict import Predictor
 from nsode.digits import supported
 from nsode.proposals import Skeleton, Term, denominator_fitted, skeleton_key
-from nsode.search import (RIVAL_WINDOW, SEARCH_BRANCHES, Found, Settings, extrapolations, heaviest_course,
+from nsode.search import (RIVAL_WINDOW, Found, Settings, extrapolations, heaviest_course,
                           most_followed, multiplicity_charge, rivals, search, shortlist, square_roots, tie_cost)
 
 T = np.linspace(0, 2, 64)
@@ -31,8 +30,7 @@ def predictor():
     import torch
 
     torch.set_num_threads(1)
-    return Predictor(default_checkpoint(SEARCH_CHECKPOINT), beam=256, search=Settings(),
-                     scaled=default_checkpoint(SCALED_CHECKPOINT), branches=SEARCH_BRANCHES)
+    return Predictor.searching()  # what `nsode predict` and the README's Python example run
 
 
 def rate(expression: str) -> float:
@@ -48,6 +46,13 @@ def test_search_reads_exponential_decay_to_two_digits(predictor, sigma):
     assert first.expression == second.expression  # deterministic: counted budgets only
     assert rate(first.expression) == pytest.approx(-0.5, abs=0.005)
     assert not first.info["safety_net"]
+
+
+@pytest.mark.parametrize("t, y, problem", [(T[::-1], DECAY, "not sorted"), (T[:5], DECAY[:5], "only 5 points"),
+                                            (T, np.where(T > 1, np.nan, DECAY), "NaN")])
+def test_a_record_that_is_not_one_is_refused_by_name(predictor, t, y, problem):
+    with pytest.raises(ValueError, match=problem):
+        predictor.predict(t, y)
 
 
 def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
