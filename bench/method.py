@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core import protocol
-from core.trajectories import check_trajectory
+from core.trajectories import observed
 
 
 class InvalidInput(ValueError):
@@ -31,10 +31,8 @@ class Observations:
     y: np.ndarray
 
     def __post_init__(self):
-        t = np.asarray(self.t, dtype=float)
-        y = np.asarray(self.y, dtype=float)
         try:
-            check_trajectory(t, y)
+            t, y = observed(self.t, self.y)  # copies: freezing them leaves the caller's arrays writable
         except ValueError as err:
             raise InvalidInput(str(err)) from None
         t.setflags(write=False)

@@ -138,6 +138,27 @@ def _comment_lines(path: Path) -> tuple[int, list[str] | None, str]:
 MAX_SIZE = 1e100  # larger or (unless zero) smaller |y| is refused: its squares overflow or underflow
 
 
+def observed(t, y, min_points: int = protocol.MIN_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Fresh float copies of t and y (the caller's arrays stay theirs), checked by
+    `check_trajectory`. ValueError for dates, durations, booleans or complex numbers, whose
+    conversion to floats would pick a unit (microseconds since 1970) or drop a part without a word."""
+    arrays = []
+    for name, values in (("t", t), ("y", y)):
+        raw = np.asarray(values)
+        if raw.dtype.kind in "mM":
+            raise ValueError(f"{name} holds dates or durations: convert them to numbers in a unit you choose "
+                             "(such as hours since the first)")
+        if raw.dtype.kind in "bc":
+            raise ValueError(f"{name} holds {'booleans' if raw.dtype.kind == 'b' else 'complex numbers'}, "
+                             "not real numbers")
+        try:
+            arrays.append(np.array(raw, dtype=float))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} holds values that are not numbers") from None
+    check_trajectory(arrays[0], arrays[1], min_points)
+    return arrays[0], arrays[1]
+
+
 def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MIN_POINTS) -> None:
     """The rules every observed trajectory obeys, from a file or from code: 1-D t and y of equal
     length, at least `min_points` points, all finite, strictly increasing times, y neither

@@ -5,7 +5,7 @@ named values, the method's parameters included."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from dataclasses import asdict, fields
 
 from core import protocol
 from core.arguments import nonnegative_number, share, whole_number
@@ -137,6 +137,12 @@ def search_settings(params: dict) -> Settings:
     or a command line may be text)."""
     return Settings(**{f.name: setting_value(f.name, type(f.default), params[f.name])
                        for f in fields(Settings) if f.name in params})
+
+
+def checked(settings: Settings) -> Settings:
+    """`settings` as given from Python, each value checked as its flag checks it (ValueError
+    naming a field out of range: top_k=0 would search nothing)."""
+    return search_settings(asdict(settings))
 
 
 def setting_value(name: str, kind: type, value):

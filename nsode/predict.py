@@ -20,12 +20,13 @@ from scipy.interpolate import CubicSpline
 
 from core.expressions import Y
 from core.fitting import bin_means
-from core.trajectories import check_trajectory
+from core.trajectories import observed
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
 from nsode.model import NSODEModel, load
+from nsode.options import checked
 from nsode.scaling import Scale, in_raw_range
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Found, Settings, restate, rivals, search
 from nsode.select import EXACT_TOP, select
@@ -81,7 +82,7 @@ class Predictor:
         on_gpu = next(self.model.parameters()).device.type == "cuda"
         self.beam = beam or (GPU_DEFAULT_BEAM if on_gpu else CPU_DEFAULT_BEAM)
         self.exact = exact
-        self.search = Settings() if search is True else (search or None)
+        self.search = Settings() if search is True else (checked(search) if search else None)
         self.branches = branches
         self.samples, self.temperature = samples, temperature
         self.reads = reads
@@ -152,10 +153,8 @@ class Predictor:
 
     def predict(self, t: np.ndarray, y: np.ndarray) -> Prediction:
         """y' = f(y) for one record; ValueError naming the problem when t and y are not one
-        (`core.trajectories.check_trajectory`: NaN, unsorted or repeated times, too few points)."""
-        t = np.asarray(t, float)
-        y = np.asarray(y, float)
-        check_trajectory(t, y)
+        (`core.trajectories.observed`: NaN, unsorted or repeated times, too few points, dates)."""
+        t, y = observed(t, y)
         timings = {}
         t0 = time.perf_counter()
         cands = self.candidates(t, y, timings)

@@ -45,6 +45,9 @@ def test_seed_changes_the_sample_and_is_reproducible(logistic):
     (np.arange(5.0), np.ones(5), "at least 10"),
     (np.arange(20.0), np.full(20, 3e200), "rescale y"),
     (np.arange(20.0), np.full(20, -3e-300), "rescale y"),
+    (np.arange("2024-01-01", "2024-01-21", dtype="datetime64[D]"), np.ones(20), "dates"),  # else days since 1970
+    (np.arange(20.0), np.arange(20) % 2 == 0, "booleans"),
+    (np.arange(20.0), ["a"] * 20, "not numbers"),
 ])
 def test_bad_trajectories_are_refused_with_a_reason(t, y, message):
     with pytest.raises(InvalidInput, match=message):
@@ -59,6 +62,13 @@ def test_an_unwritable_cache_only_costs_the_speed_up(tmp_path, monkeypatch):
         solved = datasets.load("textbook")
     assert len(solved) == 12 and all(np.isfinite(tr.y).all() for tr in solved)
     assert list(tmp_path.iterdir()) == [blocker]  # no temporary file left behind
+
+
+def test_observations_keep_their_own_frozen_copy_and_leave_the_caller_s_arrays_writable():
+    t, y = np.arange(20.0), np.ones(20)
+    seen = Observations(t, y)
+    y[0] = 99.0  # the caller goes on using its array
+    assert seen.y[0] == 1.0 and not seen.y.flags.writeable
 
 
 def test_data_at_rest_and_at_the_size_limits_are_accepted():

@@ -49,10 +49,16 @@ def test_search_reads_exponential_decay_to_two_digits(predictor, sigma):
 
 
 @pytest.mark.parametrize("t, y, problem", [(T[::-1], DECAY, "not sorted"), (T[:5], DECAY[:5], "only 5 points"),
-                                            (T, np.where(T > 1, np.nan, DECAY), "NaN")])
+                                            (T, np.where(T > 1, np.nan, DECAY), "NaN"),
+                                            (np.datetime64("2024-01-01") + np.arange(64), DECAY, "dates")])
 def test_a_record_that_is_not_one_is_refused_by_name(predictor, t, y, problem):
     with pytest.raises(ValueError, match=problem):
         predictor.predict(t, y)
+
+
+def test_search_settings_given_from_python_are_checked_as_their_flags():
+    with pytest.raises(ValueError, match="top_k=0"):  # it would search nothing and answer y' = 0
+        Predictor.searching(Settings(top_k=0))
 
 
 def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
