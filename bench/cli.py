@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="hard deadline per (method, task), overriding each method's default")
     run.add_argument("--memory-limit", type=positive_number, metavar="GB",
                      help="address-space limit per worker process; a method that exceeds it fails alone")
-    run.add_argument("--out", default="results/sweep", type=output_path, metavar="DIR", help="result folder (default results/sweep)")
+    run.add_argument("--out", default="results/sweep", type=output_path, metavar="DIR",
+                     help="result folder (default results/sweep)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     _backend_options(run)
     run.set_defaults(handler=_run)
@@ -112,8 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     paper.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
     paper.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
-    paper.add_argument("--docs", type=output_path, metavar="DIR", help="also copy REPRODUCTION.md, its tables and the main figures "
-                       "into DIR (the project keeps its report in docs/reproduction)")
+    paper.add_argument("--docs", type=output_path, metavar="DIR", help="also copy REPRODUCTION.md, its tables and the "
+                       "main figures into DIR (the project keeps its report in docs/reproduction)")
     paper.add_argument("--quiet", action="store_true", help="no progress bar")
     _backend_options(paper)
     paper.set_defaults(handler=_paper)
@@ -151,8 +152,8 @@ def _add_result_commands(sub) -> None:
                           "of the numbers it shows. Several result folders are combined into one table "
                           "(the same task and method in two of them is an error).")
     plot.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
-    plot.add_argument("--out", type=output_path, metavar="DIR", help="where to write the figures (default: DIR/figures; "
-                      "required with several folders)")
+    plot.add_argument("--out", type=output_path, metavar="DIR", help="where to write the figures (default: "
+                      "DIR/figures; required with several folders)")
     plot.add_argument("--dataset", help=f"dataset of the main figure (default {protocol.MAIN_FIGURE['dataset']}, "
                       "else one the results hold)")
     plot.add_argument("--n", type=_positive_int, help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']}, "
@@ -167,8 +168,8 @@ def _add_result_commands(sub) -> None:
                             "folders are combined into one table (the same task and method in two of them is "
                             "an error).")
     report.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
-    report.add_argument("--out", type=output_path, metavar="DIR", help="where to write the tables (default: the result folder; "
-                        "required with several folders)")
+    report.add_argument("--out", type=output_path, metavar="DIR", help="where to write the tables (default: the "
+                        "result folder; required with several folders)")
     report.set_defaults(handler=_report)
 
     compare = sub.add_parser("compare", help="two methods task by task: solved counts and a sign test per cell",

@@ -267,7 +267,8 @@ def main(argv=None) -> int:
 
     search = None if args.paper else settings_from(args)
     try:
-        predictor = (Predictor(args.checkpoint or default_checkpoint("nsode-eps"), beam=args.beam, branches=args.branches)
+        predictor = (Predictor(args.checkpoint or default_checkpoint("nsode-eps"), beam=args.beam,
+                               branches=args.branches)
                      if args.paper else Predictor.searching(search, checkpoint=args.checkpoint, beam=args.beam,
                                                             branches=args.branches))
     except CheckpointError as err:

@@ -86,8 +86,8 @@ SEARCH_OPTIONS = {
     "unit_cost": (nonnegative_number, "criterion units charged, at every stage, to a law that fixes the unit of y: "
                                       "a function of y with no scale inside, as in sin(y) or exp(y)"),
     "agreement": (share, "in that comparison only the fits whose course over twice the span the most "
-                                      "tied fits follow to R^2 X compete, votes weighted by likelihood (0: off; "
-                                      "0.99 was measured and not kept)"),
+                         "tied fits follow to R^2 X compete, votes weighted by likelihood (0: off; "
+                         "0.99 was measured and not kept)"),
     "course_tolerance": (nonnegative_number, "in that comparison each tied fit votes, weighted by its likelihood, "
                                              "for every course over twice the span it follows within X times "
                                              "the course's spread; the cheapest fit on the heaviest course wins "

@@ -54,7 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--weights", nargs="+", type=int, metavar="W",
                    help="how many times each --data folder is read per pass (default 1 each): "
                         "up-weights a small supplement, e.g. of simple skeletons")
-    p.add_argument("--out", required=True, type=output_path, help="output folder (checkpoints, log.csv, loss_curve.png)")
+    p.add_argument("--out", required=True, type=output_path,
+                   help="output folder (checkpoints, log.csv, loss_curve.png)")
     p.add_argument("--preset", default=None, choices=sorted(nsode_model.PRESETS),
                    help="model size of a run built from scratch (default small); loaded weights keep theirs")
     p.add_argument("--variant", default=None, choices=sorted(VARIANTS),

@@ -59,7 +59,8 @@ def parser() -> argparse.ArgumentParser:
                        "check; write DIR/shards/*.parquet (see nsode/data/shards.py for the columns). Running the "
                        "same command again resumes: finished shards are kept, the rest are (re)made; a larger "
                        "--n-skeletons extends the folder.")
-    g.add_argument("--out", required=True, type=output_path, metavar="DIR", help="output folder (created; resumed if it exists)")
+    g.add_argument("--out", required=True, type=output_path, metavar="DIR",
+                   help="output folder (created; resumed if it exists)")
     g.add_argument("--n-skeletons", type=int, required=True, metavar="N", help="number of distinct skeletons")
     g.add_argument("--seed", type=whole_number(0), required=True, metavar="S",
                    help="random seed: same seed, same data")
@@ -90,7 +91,8 @@ def parser() -> argparse.ArgumentParser:
                         "solution passes the generator's checks; write them in the benchmark harness's "
                         "format, and store their skeletons in nsode/data/excluded_skeletons.yaml so that "
                         "`generate` never trains on them.")
-    la.add_argument("--out", default="datasets/large.json", type=output_path, metavar="FILE", help="default: datasets/large.json")
+    la.add_argument("--out", default="datasets/large.json", type=output_path, metavar="FILE",
+                    help="default: datasets/large.json")
     la.add_argument("--seed", type=whole_number(0), default=20230723, metavar="S",
                     help="default: 20230723 (not a training seed)")
     la.add_argument("--count", type=int, default=162, metavar="N", help="number of ODEs (default 162)")
