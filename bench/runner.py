@@ -253,8 +253,7 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
         store.flush()
         _mark_finished(store.folder, grid)
     finally:  # a second Ctrl-C or kill while the workers stop must not leave them running
-        with processes.signal_handled(signal.SIGINT, signal.SIG_IGN), \
-                processes.signal_handled(signal.SIGTERM, signal.SIG_IGN):
+        with processes.interrupts_ignored(), processes.signal_handled(signal.SIGTERM, signal.SIG_IGN):
             try:
                 store.flush()
             finally:  # a failed write must not leave the workers running, or the driver never exits

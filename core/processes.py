@@ -58,9 +58,10 @@ def signal_handled(signum: int, handler):
 
 
 def interrupts_ignored():
-    """Ctrl-C ignored while a child is started: a spawned Python keeps SIGINT ignored when it
-    starts with it ignored, so Ctrl-C reaches only the parent, which stops its children itself
-    (otherwise a child still importing prints its own KeyboardInterrupt traceback)."""
+    """Ctrl-C ignored for a block. While a child is started: a spawned Python keeps SIGINT ignored
+    when it starts with it ignored, so Ctrl-C reaches only the parent, which stops its children
+    itself (otherwise a child still importing prints its own KeyboardInterrupt traceback). While
+    a parent stops its children: a second Ctrl-C must not cut that short and leave them running."""
     return signal_handled(signal.SIGINT, signal.SIG_IGN)
 
 
