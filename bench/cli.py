@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import datasets, registry
 from core import processes, protocol
-from core.arguments import nonnegative_number, output_path, positive_number, whole_number
+from core.arguments import output_path, positive_number, relative_noise, whole_number
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset", nargs="+", default=["textbook"], metavar="NAME|PATH",
                      help="built-in dataset name (%s), a dataset JSON file, or CSV file/folder "
                           "(default: textbook)" % ", ".join(datasets.builtin_names()))
-    run.add_argument("--noise", nargs="+", type=nonnegative_number, default=[0.0], metavar="SIGMA",
+    run.add_argument("--noise", nargs="+", type=relative_noise, default=[0.0], metavar="SIGMA",
                      help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
     run.add_argument("--n", nargs="+", type=_point_count, default=[128], metavar="N",
                      help=f"observed points per trajectory, {protocol.MIN_POINTS} or more, capped at the points a "

@@ -73,7 +73,7 @@ def load(name_or_path: str) -> list[Trajectory]:
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark, as Windows editors write, is read
     except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
         hint = "" if path.suffix.lower() == ".json" else "; a CSV trajectory needs a .csv ending"
         raise DatasetError(f"{path}: not a readable JSON dataset file ({err}){hint}") from None

@@ -15,7 +15,7 @@ import yaml
 from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
 from core import protocol
-from core.arguments import nonnegative_number, positive_number, whole_number
+from core.arguments import positive_number, relative_noise, whole_number
 
 GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "time_limits", "subset", "figures")
 
@@ -73,7 +73,7 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
     stray = sorted(set(_mapping(config, "time_limits", float)) - named)
     if stray:  # a misspelt name, or a method dropped from the list: say so, as for a skipped method
         print(f"ignoring time_limits for {', '.join(stray)}: not among the config's methods")
-    return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=_grid(config, "noise", nonnegative_number),
+    return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=_grid(config, "noise", relative_noise),
                         n=_grid(config, "n", whole_number(protocol.MIN_POINTS)),
                         seeds=_grid(config, "seeds", whole_number(0)), jobs=jobs,
                         time_limit=_limit(config.get("time_limit"), "time_limit"),
@@ -89,7 +89,7 @@ def _grid(config: dict, key: str, kind) -> tuple:
     values = config[key]
     if not isinstance(values, list) or not values:
         raise ConfigError(f"'{key}' must be a list, e.g. {key}: [{'0, 0.01' if key == 'noise' else '128, 256'}]")
-    out, whole = [], kind is not nonnegative_number
+    out, whole = [], kind is not relative_noise
     for value in values:
         if whole and isinstance(value, float) and not value.is_integer():
             raise ConfigError(f"'{key}': {value!r} is not a whole number")

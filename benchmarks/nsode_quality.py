@@ -29,7 +29,7 @@ from bench import datasets
 from baselines import grammar
 from bench.scoring import score
 from bench.tasks import observe
-from core.arguments import existing_folder, nonnegative_number, positive_number, whole_number
+from core.arguments import existing_folder, positive_number, relative_noise, whole_number
 from core.expressions import Y
 from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
@@ -358,7 +358,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variants", nargs="+", default=["nsode", "nsode-eps"])
     p.add_argument("--datasets", nargs="+", help="dataset names ('none': skip)", default=["textbook", "classic"] + (["large"] if LARGE.is_file() else []))
-    p.add_argument("--noise", type=nonnegative_number, nargs="+", default=[0.0, 0.01, 0.02])
+    p.add_argument("--noise", type=relative_noise, nargs="+", default=[0.0, 0.01, 0.02])
     p.add_argument("--n", type=whole_number(10), default=128)
     p.add_argument("--beam", type=whole_number(1), default=64, help="beam of the paper's selection")
     p.add_argument("--search-beam", type=whole_number(1), default=SEARCH_BEAM, help="beam of the search rows")
@@ -370,14 +370,14 @@ def main() -> None:
     p.add_argument("--heldout", type=existing_folder, default=None, help="data folder for skeleton recall and accuracy (its validation skeletons)")
     p.add_argument("--heldout-limit", type=whole_number(1), default=100, help="held-out ODEs to decode (one solution each)")
     p.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs with random constants to recover (0: skip)")
-    p.add_argument("--simple-noise", type=nonnegative_number, nargs="+", default=[0.0, 0.01])
+    p.add_argument("--simple-noise", type=relative_noise, nargs="+", default=[0.0, 0.01])
     p.add_argument("--simple-seed", type=whole_number(0), default=11, help="seed of the simple ODEs' constants (and, + 1, their noise)")
     p.add_argument("--simple-scales", type=positive_number, nargs="+", default=[1.0],
                    help="units of y for the simple ODEs (e.g. 1 100 0.01: the same laws with y x100 and x0.01)")
     p.add_argument("--generated", nargs="*", type=existing_folder, default=[], metavar="DATA_DIR",
                    help="data folders whose held-out skeletons' ODEs to recover (first ODE of each)")
     p.add_argument("--generated-limit", type=whole_number(1), default=40, help="held-out skeletons per --generated folder")
-    p.add_argument("--generated-noise", type=nonnegative_number, nargs="+", default=[0.01, 0.02])
+    p.add_argument("--generated-noise", type=relative_noise, nargs="+", default=[0.01, 0.02])
     p.add_argument("--generated-seed", type=whole_number(0), default=0, help="seed of the held-out ODEs' noise draws")
     p.add_argument("--scaled", default=None, metavar="VARIANT",
                    help="the search rows route as the shipped nsode-eps+refine does: this scale-invariant "

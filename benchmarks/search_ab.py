@@ -48,7 +48,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.arguments import existing_file, existing_folder, nonnegative_number, positive_number, whole_number
+from core.arguments import (existing_file, existing_folder, nonnegative_number, positive_number, relative_noise,
+                            whole_number)
 from nsode.options import setting_value
 from nsode.search import Settings, tie_cost
 from nsode_quality import LAW_SETS, SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
@@ -296,7 +297,7 @@ def main() -> None:
     b.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs per noise level and unit of y")
     b.add_argument("--simple-seed", type=whole_number(0), default=27)
     b.add_argument("--noise-seed", type=whole_number(0), default=17, help="seed of the held-out ODEs' noise draws")
-    b.add_argument("--sigmas", type=nonnegative_number, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
+    b.add_argument("--sigmas", type=relative_noise, nargs="+", default=list(SIGMAS), help="noise levels of the draw")
     b.add_argument("--points", type=whole_number(10), default=None,
                    help="observations kept of the 128 on [0, 2], evenly spaced (default: all)")
     b.add_argument("--rate", type=positive_number, default=1.0,

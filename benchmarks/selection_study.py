@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import sympy
 
-from core.arguments import existing_file, existing_folder, nonnegative_number, whole_number
+from core.arguments import existing_file, existing_folder, relative_noise, whole_number
 from core.fitting import (SOLVE_FAILURES, fit_integral, fit_trajectory, noise_level, trajectory,
                           unstable_reason)
 from core.metrics import r2
@@ -192,7 +192,7 @@ def main() -> None:
     c.add_argument("--data", type=existing_folder, default=None, help="data folder whose held-out skeletons to use")
     c.add_argument("--heldout", type=whole_number(0), default=40, help="held-out skeletons (one ODE each)")
     c.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs with random constants")
-    c.add_argument("--noise", type=nonnegative_number, nargs="+", default=[0.01, 0.02])
+    c.add_argument("--noise", type=relative_noise, nargs="+", default=[0.01, 0.02])
     c.add_argument("--dataset", default=None,
                    help="instead: a benchmark dataset, for evaluation only (extrapolation R^2)")
     c.add_argument("--limit", type=whole_number(1), default=30, help="with --dataset: trajectories, evenly spread")

@@ -12,6 +12,15 @@ def nonnegative_number(text: str) -> float:
     return _finite(text, lambda v: v >= 0, ">= 0")
 
 
+def relative_noise(text: str) -> float:
+    """An argparse type: a multiplicative noise level sigma in [0, 1), y (1 + sigma eps). At 1 or
+    more the noise flips the sign of y at every other point or so: a user who typed 2 meant 2%."""
+    try:
+        return _finite(text, lambda v: 0 <= v < 1, "in [0, 1)")
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"{err}: a relative standard deviation, 0.01 for 1%") from None
+
+
 def positive_number(text: str) -> float:
     """An argparse type: a finite number > 0 (a time or memory limit)."""
     return _finite(text, lambda v: v > 0, "> 0")

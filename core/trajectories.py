@@ -29,9 +29,12 @@ class TrajectoryFile:
     expression: str | None = None  # the true f(y), when the file has an `expression` column
 
 
-def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = protocol.MIN_POINTS) -> TrajectoryFile:
+def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = protocol.MIN_POINTS,
+                    law: bool = True) -> TrajectoryFile:
     """t and y of a CSV file, checked: numbers only, finite, at least `min_points` rows, no
-    duplicate times, increasing times (or sorted, with `sort`). Raises TrajectoryFileError."""
+    duplicate times, increasing times (or sorted, with `sort`), and with `law` the `expression`
+    column's law. Without `law` (a user's own record) that column is one more column, ignored:
+    a gene-expression reading is not a law. Raises TrajectoryFileError."""
     import pandas as pd
 
     path = Path(path)
@@ -80,19 +83,47 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     if twice:
         raise TrajectoryFileError(f"{path}: more than one column is named {' and '.join(twice)} "
                                   "(names are read without case or spaces); keep one")
-    try:
-        t = pd.to_numeric(frame["t"], errors="raise").to_numpy(float)
-        y = pd.to_numeric(frame["y"], errors="raise").to_numpy(float)
-    except (TypeError, ValueError):
-        raise TrajectoryFileError(f"{path}: columns t and y must hold numbers only") from None
-    if sort and np.all(np.isfinite(t)):
+    t, y = _numbers(path, frame, "t"), _numbers(path, frame, "y")
+    missing = ~(np.isfinite(t) & np.isfinite(y))
+    if missing.any():  # named here, where rows are still the file's
+        raise TrajectoryFileError(f"{path}: {int(missing.sum())} row{'' if missing.sum() == 1 else 's'} with an "
+                                  f"empty, NaN or infinite t or y (the first is row {int(np.argmax(missing)) + 1} "
+                                  "below the header); remove those points")
+    if sort:
         order = np.argsort(t, kind="stable")
         t, y = t[order], y[order]
     try:
         check_trajectory(t, y, min_points)
     except ValueError as err:
         raise TrajectoryFileError(f"{path}: {err}") from None
-    return TrajectoryFile(t, y, _expression(path, frame))
+    return TrajectoryFile(t, y, _expression(path, frame) if law else None)
+
+
+def _numbers(path: Path, frame, name: str) -> np.ndarray:
+    """Column `name` as floats (empty cells NaN); a cell that is not a number is named with its row
+    and, for the usual causes (a decimal comma, a date, a units row), the fix."""
+    import pandas as pd
+
+    column = frame[name]
+    values = pd.to_numeric(column, errors="coerce")
+    bad = (values.isna() & column.notna()).to_numpy()
+    if bad.any():
+        row = int(np.argmax(bad))
+        cell = str(column.iloc[row]).strip()
+        raise TrajectoryFileError(f"{path}: column {name} holds {_shown(cell, 30)} in row {row + 1} below the header, "
+                                  f"not a number{_cell_hint(cell)}")
+    return values.to_numpy(float)
+
+
+def _cell_hint(cell: str) -> str:
+    """The likely fix for a cell that is not a number."""
+    if re.fullmatch(r"[-+]?\d*,\d+", cell):
+        return "; write decimals with a point (1.5, not 1,5)"
+    if re.search(r"\d[-/.]\d{1,2}[-/.]\d|\d:\d\d", cell):
+        return "; convert dates and clock times to numbers in a unit you choose (such as hours since the first)"
+    if re.search(r"[A-DF-Za-df-z]", cell):
+        return "; only numbers may follow the header (units and notes go in lines starting with #, before it)"
+    return ""
 
 
 def _binary(path: Path) -> bool:

@@ -37,11 +37,12 @@ class InputError(ValueError):
 
 
 def read_trajectory(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """t and y of the user's CSV file, rows sorted by time (`core.trajectories`, the harness's reader)."""
+    """t and y of the user's CSV file, rows sorted by time (`core.trajectories`, the harness's
+    reader); every other column, an `expression` too, is ignored."""
     from core.trajectories import TrajectoryFileError, read_trajectory as read
 
     try:
-        data = read(path, sort=True)
+        data = read(path, sort=True, law=False)
     except TrajectoryFileError as err:
         raise InputError(str(err)) from None
     return data.t, data.y

@@ -46,6 +46,7 @@ def test_unknown_method_and_dataset_are_named(tmp_path):
 
 def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
     assert_one_line_error(bench("run", "--noise", "-1", "--out", tmp_path), "--noise")
+    assert_one_line_error(bench("run", "--noise", "2", "--out", tmp_path), "in [0, 1): a relative standard deviation")
     assert_one_line_error(bench("run", "--n", "zero", "--out", tmp_path), "--n")
     assert_one_line_error(bench("run", "--n", "5", "--out", tmp_path), "at least 10")
     assert_one_line_error(bench("run", "--time-limit", "-1", "--out", tmp_path), "--time-limit")

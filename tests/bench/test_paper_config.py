@@ -55,7 +55,8 @@ def test_a_malformed_subset_is_a_config_error(tmp_path):
 
 
 @pytest.mark.parametrize("setting, problem", [
-    ("noise: 0.01", "must be a list"), ("noise: [-0.5]", ">= 0"), ("seeds: [0.5]", "not a whole number"),
+    ("noise: 0.01", "must be a list"), ("noise: [-0.5]", "a relative standard deviation"),
+    ("noise: [2]", "0.01 for 1%"), ("seeds: [0.5]", "not a whole number"),
     ("n: [5]", "at least"), ("methods: truth", "list of names"), ("methods: [truth, 3]", "list of names"),
     ("datasets: textbook", "list of names"), ("time_limit: -1", "seconds above 0"),
     ("subset: {classic: 0}", "whole numbers of at least 1"),

@@ -85,6 +85,15 @@ def test_a_dataset_file_that_is_not_json_hints_at_the_csv_ending(tmp_path):
         datasets.read_spec(tmp_path / "data.json")
 
 
+def test_a_dataset_file_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows editors (Notepad, PowerShell 5) start UTF-8 files with one; CSV files are read with it too."""
+    import json
+    spec = {"format": "bench-dataset/1", "name": "mine", "version": "1",
+            "equations": [{"id": "decay", "expression": "-0.5*y", "y0": [1.0]}]}
+    (tmp_path / "mine.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(spec).encode())
+    assert datasets.read_spec(tmp_path / "mine.json")["name"] == "mine"
+
+
 def _dataset(tmp_path, equations, **fields) -> str:
     import json
     spec = {"format": "bench-dataset/1", "name": "mine", "version": "1", "equations": equations, **fields}

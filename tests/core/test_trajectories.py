@@ -56,6 +56,29 @@ def test_the_expression_column_gives_the_one_law_its_cells_hold(tmp_path, text, 
     assert read_trajectory(tmp_path / "d.csv").expression == law
 
 
+def test_a_users_own_expression_column_is_only_a_column(tmp_path):
+    """`nsode predict` reads a record, not a law: a gene-expression reading is one more column."""
+    (tmp_path / "d.csv").write_text("t,y,Expression\n" + "".join(f"{a},{b},{i}.5\n" for i, (a, b) in
+                                                                    enumerate(zip(T, np.exp(-T)))))
+    data = read_trajectory(tmp_path / "d.csv", sort=True, law=False)
+    assert data.expression is None and np.allclose(data.y, np.exp(-T))
+    with pytest.raises(TrajectoryFileError, match="20 different laws"):
+        read_trajectory(tmp_path / "d.csv")
+
+
+@pytest.mark.parametrize("cells, message", [
+    ("s,mM", r"column t holds 's' in row 1 below the header, not a number; only numbers may follow the header"),
+    ('0,"1,5"', r"column y holds '1,5' in row 1 below the header, not a number; write decimals with a point"),
+    ("2024-01-01 10:00,1", r"holds '2024-01-01 10:00' in row 1 .*; convert dates and clock times to numbers"),
+    ("0,1\n# note,", r"column t holds '# note' in row 2 below the header"),
+    ("0,\n1,nan", r"2 rows with an empty, NaN or infinite t or y \(the first is row 1 below the header\)"),
+])
+def test_a_cell_that_is_not_a_number_is_named_with_its_row(tmp_path, cells, message):
+    (tmp_path / "d.csv").write_text(f"t,y\n{cells}\n" + ROWS)
+    with pytest.raises(TrajectoryFileError, match=message):
+        read_trajectory(tmp_path / "d.csv", sort=True)
+
+
 def test_an_expression_column_with_two_laws_or_a_bad_one_is_refused(tmp_path):
     for laws, message in ((["-0.5*y"] * 19 + ["-y"], "2 different laws"), (["y**"] * 20, "column 'expression'")):
         (tmp_path / "d.csv").write_text(_with_laws(laws))

@@ -9,7 +9,7 @@ from nsode.__main__ import main
 
 @pytest.mark.parametrize("content, message", [
     ("a,b\n1,2\n", "naming columns t and y"),
-    ("t,y\n" + "".join(f"{i},x\n" for i in range(12)), "numbers only"),
+    ("t,y\n" + "".join(f"{i},x\n" for i in range(12)), "column y holds 'x' in row 1 below the header, not a number"),
     ("t,y\n0,1\n1,2\n", "only 2 points"),
     ("t,y\n" + "".join(f"{i % 11},{i}\n" for i in range(12)), "duplicate time"),
     ("t,y\n" + "".join(f"{i},{'nan' if i == 3 else i}\n" for i in range(12)), "NaN or infinite"),
