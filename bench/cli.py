@@ -202,9 +202,10 @@ def _check_backend(args) -> None:
         raise UserError("--scheduler needs --backend dask")
 
 
-def _read_results(folders: list[Path]):
-    """The stored rows of one or several result folders as one table; a one-line error when one is
-    not a result folder, when they hold nothing, or when two hold the same (task, method)."""
+def _read_results(folders: list[Path], methods: set[str] | None = None):
+    """The stored rows of one or several result folders as one table (of `methods` only, when
+    given); a one-line error when one is not a result folder, when they hold nothing, or when two
+    hold the same (task, method)."""
     from bench import runner
     from bench.store import DuplicateResults, combine
 
@@ -212,11 +213,12 @@ def _read_results(folders: list[Path]):
         if not (folder / "parts").is_dir():
             raise UserError(f"{folder} is not a result folder (no parts/ inside)")
     try:
-        rows = combine(folders)
+        rows = combine(folders, methods)
     except DuplicateResults as err:
         raise UserError(str(err)) from None
     if rows.empty:
-        raise UserError(f"{' '.join(map(str, folders))} hold(s) no results yet")
+        of = f" of {', '.join(sorted(methods))}" if methods else " yet"
+        raise UserError(f"{' '.join(map(str, folders))} hold(s) no results{of}")
     for folder in folders:
         for start in runner.unfinished_starts(folder):
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(start.get("started_at", 0)))
@@ -361,7 +363,8 @@ def _report(args) -> int:
 def _compare(args) -> int:
     from bench import compare
 
-    rows = _read_results([Path(p) for p in args.results])
+    named = set(args.methods) | {registry.canonical_label(name) for name in args.methods}
+    rows = _read_results([Path(p) for p in args.results], named)  # other methods' rows cannot clash
     unknown = sorted(set(args.by) - set(rows.columns))
     if unknown:
         raise UserError(f"--by: no column {', '.join(unknown)} in the results (e.g. dataset, noise, n, seed, "

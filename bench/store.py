@@ -99,12 +99,15 @@ class DuplicateResults(ValueError):
     """Two result folders being combined hold a row for the same (task, method)."""
 
 
-def combine(folders) -> pd.DataFrame:
-    """The rows of several result folders as one table. The same (task, method) in two folders is
-    a `DuplicateResults` error naming it: which of the two counts is the user's call, not ours."""
+def combine(folders, methods: set[str] | None = None) -> pd.DataFrame:
+    """The rows of several result folders as one table (only those of `methods`, when given). The
+    same (task, method) in two folders is a `DuplicateResults` error naming it: which of the two
+    counts is the user's call, not ours; a method left out is no one's call."""
     frames = []
     for folder in folders:
         rows = ResultStore(folder).read()
+        if methods is not None and not rows.empty:
+            rows = rows[rows["method"].isin(methods)]
         if not rows.empty:
             frames.append(rows.assign(_folder=str(folder)))
     if not frames:

@@ -64,3 +64,19 @@ def test_a_file_in_parts_that_the_store_did_not_write_is_named(sweeps, tmp_path)
     pd.DataFrame({"a": [1]}).to_parquet(folder / "parts" / "notes.parquet")
     result = bench("report", folder)
     assert result.returncode == 2 and "is not a result part (no column dataset" in result.stderr
+
+
+def test_compare_across_folders_reads_only_the_two_methods(sweeps, tmp_path):
+    """Two sweeps that both ran the oracle compare their other methods: the oracle's rows are not asked for."""
+    import shutil
+
+    for name, method in (("clean", "first"), ("again", "second")):
+        shutil.copytree(sweeps / name, tmp_path / name)
+        for part in list((tmp_path / name / "parts").glob("*.parquet")):
+            rows = pd.read_parquet(part).assign(method=method)
+            rows.to_parquet(part.with_name(f"{method}-{part.name}"))
+    result = bench("compare", tmp_path / "clean", tmp_path / "again", "--methods", "first", "second")
+    assert result.returncode == 0, result.stderr
+    assert "first" in result.stdout and "second" in result.stdout
+    result = bench("compare", tmp_path / "clean", tmp_path / "again", "--methods", "first", "truth")
+    assert result.returncode == 2 and "both hold truth" in result.stderr
