@@ -90,7 +90,7 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=8, loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
-    fig.suptitle(f"{dataset}, n = {n}, interpolation")
+    fig.suptitle(f"{dataset}, n = {n} ($R^2$ on the {PART_LABELS['interp']})")
     return _save(fig, data, out, "main")
 
 
@@ -133,11 +133,17 @@ def _r2_label(value: float) -> str:
 
 def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp") -> list[Path]:
     """Every dataset x n (rows) x metric (columns): the median against noise per method."""
+    drawn = appendix_figure(medians, colours, part)
+    return _save(*drawn, out, f"appendix_{part}") if drawn else []
+
+
+def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") -> tuple | None:
+    """`appendix_grid`'s figure and the numbers it shows; None when nothing was scored."""
     combos = medians[["dataset", "n"]].drop_duplicates().sort_values(["dataset", "n"]).values.tolist()
     columns = [_column(m, part) for m in APPENDIX_METRICS]
     data = medians[["dataset", "n", "method", "noise", *columns]].reset_index(drop=True)
     if data[columns].replace([-np.inf], np.nan).isna().all().all():  # nothing scored (observed data, extrapolation)
-        return []
+        return None
     zeros = False
     fig, axes = plt.subplots(len(combos), len(columns), figsize=(3.3 * len(columns), 2.6 * len(combos)), squeeze=False)
     shown = data.replace([-np.inf], np.nan)
@@ -146,6 +152,9 @@ def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "
         for ax, metric, col in zip(axes[row], APPENDIX_METRICS, columns):
             sns.lineplot(subset, x="noise", y=col, hue="method", palette=colours, marker="o", ax=ax,
                          legend=(row == 0 and metric == "r2"))
+            if ax.get_legend():  # moved beside the grid: inside a panel it covers the data and squeezes the rows
+                handles, labels = ax.get_legend_handles_labels()
+                ax.get_legend().remove()
             ax.set_title(f"{dataset}, n = {n}", fontsize=9)
             ax.set_xlabel("$\\sigma$")
             ax.set_ylabel(METRIC_LABELS[metric], fontsize=8)
@@ -155,9 +164,11 @@ def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "
                 ax.set_yscale("log")
                 zeros = zeros or bool((subset[col] == 0).any())
     note = " (medians of exactly 0, e.g. the oracle's errors, lie off the log axes)" if zeros else ""
-    fig.suptitle(f"All metrics, {PART_LABELS[part]}{note}", y=1.0)
-    fig.tight_layout()
-    return _save(fig, data, out, f"appendix_{part}")
+    fig.legend(handles, labels, title="method", fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5),
+               frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
+    fig.suptitle(f"All metrics, {PART_LABELS[part]}{note}")
+    return fig, data
 
 
 def operator_counts(expressions) -> Counter:

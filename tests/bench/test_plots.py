@@ -107,3 +107,18 @@ def test_a_dataset_without_true_laws_has_no_statistics_figure(tmp_path, capsys):
     pd.DataFrame({"t": t, "y": 3 * np.exp(-0.5 * t)}).to_csv(folder / "decay.csv", index=False)
     assert plots.dataset_statistics([str(folder)], tmp_path / "figures") == []
     assert "no true f(y)" in capsys.readouterr().out
+
+
+def test_the_appendix_legend_lies_beside_its_grid_of_equal_panels(rows):
+    """Eighteen methods' legend inside the first panel covered its data, and the layout then
+    squeezed every row to a strip: the legend belongs to the figure, and each panel keeps its height."""
+    import matplotlib.pyplot as plt
+
+    medians = report.medians(rows)
+    fig, _ = plots.appendix_figure(medians, plots.palette(medians["method"]))
+    try:
+        assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
+        heights = [ax.get_position().height * fig.get_figheight() for ax in fig.axes]
+        assert min(heights) > 1.5  # inches: of the 2.6 each row is given
+    finally:
+        plt.close(fig)
