@@ -74,9 +74,14 @@ def main() -> None:
                     f"({t_small:.2f} s for {n_small} tasks); give more --noise-levels")
             print(f"{backend:6} {workers} worker(s): {n_large} tasks in {t_large:6.2f} s = {n_large / t_large:6.2f} tasks/s "
                   f"end to end; {told}", flush=True)
+    print_ratios(results)
+    print(f"\ndriver time per task (job list + store writes): {1e3 * driver_time_per_task(small):.2f} ms")
+
+
+def print_ratios(results: dict) -> None:
+    """Each backend's and worker count's marginal rate against joblib with one worker."""
     if not all(math.isfinite(marginal) for _, marginal, _ in results.values()):
         print("\nratios (marginal tasks/s): not measurable at this size")
-        print(f"\ndriver time per task (job list + store writes): {1e3 * driver_time_per_task(small):.2f} ms")
         return
     print("\nratios (marginal tasks/s):")
     base = results["joblib", 1][1]
@@ -84,8 +89,6 @@ def main() -> None:
         print(f"  {backend:6} x{workers}: {marginal / base:5.2f} x joblib x1")
     print(f"  2 vs 1 workers: joblib {results['joblib', 2][1] / results['joblib', 1][1]:.2f} x, "
           f"dask {results['dask', 2][1] / results['dask', 1][1]:.2f} x")
-    print(f"\ndriver time per task (job list + store writes): {1e3 * driver_time_per_task(small):.2f} ms")
-
 
 if __name__ == "__main__":
     main()
