@@ -90,5 +90,6 @@ def print_ratios(results: dict) -> None:
     print(f"  2 vs 1 workers: joblib {results['joblib', 2][1] / results['joblib', 1][1]:.2f} x, "
           f"dask {results['dask', 2][1] / results['dask', 1][1]:.2f} x")
 
+
 if __name__ == "__main__":
     main()
