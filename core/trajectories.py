@@ -212,6 +212,16 @@ def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MI
         raise ValueError("times are not sorted in increasing order; sort the points by t")
 
 
+def largest_reversal(y) -> float:
+    """How far the record rises and then falls back, or falls and then rises back: 0 for a
+    monotone record. A solution of a scalar autonomous ODE y' = f(y) never turns, so a reversal
+    well beyond the noise says that no such law can reproduce the record."""
+    y = np.asarray(y, float)
+    low = np.maximum(np.minimum.accumulate(y), np.minimum.accumulate(y[::-1])[::-1])  # lowest before and after
+    high = np.minimum(np.maximum.accumulate(y), np.maximum.accumulate(y[::-1])[::-1])
+    return float(max(np.max(y - low), np.max(high - y)))
+
+
 def _text_columns(names: list[str]) -> dict[str, type]:
     """The expression column is read as text: a constant law such as `1` is not a number."""
     names = [name.rstrip("\r\n") for name in names]

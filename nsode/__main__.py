@@ -182,6 +182,40 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     return grid, paths
 
 
+MISFIT_NOISES = 3.0  # a pick whose residuals exceed this many noise levels (root mean square) is a curve fit
+# a monotone record's noise reverses it by up to this many noise levels times sqrt(2 log n), the
+# growth of the largest of n noise draws (measured: at most 9.8 levels, n 256, on 8256 records of
+# the built-in datasets at sigma up to 0.05, where 6 sqrt(2 log n) is 20)
+REVERSAL_NOISES = 6.0
+
+
+def fit_notes(result, t, y, sigma: float, profile) -> list[str]:
+    """What a reader of the pick must know besides its R^2: that the record turns, which no law
+    y' = f(y) does; that the pick misses the data beyond their noise; and then, when a better fit
+    was set aside as unstable beyond the data, which one and why."""
+    from core.fitting import noise_level
+    from core.trajectories import largest_reversal
+    from nsode.digits import misfit
+
+    notes = []
+    turn, level = largest_reversal(y), noise_level(t, y)
+    if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
+        notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
+                     "times its noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
+    missed = misfit(result.chosen, t, y, sigma, profile)
+    if missed > MISFIT_NOISES:
+        notes.append(f"note: this law misses the data by {missed:.3g} times their noise (root mean square): it "
+                     "approximates them and may not be the law behind them")
+        # the first (by the criterion) fit set aside that leaves a quarter of the pick's misses or less
+        better = [(text, r2) for text, r2 in result.candidates
+                  if text in result.rejected and 1 - r2 <= (1 - result.r2) / 4]
+        if better:
+            text, r2 = better[0]
+            notes.append(f"note: {shown(readable(text, y))} fits better (R^2 {r2_text(r2)}) but was set aside as "
+                         f"unstable beyond the data: {result.rejected[text]}")
+    return notes
+
+
 FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
 
 
@@ -287,7 +321,11 @@ def main(argv=None) -> int:
     # choice weighed each point by its own noise, the level that weighting is relative to
     profile = choice_profile(t, y, search) if search and result.info.get("noise_profile") else None
     sigma = noise_level(t, y, curvature=True, profile=profile)
-    chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)  # constants one by one
+
+    def written(found):  # constants one by one, to the digits the data support
+        return supported(identifiable_form(found, t, y, sigma), t, y, sigma, profile)
+
+    chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)
     fit = chosen and supported(chosen, t, y, sigma, profile)
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
@@ -301,16 +339,21 @@ def main(argv=None) -> int:
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, str, str]] = {}  # each law once as printed (0 and 0.0 are one law)
+    fits = dict(zip((expr for expr, _ in result.candidates), result.fits))  # none with --paper
     for expr, r2 in result.candidates:
         if len(listed) == args.top:
             break
-        text = shown(readable(expr, y))
+        # the search's fits as the pick is printed, so that each listed law gives its R^2; the
+        # beam's candidates (--paper) to 4 digits
+        text = to_infix(written(fits[expr]).expr) if expr in fits else shown(readable(expr, y))
         unsafe = "  [unstable beyond the data]" if expr in result.rejected else ""
         listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2_text(r2), unsafe))
     if listed:  # --top 0: none asked for
         print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
     for text, r2, unsafe in listed.values():
         print(f"  {r2:>10}  {text}{unsafe}")
+    for note in fit_notes(result, t, y, sigma, profile) if result.chosen is not None else ():
+        print(note)
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.paper and not args.checkpoint and not in_raw_range(t, y):

@@ -35,7 +35,7 @@ from nsode.select import EXACT_TOP, select
 @dataclass
 class Prediction:
     expression: str  # python syntax in y ("" when no candidate could be integrated)
-    r2: float  # R^2 of its trajectory from the first observation, on the observations
+    r2: float  # R^2 of its trajectory on the observations: from the fitted y0 (search), else from the first observation
     candidates: list[tuple[str, float]]  # (expression, R^2 or -inf when not integrated), best first
     timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
     info: dict = field(default_factory=dict)  # the search's counts, noise level and safety-net flag
@@ -43,6 +43,7 @@ class Prediction:
     chosen: Found | None = None  # the search's pick with its template (nsode.digits.supported rounds it for display)
     rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
     rejected: dict[str, str] = field(default_factory=dict)  # candidate -> why it is unsafe to extrapolate (search only)
+    fits: list[Found] = field(default_factory=list)  # the fit behind each candidate, in their order (search only)
 
 
 def model_view(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -180,15 +181,12 @@ class Predictor:
             for f in found:
                 if math.isfinite(f.r2):
                     restate(f, means[0][0], t, y)
-        first: dict[str, float] = {}
-        rejected: dict[str, str] = {}  # of the listed (first) fit of each text, not of a later one
-        for f in found:  # each expression once, at its best rank
-            text = to_infix(f.expr)
-            if text not in first and f.rejected:
-                rejected[text] = f.rejected
-            first.setdefault(text, f.r2)
-        ranked = list(first.items())
+        first: dict[str, Found] = {}  # each expression once, at its best rank
+        for f in found:
+            first.setdefault(to_infix(f.expr), f)
+        ranked = [(text, f.r2) for text, f in first.items()]
+        rejected = {text: f.rejected for text, f in first.items() if f.rejected}
         if not found or not math.isfinite(found[0].r2):
             return Prediction("", -math.inf, ranked, info=info)
         return Prediction(ranked[0][0], found[0].r2, ranked, info=info, y0=found[0].y0, chosen=found[0],
-                          rivals=near, rejected=rejected)
+                          rivals=near, rejected=rejected, fits=list(first.values()))

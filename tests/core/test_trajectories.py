@@ -111,3 +111,11 @@ def test_a_duplicate_time_is_printed_in_full(tmp_path):
     (tmp_path / "d.csv").write_text("t,y\n" + "".join(f"{a},{0.95 ** i}\n" for i, a in enumerate(times)))
     with pytest.raises(TrajectoryFileError, match="duplicate time 1700000030;"):
         read_trajectory(tmp_path / "d.csv")
+
+
+def test_the_largest_reversal_of_a_monotone_record_is_zero_and_of_a_turn_its_depth():
+    from core.trajectories import largest_reversal
+
+    assert largest_reversal(3 * np.exp(-0.5 * T)) == 0 and largest_reversal(np.full(20, 2.0)) == 0
+    assert largest_reversal([0, 1, 3, 2.5, 4]) == pytest.approx(0.5)  # fell back by 0.5 before rising on
+    assert largest_reversal(np.sin(np.linspace(0, 3, 51))) == pytest.approx(1 - np.sin(3), abs=1e-3)  # up to 1, down to sin 3

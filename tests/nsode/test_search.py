@@ -1,6 +1,7 @@
 """The skeleton search (nsode/search.py): the fitter decides among the model's proposals."""
 import copy
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -71,6 +72,44 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     # numbers written with the digits the data support, trailing zeros included
     assert out.startswith("y' = -0.5*y\n") and "y(0) = 3.0000" in out and "c0 = -0.5000" in out and (tmp_path / "p.png").is_file()
     assert "beyond the data (to t = 4)" in out
+
+
+def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys):
+    """Each listed candidate is written to the digits its own fit needs: a law shown to 4 digits
+    on a large offset (101 kPa) moved its equilibrium by 114 Pa and read R^2 0.75, not 0.99997."""
+    from nsode.__main__ import main
+
+    t = np.linspace(0, 2, 64)
+    y = 101325 + 500 * np.exp(-0.5 * t) * (1 + 1e-3 * np.random.default_rng(0).normal(size=t.size))
+    path = tmp_path / "pressure.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    assert main(["predict", str(path), "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "note:" not in out
+    listed = re.findall(r"^ +(\S+)  (.+?)(?:  \[unstable beyond the data\])?$", out, flags=re.M)
+    y0 = float(re.search(r"^y\(0\) = (\S+)", out, flags=re.M)[1])  # each fit's own y0 lies within the noise of it
+    assert len(listed) == 5
+    for r2_text, law in listed:
+        assert r2(solve(compile_scalar(parse(law)), y0, t), y) == pytest.approx(float(r2_text), abs=1e-4), law
+
+
+def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path, capsys):
+    """A scalar law y' = f(y) never turns; a pick that misses the data by far more than their noise
+    is a curve fit; the better fit set aside as unstable is named with its reason."""
+    from nsode.__main__ import main
+
+    t = np.linspace(0, 6, 64)
+    (tmp_path / "sine.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(np.sin(a))!r}\n" for a in t))
+    assert main(["predict", str(tmp_path / "sine.csv"), "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "note: the record rises and falls back" in out and "times their noise (root mean square)" in out
+    t = np.linspace(0, 2.45, 128)  # y' = y^2 from 0.4 blows up at t = 2.5, just after the data
+    (tmp_path / "blowup.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(0.4 / (1 - 0.4 * a))!r}\n" for a in t))
+    assert main(["predict", str(tmp_path / "blowup.csv"), "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "rises and falls" not in out
+    assert re.search(r"note: \S*y\*\*2 fits better \(R\^2 1.000000\) but was set aside as unstable beyond the data: "
+                     r"from y0 = 0.4: LSODA stopped between t = 2.5", out)
 
 
 def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
