@@ -182,6 +182,8 @@ BINARY = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: _power(a, b),
 }
+OTHER_OPERATORS = {ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+                   ast.BitOr: "|", ast.BitAnd: "&"}  # Python's, named when refused
 MAX_LENGTH = 10_000
 MAX_DEPTH = 100  # sympy and Python's compiler recurse per level: far deeper than any law, far below their limits
 MAX_DECADES = 300  # |log10| of the largest and smallest number written (floats end near 1e308)
@@ -210,7 +212,8 @@ def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[s
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as err:
-        raise ExpressionError(f"not a valid expression: {err.msg}") from None
+        hint = "; write products with * (0.3*y, not 0.3y)" if "invalid decimal literal" in err.msg else ""
+        raise ExpressionError(f"not a valid expression: {err.msg}{hint}") from None
     except RecursionError:
         raise ExpressionError("expression nested too deeply") from None
     builder = _Builder(FUNCTIONS if functions is None else {k: FUNCTIONS[k] for k in functions},
@@ -282,7 +285,14 @@ class _Builder:
             if node.keywords or len(node.args) != 1:
                 raise ExpressionError(f"{name} takes exactly one argument")
             return self.functions[name](self.build(node.args[0]))
-        raise ExpressionError(f"{type(node).__name__} is not allowed in an expression")
+        if isinstance(node, ast.BinOp):
+            raise ExpressionError(f"operator {OTHER_OPERATORS.get(type(node.op), type(node.op).__name__)!r} is not "
+                                  "allowed; use + - * / **")
+        if isinstance(node, ast.Tuple):
+            raise ExpressionError("a comma is not allowed: write decimals with a point (1.5, not 1,5)")
+        shown = ast.unparse(node)
+        raise ExpressionError(f"{shown if len(shown) < 40 else shown[:40] + '...'!r} is not allowed in an expression: "
+                              "use y, numbers, + - * / ** and functions such as exp(y)")
 
     def factors(self, node: ast.AST) -> list:
         """The factors of a chain of * and / (divisors as powers -1); a unary minus is a factor -1."""

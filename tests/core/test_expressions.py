@@ -16,6 +16,18 @@ def test_unsafe_or_invalid_text_is_refused(text):
         parse(text)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("(y + 1)//2", "operator '//' is not allowed; use + - * / **"),
+    ("1,5*y", "write decimals with a point"),
+    ("-0.3y", "write products with * (0.3*y, not 0.3y)"),
+    ("y.real", "'y.real' is not allowed in an expression: use y, numbers"),
+])
+def test_a_refusal_names_the_piece_as_written_not_python_s_node(text, message):
+    with pytest.raises(ExpressionError) as err:
+        parse(text)
+    assert message in str(err.value)
+
+
 def test_textbook_expression_parses_to_the_intended_value():
     expr = parse("y**0.5*(0.9*8 - (3 + 2.5)*y**(1 - 0.5))")
     assert float(expr.subs(Y, 4.0)) == pytest.approx(2 * 7.2 - 5.5 * 4)
