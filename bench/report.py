@@ -8,6 +8,7 @@ So a method that fails on most tasks has a median R^2 of -inf, as in the paper's
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -154,12 +155,21 @@ def failure_counts(rows: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(\.\d*)?([eE][-+]?\d+)?")
+
+
 def format_failures_markdown(rows: pd.DataFrame) -> str:
+    """The counts per method and status, then per kind of reason: the reasons with their numbers
+    written # (LSODA stopped between t = # and #), so that one kind is one row; failures.csv keeps
+    every reason in full."""
     counts, reasons = failure_counts(rows), failures(rows)
     if reasons.empty:
         return "No failed tasks.\n"
+    kinds = (reasons.assign(reason=reasons["reason"].fillna("").map(lambda text: NUMBER.sub("#", text)))
+             .groupby(["method", "status", "reason"], dropna=False)["count"].sum().reset_index())
     return ("Failed tasks per method and status:\n\n" + counts.to_markdown(index=False) +
-            "\n\nPer reason:\n\n" + reasons.to_markdown(index=False) + "\n")
+            "\n\nPer kind of reason (numbers written #; failures.csv has each in full):\n\n" +
+            kinds.to_markdown(index=False) + "\n")
 
 
 def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp", "r2_extrap",

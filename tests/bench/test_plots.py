@@ -1,4 +1,6 @@
 """Every figure and table is drawn from a small result table, and shows that table's numbers."""
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -98,6 +100,17 @@ def test_tables_give_medians_with_interquartile_ranges_and_failure_counts(rows, 
     counts = report.failure_counts(rows).set_index("method")
     assert counts.loc["fails", "error"] == 16 and "good" not in counts.index
     assert "RuntimeError: boom" in paths["failures_markdown"].read_text()
+
+
+def test_failures_md_counts_each_kind_of_reason_once_and_the_csv_keeps_them_in_full(rows, tmp_path):
+    """Reasons that differ only in their numbers (the time a solve stopped) are one kind."""
+    failed = rows.copy()
+    mask = (failed.method == "fails") & (failed.status == "error")
+    failed.loc[mask, "reason"] = [f"LSODA stopped near t = {0.1 * i:.3g} (blows up)" for i in range(mask.sum())]
+    paths = report.write(failed, tmp_path)
+    text = paths["failures_markdown"].read_text()
+    assert re.search(rf"\| LSODA stopped near t = # \(blows up\) \| +{mask.sum()} \|", text)
+    assert pd.read_csv(paths["failures"])["reason"].str.startswith("LSODA").sum() == mask.sum()
 
 
 def test_a_dataset_without_true_laws_has_no_statistics_figure(tmp_path, capsys):
