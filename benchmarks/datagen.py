@@ -147,6 +147,9 @@ def main() -> None:
           f"(target 20); a million ODEs: {1e6 / (odes / total) / 3600:.1f} core-hours\n")
     table = compare(rows[: args.compare], args.seed, config)
     print(f"## Solver paths on the first {args.compare} skeletons (5 constant sets x 5 y0 each)\n")
+    if not table["kept solutions"].any():  # nothing solved: timings of nothing, a difference over nothing
+        print(f"no path kept a solution on the first {args.compare} skeleton(s); give more with --compare")
+        return
     print(table.to_markdown(index=False, floatfmt=".2f"))
     print(f"\nmax relative difference, generator vs solve_ivp, on solutions both keep: "
           f"{table.attrs['max_rel_diff']:.1e}")

@@ -57,7 +57,7 @@ def main(argv=None) -> None:
                 "not evaluated yet)")
     rows = [[m, *(value for log in logs.values() for value in at_minute(log, m))] for m in a.minutes]
     headers = ["minutes"] + [f"{name} {what}" for name in logs for what in ("val loss", "samples")]
-    print(tabulate(rows, headers=headers, floatfmt=(".1f",) + (".3f", ".0f") * len(logs)))
+    print(tabulate(rows, headers=headers, floatfmt=("g",) + (".3f", ".0f") * len(logs)))
     for name, log in logs.items():
         rate = log["samples"].diff().sum() / (60 * log["minutes"].diff().sum())  # between evaluations
         print(f"{name}: {rate:.0f} samples/s over {log['minutes'].iloc[-1]:.1f} min, "

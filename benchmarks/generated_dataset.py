@@ -70,8 +70,7 @@ def science_equations(count: int, seed: int) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--simple", type=whole_number(0), default=48, help="simple laws (default 48)")
     p.add_argument("--science", type=whole_number(0), default=48,
                    help="held-out science-family laws (default 48)")

@@ -44,7 +44,8 @@ def evaluator_rate(y: np.ndarray, target: np.ndarray, seconds: float) -> tuple[f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--points", type=whole_number(10), default=96, help="training points (FD protocol: ~half of n=192)")
     parser.add_argument("--seconds", type=positive_number, default=3.0, help="wall-clock seconds per measurement")
     parser.add_argument("--population", type=whole_number(2), default=100, help="population size of every algorithm")

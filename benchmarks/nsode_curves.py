@@ -11,7 +11,7 @@ same fixed sets every time:
   simple-ODE set of `nsode_quality.py --simple`, at sigma 0 and 0.01, and at sigma 0.01 with y in
   other units (x100 and x0.01: the failure mode scale invariance is for).
 
-    python benchmarks/nsode_curves.py --runs ~/nsode-runs/runs/eps-scaled --extra nsode/checkpoints/nsode-eps \
+    python benchmarks/nsode_curves.py --runs ~/nsode-runs/runs/eps-scaled --extra nsode/checkpoints/nsode-eps \\
         --data ~/nsode-runs/data/cpu-s2031 ~/nsode-runs/data/science-s2041 --out curves.csv [--plot curves.png]
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ nsode_quality.py; never the benchmark datasets), the search's best skeletons fit
 forecast error and R^2 against the truth on twice the observed span; then scores selection rules
 offline on those records (seconds, so rules can be compared on hundreds of trajectories).
 
-    python benchmarks/selection_study.py collect --data DATA_DIR --heldout 40 --simple 24 \
+    python benchmarks/selection_study.py collect --data DATA_DIR --heldout 40 --simple 24 \\
         --noise 0.01 0.02 --out records.csv
     python benchmarks/selection_study.py rules records.csv
 """
@@ -227,7 +227,7 @@ RULES = {  # name: (refit, penalty multiplier of k log n, forecast window, relat
     "refit 16, fewest constants within 10% RMSE (proged)": (16, 1.0, 0.0, 0.10),
     "refit 4, fewest constants within 10% RMSE": (4, 1.0, 0.0, 0.10),
     "refit 16, forecast 5, + 1 per node": (16, 1.0, 5.0, None, 1.0),
-    "version 4 (shipped): refit 16, forecast 5, + 3 per node": (16, 1.0, 5.0, None, 3.0),
+    "version 4 (shipped at the time): refit 16, forecast 5, + 3 per node": (16, 1.0, 5.0, None, 3.0),
     "refit 16, forecast 10, + 3 per node": (16, 1.0, 10.0, None, 3.0),
     "refit 16, BIC, + 1 per node": (16, 1.0, 0.0, None, 1.0),
     "refit 16, half forecast 5": (16, 1.0, 5.0, None, 0.0, 0.5),
