@@ -178,8 +178,8 @@ def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp"
     return shown.to_markdown(index=False, floatfmt=".4g")
 
 
-OBSERVATIONS_NOTE = ("Rows of user trajectories without a model are scored against the observations themselves "
-                     "(interpolation only; noise above 0 is added on top of them).")
+OBSERVATIONS_NOTE = ("Rows of user CSV trajectories are scored against the observations themselves, an "
+                     "`expression` column or not (interpolation only; noise above 0 is added on top of them).")
 
 
 def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
