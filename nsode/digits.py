@@ -105,7 +105,10 @@ def identifiable_form(found: Found, t, y, sigma: float) -> Found:
 def misfit(found: Found, t, y, sigma: float, profile: np.ndarray | None = None) -> float:
     """The root mean square of the fit's residuals in units of the noise `sigma` (each in its own
     point's noise with a `profile`): about 1 for a law that fits the data to their noise, well
-    above for a curve fit that only follows them; inf where its solution fails on the data."""
+    above for a curve fit that only follows them; inf where its solution fails on the data, NaN
+    without a template (not a fit of the search)."""
+    if found.template is None:
+        return math.nan
     try:
         residual = trajectory(found.template, found.values, found.y0, np.asarray(t, float)) - np.asarray(y, float)
     except SOLVE_FAILURES:
