@@ -298,7 +298,7 @@ def main(argv=None) -> int:
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
-    from nsode.scaling import RAW_RANGE, REFERENCE_SPAN, REFERENCE_VALUE, in_raw_range
+    from nsode.scaling import in_raw_range, raw_range_text
     from nsode.digits import identifiable_form, supported
     from nsode.search import choice_profile
 
@@ -359,10 +359,8 @@ def main(argv=None) -> int:
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.paper and not args.checkpoint and not in_raw_range(t, y):
-        low, high = REFERENCE_VALUE / 2**RAW_RANGE, REFERENCE_VALUE * 2**RAW_RANGE
-        print(f"note: the paper's model was trained on t in [0, {REFERENCE_SPAN:g}] with the largest |y| between "
-              f"{low:g} and {high:g}; these data lie outside, where the default search reads them with its "
-              "scale-invariant model")
+        print(f"note: the paper's model was trained on {raw_range_text()}; these data lie outside, where the default "
+              "search reads them with its scale-invariant model")
     others = beyond_the_data(result, t) if result.chosen is not None else None
     if args.plot:
         try:

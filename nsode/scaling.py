@@ -37,6 +37,12 @@ def _power_of_two(x: float) -> int:
     return int(round(math.log2(x))) if x > 0 and math.isfinite(x) else 0
 
 
+def raw_range_text() -> str:
+    """The raw-input training range in words, for the notes that say data lie outside it."""
+    low, high = REFERENCE_VALUE / 2**RAW_RANGE, REFERENCE_VALUE * 2**RAW_RANGE
+    return f"t in [0, {REFERENCE_SPAN:g}] with the largest |y| between {low:g} and {high:g}"
+
+
 def in_raw_range(t: np.ndarray, y: np.ndarray) -> bool:
     """Whether a trajectory looks like the paper family's training data, which a raw-input model
     (the paper's t and y) reads best: times within [0, 2] spanning most of it (a span within a

@@ -149,6 +149,21 @@ def test_the_paper_s_model_says_when_the_data_lie_outside_its_training_range(tmp
     assert "lie outside" not in capsys.readouterr().out
 
 
+def test_the_paper_s_model_in_the_harness_warns_on_data_outside_its_training_range():
+    """The row's warnings say it, as `nsode predict --paper` does."""
+    import warnings
+
+    from bench import Observations
+    from methods.nsode import NSODE
+
+    method = NSODE(**NSODE.variants["nsode-eps"].params)
+    for t, outside in ((np.linspace(0, 6, 30), True), (T, False)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            method.run(Observations(t, 3 * np.exp(-0.5 * t)), None)
+        assert any("outside the model's raw-input training range" in str(w.message) for w in caught) == outside
+
+
 def test_the_fitted_form_numbers_its_constants_in_the_order_they_are_read():
     import sympy
 
