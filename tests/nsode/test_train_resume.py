@@ -208,7 +208,8 @@ def test_training_with_data_worker_processes(training_data, tmp_path):
             "--workers", "2", "--steps", "3"]
     before = set(multiprocessing.active_children())  # e.g. the generator's simplifier
     assert main(args) == 0
-    assert set(multiprocessing.active_children()) == before  # workers stopped when training ends, not at exit
+    # workers stopped when training ends, not at exit (a process of an earlier test may end meanwhile)
+    assert set(multiprocessing.active_children()) <= before
     state = json.loads((out / "last" / "training_state.json").read_text())
     assert state["step"] == 3 and state["samples"] == 12
 
