@@ -41,6 +41,19 @@ def test_metrics_follow_their_definitions():
     assert r2(np.ones(3), np.ones(3)) == 1.0
 
 
+def test_a_truth_constant_up_to_rounding_is_scored_as_constant():
+    """A flat truth whose float mean is one rounding step off (ss_tot 1e-28), or which moves by
+    solver error alone, has no variance to explain: a prediction within the isclose tolerances
+    scores 1, not -2e13, and one outside them -inf."""
+    flat = np.full(1024, 3.1622776601683795)
+    assert np.sum((flat - flat.mean()) ** 2) > 0  # the float artifact itself
+    assert r2(flat * (1 + 1e-9), flat) == 1.0 and r2(flat * 1.5, flat) == -np.inf
+    drifting = 2.0 + 1e-12 * np.linspace(0, 1, 1024)  # below the solver's tolerance (protocol.RTOL)
+    assert r2(np.full(1024, 2.0), drifting) == 1.0
+    slow = 2.0 + 1e-6 * np.linspace(0, 1, 1024)  # above it: a real, if small, variance
+    assert r2(slow, slow) == 1.0 and r2(np.full(1024, 2.0), slow) < 0
+
+
 @pytest.mark.parametrize("size", [1e-8, 1e-12])
 def test_data_in_tiny_units_score_as_in_unit_ones(size):
     """The solver's absolute tolerance follows the size of y below 1, so units do not change scores."""
