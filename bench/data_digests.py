@@ -1,6 +1,7 @@
-"""Which data a result folder's rows were computed on: a digest of each user data file, keyed by
-what the rows are keyed by, so that a resumed sweep or a re-scoring never joins other data to
-stored rows under the same dataset name. Built-in datasets are versioned with the project."""
+"""Which data a result folder's rows were computed on: a digest of each data file, keyed by what
+the rows are keyed by, so that a resumed sweep or a re-scoring never joins other data to stored
+rows under the same dataset name. Built-in datasets too: an edited or regenerated one is other
+data (a folder written before they were recorded takes them as they are now)."""
 from __future__ import annotations
 
 import hashlib

@@ -124,10 +124,8 @@ def read_spec(path: Path) -> dict:
 
 
 def data_files(name_or_path: str) -> dict[str, Path]:
-    """{what its rows are keyed by: the file} for a user's data ("name" for a JSON dataset,
-    "name/stem" for each CSV trajectory); empty for a built-in dataset, versioned with the project."""
-    if name_or_path in builtin_names() and not Path(name_or_path).exists():
-        return {}
+    """{what its rows are keyed by: the file} ("name" for a JSON dataset, a built-in one too: a
+    regenerated large.json is other data; "name/stem" for each CSV trajectory)."""
     path = resolve(name_or_path)
     if path.is_dir() or path.suffix.lower() == ".csv":
         return {f"{csv_name(path)}/{f.stem}": f for f in csv_files(path)}

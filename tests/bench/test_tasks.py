@@ -123,3 +123,22 @@ def test_observations_out_of_range_name_their_equation(tmp_path, monkeypatch):
     trajectory, = datasets.load(_dataset(tmp_path, [{"id": "e", "expression": "-0.5*y", "y0": [1e200]}]))
     with pytest.raises(InvalidInput, match="dataset 'mine', equation 'e', y0=1e.200: the largest"):
         Task(trajectory, 0.01, 32, 0).observations()
+
+
+def test_an_edited_built_in_dataset_is_other_data_to_a_stored_folder(tmp_path, monkeypatch):
+    """A regenerated large.json (or an edited textbook.json) must not resume on, or be re-scored
+    against, rows stored for the old one: built-in datasets are recorded like a user's files."""
+    import json
+
+    from bench import data_digests
+
+    before = data_digests.digests(["textbook"])
+    assert set(before) == {"textbook"}
+    spec = json.loads((datasets.DATASETS_DIR / "textbook.json").read_text())
+    spec["equations"][0]["y0"] = [0.99 * v for v in spec["equations"][0]["y0"]]
+    (tmp_path / "textbook.json").write_text(json.dumps(spec))
+    monkeypatch.setattr(datasets, "DATASETS_DIR", tmp_path)
+    monkeypatch.setattr(datasets, "CACHE_DIR", tmp_path / "cache")
+    with pytest.raises(datasets.DatasetError, match="different data under one name, 'textbook'"):
+        data_digests.check_unchanged(data_digests.digests(["textbook"]), before, tmp_path / "out", "start anew")
+    data_digests.check_unchanged(data_digests.digests(["textbook"]), {}, tmp_path / "out", "")  # an older folder
