@@ -14,6 +14,7 @@ import ast
 import contextlib
 import io
 import math
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -74,9 +75,17 @@ def _ffx_base(base) -> str:
 
 
 # ---------------------------------------------------------------------------- BSR
+# autora-theorist-bsr 1.0.0's proposal (funcs.prop_new) fills every column of its design matrix
+# with the output of the tree being changed, not each tree's own; the rank test then rejects every
+# move, and the answer is a least-squares fit on the initial random trees. Said in each row.
+BSR_STUCK = ("autora-theorist-bsr accepted no MCMC move (its prop_new rejects every proposal for rank): the answer "
+             "is a linear fit on the initial random trees, not a posterior sample")
+
+
 class BSRRegressor(BaseEstimator, RegressorMixin):
     """Bayesian symbolic regression (Jin et al. 2019), `autora-theorist-bsr`: a linear
-    combination of `tree_num` trees sampled by MCMC. The last sample is returned."""
+    combination of `tree_num` trees sampled by MCMC. The last sample is returned; `accepted_`
+    counts the moves the sampler accepted (none with autora 1.0.0: `BSR_STUCK`)."""
 
     def __init__(self, tree_num=3, itr_num=50, val=100, alpha1=0.4, alpha2=0.4, beta=-1.0, random_state=0):
         self.tree_num = tree_num
@@ -93,6 +102,9 @@ class BSRRegressor(BaseEstimator, RegressorMixin):
         np.random.seed(self.random_state)  # BSR samples with numpy's and scipy's global state
         model = BSR(tree_num=self.tree_num, itr_num=self.itr_num, val=self.val, alpha1=self.alpha1,
                     alpha2=self.alpha2, beta=self.beta).fit(np.asarray(X, float), np.asarray(y, float))
+        self.accepted_ = sum(len(errors) for errors in model.train_errs_)  # one error per accepted move
+        if not self.accepted_:
+            warnings.warn(BSR_STUCK, stacklevel=2)
         beta = np.asarray(model.betas_[-1], dtype=float).reshape(-1)
         trees = [_bsr_node(root) for root in model.roots_[-1]]
         self.expression_ = " + ".join([_c(beta[0])] + [f"{_c(b)}*({tree})" for b, tree in zip(beta[1:], trees)])

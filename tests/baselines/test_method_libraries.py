@@ -62,3 +62,21 @@ def test_feat_text_is_read_with_the_whitelisting_parser():
     assert parse(feat_expression("0.5*x_0^2 + sin(x_0)")) == parse("0.5*y**2 + sin(y)")
     with pytest.raises(ExpressionError):
         feat_expression("__import__('os').getcwd()")
+
+
+def test_bsr_says_when_its_sampler_accepted_no_move():
+    """autora-theorist-bsr 1.0.0 rejects every proposal (its prop_new): the answer is then a fit on
+    the initial random trees, and the row's warnings must say so; a sampler that moves is not flagged."""
+    import warnings
+
+    import numpy as np
+
+    pytest.importorskip("autora.theorist.bsr")
+    from baselines.libraries import BSR_STUCK, BSRRegressor
+
+    y = np.linspace(0.1, 0.9, 60)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = BSRRegressor(itr_num=5, val=10).fit(y[:, None], 0.23 * y * (1 - y))
+    assert (model.accepted_ == 0) == any(str(w.message) == BSR_STUCK for w in caught)
+    parse(model.expression_)
