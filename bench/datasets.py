@@ -93,8 +93,9 @@ def read_spec(path: Path) -> dict:
             raise DatasetError(f"{path}: missing field {key!r}")
     if not isinstance(spec["name"], str) or not NAME.fullmatch(spec["name"]):
         raise DatasetError(f"{path}: 'name' must be a short word of letters, digits, '-', '_' or '.'")
-    if isinstance(spec["version"], bool) or not isinstance(spec["version"], (str, int, float)) or spec["version"] == "":
-        raise DatasetError(f"{path}: 'version' must be text or a number, such as \"1\" (rows record it)")
+    version = spec["version"]
+    if isinstance(version, bool) or not isinstance(version, (str, int, float)) or version == "":
+        raise DatasetError(f"{path}: 'version' must be text or a number, such as \"1\"")
     if not isinstance(spec["equations"], list) or not spec["equations"]:
         raise DatasetError(f"{path}: 'equations' must be a non-empty list of equations")
     seen = set()

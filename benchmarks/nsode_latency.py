@@ -40,7 +40,8 @@ def trajectories(n: int, rng) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checkpoint", default=str(default_checkpoint()), help="checkpoint folder (default: the shipped one)")
+    p.add_argument("--checkpoint", default=str(default_checkpoint()),
+                   help="checkpoint folder (default: the shipped one)")
     p.add_argument("--beams", type=whole_number(1), nargs="+", default=[16, 64, 256, 1536],
                    help="beam widths to time (default: %(default)s)")
     p.add_argument("--trajectories", type=whole_number(1), default=10,

@@ -118,4 +118,5 @@ def test_the_largest_reversal_of_a_monotone_record_is_zero_and_of_a_turn_its_dep
 
     assert largest_reversal(3 * np.exp(-0.5 * T)) == 0 and largest_reversal(np.full(20, 2.0)) == 0
     assert largest_reversal([0, 1, 3, 2.5, 4]) == pytest.approx(0.5)  # fell back by 0.5 before rising on
-    assert largest_reversal(np.sin(np.linspace(0, 3, 51))) == pytest.approx(1 - np.sin(3), abs=1e-3)  # up to 1, down to sin 3
+    # up to 1, then down to sin 3
+    assert largest_reversal(np.sin(np.linspace(0, 3, 51))) == pytest.approx(1 - np.sin(3), abs=1e-3)
