@@ -273,7 +273,7 @@ def main(argv=None) -> int:
     pr.add_argument("--plot", type=Path, default=None,
                     help="write a figure of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data (PNG; PDF, SVG or JPEG when the name ends so; a name "
-                         "without an ending gets .png)")
+                         "with another ending or none gets .png added: fit.txt writes fit.txt.png)")
     add_search_arguments(pr)
     args = p.parse_args(argv)
     if args.branches is not None and args.branches < 0:
