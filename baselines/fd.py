@@ -133,7 +133,7 @@ def evaluate_expression(expression: str, X: np.ndarray) -> np.ndarray:
 class TimeLimited(BaseEstimator, RegressorMixin):
     """Fits `estimator` in a child process and kills it after `seconds` (hard limit, no signals
     in the fitting process; `core.processes.call_with_deadline`). The child sends back only
-    `expression_` (and `stopped_by_time_` of a regressor that stops by itself), so regressors
+    `expression_` (and `stopped_by_time_` of a regressor that stops by itself, and `defect_`), so regressors
     need not be picklable after fitting; `predict` evaluates that expression. The child dies with
     its parent and stays in the parent's process group, so the runner's kill of a worker also
     kills it.
@@ -147,7 +147,7 @@ class TimeLimited(BaseEstimator, RegressorMixin):
     def fit(self, X, y):
         start = time.perf_counter()
         try:
-            self.expression_, self.stopped_by_time_ = call_with_deadline(
+            self.expression_, self.stopped_by_time_, self.defect_ = call_with_deadline(
                 _fit_expression, (clone(self.estimator), np.asarray(X), np.asarray(y)), self.seconds, self.start_method)
         except Deadline:
             raise FitTimeout(f"fit exceeded its {self.seconds:g} s limit; killed") from None
@@ -161,13 +161,14 @@ class TimeLimited(BaseEstimator, RegressorMixin):
         return evaluate_expression(self.expression_, X)
 
 
-def _fit_expression(estimator, X, y) -> tuple[str, bool]:
+def _fit_expression(estimator, X, y) -> tuple[str, bool, str | None]:
     """In the child: fit, and refuse unparseable output here, with the regressor's own message;
-    with the expression, whether the regressor's own time limit ended its run."""
+    with the expression, whether the regressor's own time limit ended its run, and its `defect_`
+    (a library's known fault that changed what it computed; None without one)."""
     estimator.fit(X, y)
     expression = estimator.expression_
     parse(expression)
-    return expression, bool(getattr(estimator, "stopped_by_time_", False))
+    return expression, bool(getattr(estimator, "stopped_by_time_", False)), getattr(estimator, "defect_", None)
 
 
 class FiniteDifferenceMethod(Method):
@@ -283,6 +284,8 @@ def prediction_from_search(search: GridSearchCV) -> Prediction:
     if not np.any(np.isfinite(scores)):
         raise RuntimeError(f"all {len(scores)} hyperparameter runs failed or timed out")
     best = search.best_estimator_
+    if getattr(best, "defect_", None):  # out here: the search's own warnings were silenced
+        warnings.warn(best.defect_, stacklevel=2)
     params = {k.removeprefix("estimator__"): v for k, v in search.best_params_.items()}
     metadata = {"best_params": params, "validation_mse": -float(search.best_score_),
                 "runs": int(len(scores)), "failed_runs": int(np.sum(~np.isfinite(scores))),

@@ -14,7 +14,6 @@ import ast
 import contextlib
 import io
 import math
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -85,7 +84,7 @@ BSR_STUCK = ("autora-theorist-bsr accepted no MCMC move (its prop_new rejects ev
 class BSRRegressor(BaseEstimator, RegressorMixin):
     """Bayesian symbolic regression (Jin et al. 2019), `autora-theorist-bsr`: a linear
     combination of `tree_num` trees sampled by MCMC. The last sample is returned; `accepted_`
-    counts the moves the sampler accepted (none with autora 1.0.0: `BSR_STUCK`)."""
+    counts the moves the sampler accepted (none with autora 1.0.0: then `defect_` is `BSR_STUCK`)."""
 
     def __init__(self, tree_num=3, itr_num=50, val=100, alpha1=0.4, alpha2=0.4, beta=-1.0, random_state=0):
         self.tree_num = tree_num
@@ -103,8 +102,7 @@ class BSRRegressor(BaseEstimator, RegressorMixin):
         model = BSR(tree_num=self.tree_num, itr_num=self.itr_num, val=self.val, alpha1=self.alpha1,
                     alpha2=self.alpha2, beta=self.beta).fit(np.asarray(X, float), np.asarray(y, float))
         self.accepted_ = sum(len(errors) for errors in model.train_errs_)  # one error per accepted move
-        if not self.accepted_:
-            warnings.warn(BSR_STUCK, stacklevel=2)
+        self.defect_ = None if self.accepted_ else BSR_STUCK  # the FD machinery warns with it, in the row
         beta = np.asarray(model.betas_[-1], dtype=float).reshape(-1)
         trees = [_bsr_node(root) for root in model.roots_[-1]]
         self.expression_ = " + ".join([_c(beta[0])] + [f"{_c(b)}*({tree})" for b, tree in zip(beta[1:], trees)])

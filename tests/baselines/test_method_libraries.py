@@ -64,9 +64,10 @@ def test_feat_text_is_read_with_the_whitelisting_parser():
         feat_expression("__import__('os').getcwd()")
 
 
-def test_bsr_says_when_its_sampler_accepted_no_move():
+def test_bsr_says_in_its_row_when_its_sampler_accepted_no_move(logistic_observations):
     """autora-theorist-bsr 1.0.0 rejects every proposal (its prop_new): the answer is then a fit on
-    the initial random trees, and the row's warnings must say so; a sampler that moves is not flagged."""
+    the initial random trees, and the row's warnings must say so, from the child process its fits
+    run in; a sampler that moves is not flagged."""
     import warnings
 
     import numpy as np
@@ -75,8 +76,9 @@ def test_bsr_says_when_its_sampler_accepted_no_move():
     from baselines.libraries import BSR_STUCK, BSRRegressor
 
     y = np.linspace(0.1, 0.9, 60)
-    with warnings.catch_warnings(record=True) as caught:
+    model = BSRRegressor(itr_num=5, val=10).fit(y[:, None], 0.23 * y * (1 - y))
+    assert (model.accepted_ == 0) == (model.defect_ == BSR_STUCK)
+    with warnings.catch_warnings(record=True) as caught:  # as the harness's worker records them
         warnings.simplefilter("always")
-        model = BSRRegressor(itr_num=5, val=10).fit(y[:, None], 0.23 * y * (1 - y))
-    assert (model.accepted_ == 0) == any(str(w.message) == BSR_STUCK for w in caught)
-    parse(model.expression_)
+        run(load("bsr")(**SMALL["bsr"]), logistic_observations)
+    assert any(str(w.message) == BSR_STUCK for w in caught) == (model.accepted_ == 0)
