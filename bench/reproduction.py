@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -68,12 +69,20 @@ def method_times(rows: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
-def _runs(sweep_folder: Path) -> list[dict]:
-    """The starts recorded in sweep.json, oldest first ([] when none were)."""
+def _runs(sweep_folder: Path, key: str = "runs") -> list[dict]:
+    """The starts recorded in sweep.json (with `key` "rescored": its re-scorings), oldest first
+    ([] when none were)."""
     try:
-        return json.loads((sweep_folder / "sweep.json").read_text()).get("runs") or []
+        return json.loads((sweep_folder / "sweep.json").read_text()).get(key) or []
     except (OSError, json.JSONDecodeError):
         return []
+
+
+def _rescorings(sweep_folder: Path) -> list[str]:
+    """A line per `bench score` of the rows: its scores are later than the fits."""
+    return [f"- scores recomputed from the stored predictions (`bench score`) at commit `{entry['commit']}`, "
+            f"{time.strftime('%Y-%m-%d', time.gmtime(entry['at']))}: {entry['scored']:,} scores"
+            for entry in _runs(sweep_folder, "rescored")]
 
 
 def _provenance(runs: list[dict]) -> dict:
@@ -157,7 +166,8 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"- git commit: `{origin['commit']}`" + (f" ({origin['note']})" if origin.get("note") else ""),
               f"- machine: {box['cpu_count']} CPUs, {box.get('cpu_model') or box['processor']} "
               f"({box['machine']}), {box['platform']}, Python {box['python']}",
-              f"- wall time of the sweep: {timing}; fitting: {_hours(busy)} of worker time", *_grid(rows), "",
+              f"- wall time of the sweep: {timing}; fitting: {_hours(busy)} of worker time",
+              *_rescorings(sweep_folder), *_grid(rows), "",
               "## Claims", "", *_claims_section(verdicts), "",
               "## Leaderboard", "",
               f"Every stored task pooled (datasets, noise levels and sample sizes above), best first by the share "

@@ -55,4 +55,18 @@ def rescore(folder: Path, jobs: int = 1) -> int:
         for column, value in result.as_row().items():
             rows.at[i, column] = value
     store.replace_all(rows)
+    _record(sweep, config, len(todo))
     return len(todo)
+
+
+def _record(sweep: Path, config: dict, scored: int) -> None:
+    """Note the re-scoring in sweep.json (when, at which commit, how many scores), so that a report
+    built from these rows says its scores are later than its fits."""
+    import time
+
+    from bench import provenance
+    from core.files import write_text_atomic
+
+    entry = {"at": time.time(), "commit": provenance.git_commit(), "scored": scored}
+    config["rescored"] = [*config.get("rescored", []), entry]
+    write_text_atomic(json.dumps(config, indent=1) + "\n", sweep)

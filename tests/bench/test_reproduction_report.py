@@ -78,3 +78,25 @@ def test_method_times_count_the_tasks_a_time_limit_cut_short():
     other[0]["metadata"] = "not json"
     table = reproduction.method_times(pd.DataFrame(gp + other)).set_index("method")
     assert table.loc["gp", "time_cut_tasks"] == 1 and table.loc["other", "time_cut_tasks"] == 0
+
+
+def test_a_rescored_sweep_says_when_and_at_which_commit_its_scores_were_recomputed(tmp_path):
+    """Scores later than the fits (a scorer changed, `bench score` ran) are part of the report's provenance."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bench import rescoring
+    from bench.store import ResultStore
+
+    out = tmp_path / "sweep"
+    ran = subprocess.run([sys.executable, "-m", "bench", "run", "--methods", "truth", "--out", str(out), "--quiet"],
+                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert rescoring.rescore(out) == 12
+    entry, = json.loads((out / "sweep.json").read_text())["rescored"]
+    assert entry["scored"] == 12 and entry["commit"]
+    (tmp_path / "report").mkdir()
+    text = reproduction.write(ResultStore(out).read(), tmp_path / "report", out, "python -m bench paper",
+                              claims.Roles()).read_text()
+    assert f"- scores recomputed from the stored predictions (`bench score`) at commit `{entry['commit']}`" in text
