@@ -297,6 +297,8 @@ def _write_config(sweep: Sweep, folder: Path, grid: dict, pending: int, digests:
     runs = before.get("runs") or ([before["provenance"]] if "provenance" in before else [])  # d3898b7 wrote one
     start = {**provenance.describe(), "started_at": time.time(), "grid": grid, "pending": pending}
     config["runs"] = runs + ([start] if pending else [])
+    if before.get("rescored"):  # `bench score`'s record (bench.rescoring) outlives a resume
+        config["rescored"] = before["rescored"]
     write_text_atomic(json.dumps(config, indent=1) + "\n", folder / "sweep.json")
 
 

@@ -96,6 +96,10 @@ def test_a_rescored_sweep_says_when_and_at_which_commit_its_scores_were_recomput
     assert rescoring.rescore(out) == 12
     entry, = json.loads((out / "sweep.json").read_text())["rescored"]
     assert entry["scored"] == 12 and entry["commit"]
+    again = subprocess.run([sys.executable, "-m", "bench", "run", "--methods", "truth", "--out", str(out), "--quiet"],
+                           cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0  # a resume keeps the record
+    assert json.loads((out / "sweep.json").read_text())["rescored"] == [entry]
     (tmp_path / "report").mkdir()
     text = reproduction.write(ResultStore(out).read(), tmp_path / "report", out, "python -m bench paper",
                               claims.Roles()).read_text()
