@@ -55,7 +55,7 @@ from bench import Budget, Method, Observations, Prediction
 from bench.method import Variant, check_kinds, is_whole, require
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, checkpoint_files, default_checkpoint
 from nsode.options import search_settings
-from nsode.scaling import in_raw_range, raw_range_text
+from nsode.scaling import raw_range_text
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
 
 SETTINGS = {f.name for f in dataclasses.fields(Settings)}  # parameters checked as the search's flags
@@ -204,10 +204,10 @@ class NSODE(Method):
     def run(self, observations: Observations, budget: Budget) -> Prediction:
         if not hasattr(self, "predictor_"):
             self.setup()
-        if self.predictor_.scaled is None and not in_raw_range(observations.t, observations.y):
+        result = self.predictor_.predict(observations.t, observations.y)
+        if result.timings.get("outside_range"):
             warnings.warn(f"the data lie outside the model's raw-input training range ({raw_range_text()}); "
                           "nsode-eps+refine reads such data with its scale-invariant model", stacklevel=2)
-        result = self.predictor_.predict(observations.t, observations.y)
         if not result.expression:
             raise ValueError("no beam candidate could be integrated over the observed interval")
         return Prediction(result.expression, candidates=tuple(e for e, _ in result.candidates),

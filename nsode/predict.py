@@ -109,21 +109,24 @@ class Predictor:
         trajectory longer than the encoder's `max_points` (512) is read through an evenly spaced
         subsample of that many observations (the fitter still uses them all).
         `timings`, if given, receives the encoder's seconds as "encode_s", those spent turning
-        beams into expressions as "decode_s" and which model read the trajectory as "reader"
-        ("model" or "scaled").
+        beams into expressions as "decode_s", which model read the trajectory as "reader"
+        ("model" or "scaled") and, as "outside_range", whether a raw-input model read it outside
+        the range of its training data (`in_raw_range`, the clock's offset aside).
         """
         model = self.model
         if not in_raw_range(t, y) and in_raw_range(t - t[0], y):  # y' = f(y) does not read the clock:
             t = t - t[0]  # a record on [1000, 1002] is read as one on [0, 2]
         if self.scaled is not None and not in_raw_range(t, y):
             model = self.scaled
+        pow2 = getattr(model.config, "input_scaling", "none") == "pow2"
         if timings is not None:
             timings["reader"] = "model" if model is self.model else "scaled"
+            timings["outside_range"] = not pow2 and not in_raw_range(t, y)
         if self.reads:
             t, y = model_view(t, y, self.reads)
         if len(t) > model.config.max_points:  # the encoder's positions end there: it reads an even subsample
             t, y = model_view(t, y, model.config.max_points)
-        scale = Scale.of(t, y) if getattr(model.config, "input_scaling", "none") == "pow2" else None
+        scale = Scale.of(t, y) if pow2 else None
         bits = torch.from_numpy(encode_observations(*(scale.apply(t, y) if scale else (t, y))))
         was_training = model.training
         model.eval()

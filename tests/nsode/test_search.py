@@ -157,10 +157,11 @@ def test_the_paper_s_model_in_the_harness_warns_on_data_outside_its_training_ran
     from methods.nsode import NSODE
 
     method = NSODE(**NSODE.variants["nsode-eps"].params)
-    for t, outside in ((np.linspace(0, 6, 30), True), (T, False)):
+    # a record on [1000, 1002] is read as one on [0, 2]: inside
+    for t, outside in ((np.linspace(0, 6, 30), True), (T, False), (1000 + T, False)):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            method.run(Observations(t, 3 * np.exp(-0.5 * t)), None)
+            method.run(Observations(t, 3 * np.exp(-0.5 * (t - t[0]))), None)
         assert any("outside the model's raw-input training range" in str(w.message) for w in caught) == outside
 
 
