@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from joblib import Parallel, delayed
 
-from bench import data_digests, datasets
+from bench import data_digests, datasets, provenance
 from bench.scoring import score
 from bench.store import ResultStore
+from core.files import write_text_atomic
 
 
 class SweepFileError(ValueError):
@@ -62,11 +64,6 @@ def rescore(folder: Path, jobs: int = 1) -> int:
 def _record(sweep: Path, config: dict, scored: int) -> None:
     """Note the re-scoring in sweep.json (when, at which commit, how many scores), so that a report
     built from these rows says its scores are later than its fits."""
-    import time
-
-    from bench import provenance
-    from core.files import write_text_atomic
-
     entry = {"at": time.time(), "commit": provenance.git_commit(), "scored": scored}
     config["rescored"] = [*config.get("rescored", []), entry]
     write_text_atomic(json.dumps(config, indent=1) + "\n", sweep)

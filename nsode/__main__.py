@@ -191,10 +191,10 @@ MISFIT_NOISES = 3.0
 REVERSAL_NOISES = 6.0
 
 
-def fit_notes(result, t, y, sigma: float, profile) -> list[str]:
+def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     """What a reader of the pick must know besides its R^2: that the record turns, which no law
     y' = f(y) does; that the pick misses the data beyond their noise; and then, when a better fit
-    was set aside as unstable beyond the data, which one and why."""
+    was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
     from core.fitting import noise_level
     from core.trajectories import largest_reversal
     from nsode.digits import misfit
@@ -213,7 +213,7 @@ def fit_notes(result, t, y, sigma: float, profile) -> list[str]:
                   if text in result.rejected and 1 - r2 <= (1 - result.r2) / 4]
         if better:
             text, r2 = better[0]
-            notes.append(f"note: {shown(readable(text, y))} fits better (R^2 {r2_text(r2)}) but was set aside as "
+            notes.append(f"note: {write(text)} fits better (R^2 {r2_text(r2)}) but was set aside as "
                          f"unstable beyond the data: {result.rejected[text]}")
     return notes
 
@@ -298,7 +298,7 @@ def main(argv=None) -> int:
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
-    from nsode.scaling import in_raw_range, raw_range_text
+    from nsode.scaling import raw_range_text
     from nsode.digits import identifiable_form, supported
     from nsode.search import choice_profile
 
@@ -324,9 +324,6 @@ def main(argv=None) -> int:
     profile = choice_profile(t, y, search) if search and result.info.get("noise_profile") else None
     sigma = noise_level(t, y, curvature=True, profile=profile)
 
-    def written(found):  # constants one by one, to the digits the data support
-        return supported(identifiable_form(found, t, y, sigma), t, y, sigma, profile)
-
     chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)
     fit = chosen and supported(chosen, t, y, sigma, profile)
     label = to_infix(fit.expr) if fit else shown(result.expression)
@@ -342,23 +339,29 @@ def main(argv=None) -> int:
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, str, str]] = {}  # each law once as printed (0 and 0.0 are one law)
     fits = dict(zip((expr for expr, _ in result.candidates), result.fits))  # none with --paper
+
+    def as_listed(expr: str) -> str:
+        """The search's fits as the pick is printed (constants one by one, to the digits the data
+        support), so that each listed law gives its R^2; the beam's candidates (--paper) to 4 digits."""
+        if expr not in fits:
+            return shown(readable(expr, y))
+        return to_infix(supported(identifiable_form(fits[expr], t, y, sigma), t, y, sigma, profile).expr)
+
     for expr, r2 in result.candidates:
         if len(listed) == args.top:
             break
-        # the search's fits as the pick is printed, so that each listed law gives its R^2; the
-        # beam's candidates (--paper) to 4 digits
-        text = to_infix(written(fits[expr]).expr) if expr in fits else shown(readable(expr, y))
+        text = as_listed(expr)
         unsafe = "  [unstable beyond the data]" if expr in result.rejected else ""
         listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2_text(r2), unsafe))
     if listed:  # --top 0: none asked for
         print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
     for text, r2, unsafe in listed.values():
         print(f"  {r2:>10}  {text}{unsafe}")
-    for note in fit_notes(result, t, y, sigma, profile) if result.chosen is not None else ():
+    for note in fit_notes(result, t, y, sigma, profile, as_listed) if result.chosen is not None else ():
         print(note)
     if result.info.get("safety_net"):
         print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
-    if args.paper and not args.checkpoint and not in_raw_range(t, y):
+    if args.paper and not args.checkpoint and result.timings.get("outside_range"):
         print(f"note: the paper's model was trained on {raw_range_text()}; these data lie outside, where the default "
               "search reads them with its scale-invariant model")
     others = beyond_the_data(result, t) if result.chosen is not None else None
