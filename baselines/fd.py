@@ -176,11 +176,10 @@ class FiniteDifferenceMethod(Method):
 
     Subclasses set `grid` (a `GridSearchCV` parameter grid over the regressor's parameters)
     and implement `make_regressor(seed, time_limit)`. `fd_degrees` are the local polynomial degrees of the
-    derivative estimate to try (one more grid dimension: one `GridSearchCV` per degree picks that
-    degree's setting against its own estimate; the degrees' picks are then compared on one target,
-    the protocol's estimate (window `fd_window`, degree 3), see `reference_score`); `run_time_limit` is
-    the hard limit per hyperparameter run (None: fit in process without a limit, for regressors that
-    take milliseconds).
+    derivative estimate to try (one more grid dimension: one `GridSearchCV` per degree, the best
+    validation score over all wins; each is scored against its own derivative estimate, as a
+    pipeline FD -> regressor would be); `run_time_limit` is the hard limit per hyperparameter
+    run (None: fit in process without a limit, for regressors that take milliseconds).
     """
 
     uses_finite_differences = True
@@ -223,68 +222,42 @@ class FiniteDifferenceMethod(Method):
         raise NotImplementedError
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
-        t, X = observations.t, observations.y[:, None]
-        compare = len(self.fd_degrees) > 1
+        X = observations.y[:, None]
         share = None if budget.time_limit is None else budget.time_limit / len(self.fd_degrees)
-        refits = 2 if compare else 1  # the refit on all points, and the comparison fit below
-        reference = derivative(t, observations.y, self.fd_window, DEGREE) if compare else None
-        run_limit = self.run_time_limit and per_run_limit(self.grid, self.run_time_limit, share, refits)
         best, failure = None, ""
         for degree in self.fd_degrees:
-            dy = derivative(t, observations.y, self.fd_window, degree)
-            search = grid_search(self.make_regressor(budget.seed, run_limit), self.grid, t, self.run_time_limit,
-                                 share, refits)
+            dy = derivative(observations.t, observations.y, self.fd_window, degree)
+            run_limit = None if self.run_time_limit is None else per_run_limit(self.grid, self.run_time_limit, share)
+            search = grid_search(self.make_regressor(budget.seed, run_limit), self.grid, observations.t,
+                                 self.run_time_limit, share)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # FitFailedWarning / non-finite scores are recorded below
                     search.fit(X, dy)
-                score = reference_score(search, X, dy, reference) if compare else search.best_score_
             except (ValueError, RuntimeError) as err:  # sklearn raises ValueError when every run failed
                 failure = str(err).strip().splitlines()[-1]
                 continue
-            if best is None or score > best[2]:
-                best = (degree, search, score)
+            if best is None or search.best_score_ > best[1].best_score_:
+                best = (degree, search)
         if best is None:
             raise RuntimeError(f"every hyperparameter run failed; last error: {failure}")
-        degree, search, score = best
-        prediction = prediction_from_search(search)
-        prediction.metadata["best_params"]["fd_degree"] = degree
-        if compare:
-            prediction.metadata["reference_validation_mse"] = -score
+        prediction = prediction_from_search(best[1])
+        prediction.metadata["best_params"]["fd_degree"] = best[0]
         return prediction
 
 
-def reference_score(search: GridSearchCV, X: np.ndarray, dy: np.ndarray, reference: np.ndarray) -> float:
-    """Minus the validation MSE of the search's best setting against `reference`, a derivative
-    estimate shared by every FD setting: the setting is refitted on the training points (its own
-    `dy`) and scored on the validation points. Scored against its own estimate, each FD order would
-    be judged on a target of its own, and the smoothest would win under noise for its target alone."""
-    if not np.isfinite(search.best_score_):
-        return -np.inf
-    train, validation = next(search.cv.split())
-    estimator = clone(search.estimator).set_params(**search.best_params_)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            estimator.fit(X[train], dy[train])
-        except FitTimeout:
-            return -np.inf
-    return neg_mse(estimator, X[validation], reference[validation])
-
-
 def grid_search(regressor: BaseEstimator, grid: dict[str, list] | list[dict[str, list]], t: np.ndarray,
-                run_time_limit: float | None, task_time_limit: float | None = None, refits: int = 1) -> GridSearchCV:
+                run_time_limit: float | None, task_time_limit: float | None = None) -> GridSearchCV:
     """An unfitted `GridSearchCV` over `grid` with the protocol's split, score and time limit.
 
     With a time limit the regressor is wrapped in `TimeLimited` and the grid keys get the
     `estimator__` prefix. The per-run limit is capped at an equal share of SAFETY x the task's
-    limit over all settings plus `refits` more runs (the refit on all points, and any comparison
-    fit), so the search ends before the runner kills the task.
+    limit over all settings plus the refit, so the search ends before the runner kills the task.
     """
     cv = split(t)
     grids = _grids(grid)
     if run_time_limit is not None:
-        regressor = TimeLimited(regressor, seconds=per_run_limit(grids, run_time_limit, task_time_limit, refits))
+        regressor = TimeLimited(regressor, seconds=per_run_limit(grids, run_time_limit, task_time_limit))
         grids = [{f"estimator__{key}": values for key, values in g.items()} for g in grids]
     return GridSearchCV(regressor, grids, scoring={"mse": neg_mse, "stopped_by_time": stopped_by_time}, cv=cv,
                         refit="mse", n_jobs=1, error_score=-np.inf)
@@ -295,12 +268,12 @@ def _grids(grid: dict[str, list] | list[dict[str, list]]) -> list[dict[str, list
 
 
 def per_run_limit(grid: dict[str, list] | list[dict[str, list]], run_time_limit: float,
-                  task_time_limit: float | None = None, refits: int = 1) -> float:
+                  task_time_limit: float | None = None) -> float:
     """Seconds one hyperparameter run may take: `run_time_limit`, capped at an equal share of
-    SAFETY x the task's limit over all settings of `grid` plus `refits` more runs."""
+    SAFETY x the task's limit over all settings of `grid` plus the refit."""
     if not task_time_limit:
         return run_time_limit
-    return min(run_time_limit, SAFETY * task_time_limit / (len(ParameterGrid(_grids(grid))) + refits))
+    return min(run_time_limit, SAFETY * task_time_limit / (len(ParameterGrid(_grids(grid))) + 1))
 
 
 def prediction_from_search(search: GridSearchCV) -> Prediction:

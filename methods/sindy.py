@@ -3,9 +3,7 @@ up to degree 10 plus sin, cos, exp, sqrt and log of y, fitted to smoothed finite
 
 "Finite-difference order" [2, 3, 5, 7, 9] is read as the degree of the local polynomial that
 the derivative estimator fits over its 15-point window (pynumdiff widens the window to
-3 * degree + 1 points for degrees 5, 7 and 9). Each order's best setting is then scored on the
-validation points against one estimate, the protocol's (degree 3), so that no order wins by
-smoothing its own target (`baselines.fd.reference_score`). Library terms that are not finite on the data
+3 * degree + 1 points for degrees 5, 7 and 9). Library terms that are not finite on the data
 (log or sqrt of negative values, overflow) are dropped before each fit. All 800 settings take
 a few seconds: each STLSQ fit is milliseconds, so no per-run child process is needed.
 """
@@ -18,7 +16,7 @@ from core import protocol
 
 class Sindy(FiniteDifferenceMethod):
     name = "sindy"
-    version = "2"  # 2: the FD orders are compared on one derivative estimate, not each on its own
+    version = "1"
     requires = ("pysindy", "pynumdiff")
     time_limit = protocol.LONG_SEARCH_TIME_LIMIT
     description = "SINDy (pysindy STLSQ) on smoothed finite differences, grid-searched as in the paper"

@@ -83,34 +83,3 @@ def test_every_run_failing_gives_one_clean_error():
     method = Proportional(grid={"sleep": [30.0]}, run_time_limit=0.5)
     with pytest.raises(RuntimeError, match="every hyperparameter run failed"):
         method.run(exponential_observations(), Budget(time_limit=60.0))
-
-
-class TrueLawRegressor(BaseEstimator, RegressorMixin):
-    """Answers the true law whatever derivative estimate it is given."""
-
-    def fit(self, X, y):
-        self.expression_ = "-0.5*y"
-        return self
-
-
-class TrueLaw(fd.FiniteDifferenceMethod):
-    name = "true-law-test"
-    run_time_limit = None
-
-    def make_regressor(self, seed, time_limit=None):
-        return TrueLawRegressor()
-
-
-@pytest.mark.parametrize("degrees", [(9, 2), (2, 9)])
-def test_fd_orders_are_compared_on_one_target(degrees):
-    """The same law from every order scores the same: a smooth order's own estimate lies closer to
-    it under noise, but that is no reason to prefer the order (the first of equals is kept)."""
-    clean = exponential_observations()
-    noisy = Observations(clean.t, clean.y * (1 + 0.02 * np.random.default_rng(0).standard_normal(len(clean.t))))
-    prediction = TrueLaw(fd_degrees=degrees).run(noisy, Budget(time_limit=None))
-    assert prediction.metadata["best_params"]["fd_degree"] == degrees[0]
-    own = {d: np.mean((fd.derivative(noisy.t, noisy.y, degree=d) + 0.5 * noisy.y)[noisy.t > 1] ** 2) for d in degrees}
-    assert own[2] < own[9]  # scored on its own estimate, order 2 would always win
-    reference = fd.derivative(noisy.t, noisy.y, degree=3)
-    expected = np.mean((reference + 0.5 * noisy.y)[noisy.t > 1] ** 2)
-    assert prediction.metadata["reference_validation_mse"] == pytest.approx(expected)
