@@ -258,7 +258,7 @@ def estimate_noise(t: np.ndarray, y: np.ndarray, *, curvature: bool = False) -> 
     each point's miss of the straight line through its two neighbours; irregular times allowed.
     The curvature of a smooth trajectory adds O(h^2 y'') to that miss: negligible at the usual
     64-256 points, but on a dozen clean points it reads the curve as noise. The search keeps
-    that estimate (its integral-form stages need the slack: model card, "Session 41"). With
+    that estimate (its integral-form stages need the slack: docs/search.md, "Session 41"). With
     `curvature`, the miss of the cubic through the four nearest neighbours, O(h^4), is read too
     and taken instead when the line's estimate exceeds it by more than pure noise explains
     (`CURVATURE_RATIO`): the noise alone, for standard errors. The mean square, not a median: a

@@ -10,7 +10,8 @@ from pathlib import Path
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 # The search's proposers (nsode-eps+refine since version 6, nsode predict): the paper's raw-input nsode-eps
-# reads trajectories like its training data, the scale-invariant one all others (model card).
+# reads trajectories like its training data, the scale-invariant one all others
+# (docs/search.md, "Which checkpoint proposes").
 SEARCH_CHECKPOINT = "nsode-eps"
 SCALED_CHECKPOINT = "nsode-eps-scaled"
 

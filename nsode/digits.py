@@ -50,7 +50,7 @@ def identifiable(rest: sympy.Expr) -> sympy.Expr:
     y/(1190 + 246*y) the denominator fixes one ratio, not two (y/(4.84 + y)); in exp(2 + 3*y) the 2
     is a factor e**2. Only factors of `rest` are rewritten (a denominator inside sin(...) is
     structure). Used for showing a pick; the search itself keeps the model's form (reading the
-    beam so was measured level and not kept: model card, "Session 34")."""
+    beam so was measured level and not kept: docs/search.md, "Session 34")."""
     factors = []
     for factor in sympy.Mul.make_args(rest):
         if factor.is_Pow and factor.base.is_Add and factor.exp.is_Integer and factor.exp < 0:

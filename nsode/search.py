@@ -22,7 +22,7 @@ A funnel with counted budgets (core.fitting does every fit):
    of its course (`hidden_pause`), wins, unless another safe one within `forecast` of its criterion
    does better on criterion plus forecast error (fitted on the first 70% of the observations,
    scored on the rest) plus `node_cost` per node of its expression tree.
-Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study.py, model card).
+Budgets and rules were chosen on generated ODEs only (benchmarks/selection_study.py, docs/search.md).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ from core.metrics import r2
 from nsode.proposals import MAX_TERMS, Skeleton, bracketed, propose, propose_with, skeleton_key, snapped, split
 
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
-SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; model card)
+SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; docs/search.md)
 PROFILE_ROUNDS = 3  # reweighting rounds of the noise profile of a record that spans many decades
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest
 RIVAL_WINDOW = 5.0  # criterion units: a safe fit this close to the pick is a rival (the data barely prefer either)
@@ -54,7 +54,7 @@ class Settings:
     """The search's budget and choices; all counted, none timed."""
     max_points: int = 1024  # a longer record is searched through means of consecutive groups (core.fitting.bin_means)
     top_k: int = 16  # skeletons given the full integral-form fit
-    pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: model card)
+    pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: docs/search.md)
     node_listed: int = 0  # also the N best by cheap score plus node_cost per node (measured, not kept: rule 70)
     refit: int = 16  # of those, fitted by least squares on the trajectory
     max_nfev: int = 40  # trajectory evaluations per least-squares fit
@@ -69,14 +69,14 @@ class Settings:
     prune_rounds: int = 3  # rounds of that, each on the best N fits so far, until one adds nothing (version 24)
     snap_pruned: bool = True  # with snap_fitted, each round's pruned fits are snapped too (version 32)
     bracket: int = 0  # the N best fits with a free exponent refitted at the integers beside it (measured, not kept)
-    noise_growth: bool = True  # the choice weighs residuals by noise growing with |y| (version 22; model card)
-    drift: bool = False  # y' = c is a candidate (measured, not kept: model card)
+    noise_growth: bool = True  # the choice weighs residuals by noise growing with |y| (version 22; docs/search.md)
+    drift: bool = False  # y' = c is a candidate (measured, not kept: docs/search.md)
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
     denominators: int = 0  # expressions also read with their denominator fitted, N numerator sets (measured, not kept)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span
-    stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: model card)
+    stability_noise: bool = False  # perturb y0 by the noise alone, curvature removed (level, not kept: docs/search.md)
     keep_sign: bool = True  # the check's perturbed starts never cross 0 where the observations do not (version 16)
     rest_in_noise: bool = True  # the check starts from 0 only when y0 lies within the noise of it (version 18)
     rest_limit: bool = True  # a law that tends to 0 at 0 (y log y) passes the check's start from rest (version 17)
@@ -90,16 +90,16 @@ class Settings:
     lead_added: bool = False  # that start uncertain by noise plus the lead's motion (measured, not kept: rule 71)
     forecast: float = 5.0  # criterion window in which the best forecaster wins (0: lowest criterion)
     node_cost: float = 3.0  # in that window, criterion units charged per node of the fitted expression
-    nesting_cost: float = 10.0  # and per function nested in another's argument (version 14; model card, "Session 34")
+    nesting_cost: float = 10.0  # and per function nested in another's argument (docs/search.md, "Session 34")
     sqrt_nodes: bool = False  # in that window, sqrt(y) counts as one function, not a power and its 1/2 (rule 62b)
     unit_cost: float = 5.0  # for a law that fixes the unit of y, sin(y) or exp(y), everywhere (version 15; "Session 35")
     unit_logs: bool = False  # log(y) with no scale and no term to absorb log(lambda) fixes it too (measured, not kept)
-    forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: model card)
-    forecast_weight: float = 1.0  # of the forecast error in the tie-break (0.25-0.75 measured, not kept: model card)
+    forecast_score: str = "squared"  # or "predictive" (forecast_error; measured, not kept: docs/search.md)
+    forecast_weight: float = 1.0  # of the forecast error in the tie-break (0.25-0.75: not kept, docs/search.md)
     backcast: bool = False  # the forecast check also fits the last share, scores the first (measured, not kept)
-    multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: model card)
-    consensus: bool = False  # the medoid course of the pick and its rivals wins (measured, not kept: model card)
-    agreement: float = 0.0  # tied fits vote: the course most follow to this R^2 wins (0.99 measured, not kept: model card)
+    multiplicity: float = 0.0  # gamma of an extended BIC: 2 gamma log N_k per fit (measured, not kept: docs/search.md)
+    consensus: bool = False  # the medoid course of the pick and its rivals wins (measured, not kept: docs/search.md)
+    agreement: float = 0.0  # tied fits vote: the course most follow to this R^2 wins (0.99: not kept, docs/search.md)
     course_tolerance: float = 0.0  # tied fits vote for courses followed within this share (0.1 measured, not kept)
 
 
@@ -515,7 +515,7 @@ def forecast_error(f: Found, t, y, sigma: float, settings: Settings, profile: np
     density that allows for what the first part leaves uncertain (core.fitting.predictive_error).
     A noise `profile` weighs the squared error (not the predictive score, nor the backcast).
     With `settings.backcast` the last FORECAST_SHARE is fitted as well and its error on the first
-    points added (measured in session 30 and not kept: model card)."""
+    points added (measured in session 30 and not kept: docs/search.md)."""
     cut = int(FORECAST_SHARE * len(y))
     part = fit_trajectory(f.template, t[:cut], y[:cut], f.values, f.y0, max_nfev=settings.max_nfev)
     if not part.ok:
@@ -548,7 +548,7 @@ def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW,
     of `found` (with `distinct`, each expression once, as shown to the user): laws the
     observations cannot tell from the pick. Where they part beyond the data,
     the data do not determine the extrapolation, whichever law is chosen (on simple ODEs at 1%
-    noise most misses are of this kind: model card, "Simple ODEs: the search against the ceiling")."""
+    noise most misses are of this kind: docs/search.md, "Simple ODEs: the search against the ceiling")."""
     settings = settings or Settings()
     pick = pick if pick is not None else (found[0] if found else None)
     if pick is None or not math.isfinite(pick.r2):

@@ -514,7 +514,7 @@ def test_an_exponent_the_noise_leaves_beyond_snapping_is_bracketed_to_the_law():
     law = 1.3 * Y - 1.1 * Y**3
     y = solve(compile_scalar(law), 0.3, T) * (1 + 0.01 * np.random.default_rng(0).normal(size=T.size))
     proposals, alone = [1.2 * Y - 1.1 * Y ** sympy.Float(3.4)], Settings(variants=False, combine=0, per_capita=0)
-    free, _ = search(proposals, T, y, alone)  # off by default (measured, not kept: model card, "Version 32")
+    free, _ = search(proposals, T, y, alone)  # off by default (measured, not kept: docs/search.md, "Version 32")
     assert float(free[0].expr.atoms(sympy.Pow).pop().exp) == pytest.approx(3.42, abs=0.01), free[0].expr
     found, _ = search(proposals, T, y, replace(alone, bracket=4))
     assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].source == "bracketed", found[0].expr
@@ -630,13 +630,13 @@ def test_consensus_chooses_the_medoid_course_of_the_pick_and_its_rivals():
 def test_a_sparse_logistic_from_far_below_its_capacity_is_read_as_the_logistic():
     # 10 points over 20 time units: the law moves y by more than y0 in one interval, so a start
     # moved that far lies below 0, where the logistic blows up; version 15 rejected the exact law
-    # there and picked a cubic stand-in (model card, "Session 42")
+    # there and picked a cubic stand-in (docs/search.md, "Session 42")
     t = np.linspace(0, 20, 10)
     law = 0.5 * Y - 0.005 * Y**2
     y = solve(compile_scalar(law), 5.0, t)
     candidates = [law, 30 * sympy.sin(0.02 * Y)]
     # pruning off: since version 20 a pruned 13.1*sin(0.0313*y), the same course to 100.4 on these
-    # 10 clean points, wins the tie-break by its size (model card, "Version 20")
+    # 10 clean points, wins the tie-break by its size (docs/search.md, "Version 20")
     settings = Settings(prune=0)
     found, _ = search(candidates, t, y, settings)
     assert skeleton_key(found[0].expr) == skeleton_key(law) and found[0].rejected is None
@@ -647,7 +647,7 @@ def test_a_sparse_logistic_from_far_below_its_capacity_is_read_as_the_logistic()
 def test_a_sparse_gompertz_record_is_read_as_gompertz():
     # 10 points of growth from 5 towards 100: 0 lies within the law's motion over one interval,
     # so the check starts each fit from rest, where y log(y) is not a number; version 16 rejected
-    # the exact law there and picked a stand-in (model card, "Session 43")
+    # the exact law there and picked a stand-in (docs/search.md, "Session 43")
     t = np.linspace(0, 20, 10)
     law = 0.3 * Y * sympy.log(100 / Y)
     y = solve(compile_scalar(law), 5.0, t)
@@ -662,7 +662,7 @@ def test_a_sparse_gompertz_record_is_read_as_gompertz():
 def test_a_record_that_moves_past_its_start_need_not_hold_from_rest():
     # 12 points from 0.2, the law moving y by more than y0 in one interval: 0 lies within that
     # motion but not within the noise, so the record did not start at rest; version 17 still
-    # started the check there, where log(y) is not a number, and picked a stand-in (model card,
+    # started the check there, where log(y) is not a number, and picked a stand-in (docs/search.md,
     # "Session 44")
     t = np.linspace(0, 4, 12)
     law = 1.8 - 2.1 * sympy.log(Y)
