@@ -41,9 +41,17 @@ def saved_model_and_its_trajectory(overfit, folder) -> tuple[str, str]:
 
 
 def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
+    import torch
+
     path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
-    assert main(["predict", path, "--checkpoint", checkpoint, "--beam", "8",
-                 "--plot", str(tmp_path / "p.png")]) == 0
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert main(["predict", path, "--checkpoint", checkpoint, "--beam", "8",
+                     "--plot", str(tmp_path / "p.png")]) == 0
+        assert torch.get_num_threads() == 1  # the default: one thread reads as fast, and is not slowed by load
+    finally:
+        torch.set_num_threads(threads)
     out = capsys.readouterr().out
     r2 = float(re.search(r"R\^2 on the data: (\S+)", out).group(1))  # 1.000000 for an exact fit
     assert out.startswith("y' = ") and r2 >= 0.99 and (tmp_path / "p.png").is_file()
@@ -102,7 +110,7 @@ def test_the_model_view_has_exactly_the_count_asked_for():
 def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_search(tmp_path, capsys):
     path = tmp_path / "decay.csv"
     path.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 20)}\n" for i in range(20)))
-    for flag, value in (("--beam", "-5"), ("--top-k", "0"), ("--top", "-1")):
+    for flag, value in (("--beam", "-5"), ("--top-k", "0"), ("--top", "-1"), ("--threads", "0")):
         with pytest.raises(SystemExit) as stop:
             main(["predict", str(path), flag, value])
         assert stop.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
