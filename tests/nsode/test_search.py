@@ -630,7 +630,7 @@ def test_consensus_chooses_the_medoid_course_of_the_pick_and_its_rivals():
 def test_a_sparse_logistic_from_far_below_its_capacity_is_read_as_the_logistic():
     # 10 points over 20 time units: the law moves y by more than y0 in one interval, so a start
     # moved that far lies below 0, where the logistic blows up; version 15 rejected the exact law
-    # there and picked a cubic stand-in (docs/search.md, "Session 42")
+    # there and picked a cubic stand-in (development log, "Session 42")
     t = np.linspace(0, 20, 10)
     law = 0.5 * Y - 0.005 * Y**2
     y = solve(compile_scalar(law), 5.0, t)
