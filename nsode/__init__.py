@@ -11,7 +11,7 @@ from pathlib import Path
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 # The search's proposers (nsode-eps+refine since version 6, nsode predict): the paper's raw-input nsode-eps
 # reads trajectories like its training data, the scale-invariant one all others
-# (docs/search.md, "Which checkpoint proposes").
+# (model card, "Which checkpoint proposes").
 SEARCH_CHECKPOINT = "nsode-eps"
 SCALED_CHECKPOINT = "nsode-eps-scaled"
 

@@ -63,7 +63,7 @@ class Predictor:
     """`model` reads every trajectory, or, given a `scaled` model (scale-invariant input), only
     those like its raw-input training data (`nsode.scaling.in_raw_range`: t from 0 over a span
     near 2, max |y| within 2^3 of 4), and `scaled` reads all others: each model where it reads
-    best (docs/search.md, "Which checkpoint proposes"). `branches` limits the beam's
+    best (model card, "Which checkpoint proposes"). `branches` limits the beam's
     constant branching (nsode.decode.beam_search; the search's default is search.SEARCH_BRANCHES,
     None is the paper's beam); `samples` adds that many ancestral samples at `temperature` after the
     beam's hypotheses (nsode.decode.sample_search; measured, not used by the search: docs/search.md).

@@ -548,7 +548,7 @@ def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW,
     of `found` (with `distinct`, each expression once, as shown to the user): laws the
     observations cannot tell from the pick. Where they part beyond the data,
     the data do not determine the extrapolation, whichever law is chosen (on simple ODEs at 1%
-    noise most misses are of this kind: docs/search.md, "Simple ODEs: the search against the ceiling")."""
+    noise most misses are of this kind: model card, "Simple ODEs: the search against the ceiling")."""
     settings = settings or Settings()
     pick = pick if pick is not None else (found[0] if found else None)
     if pick is None or not math.isfinite(pick.r2):
