@@ -297,6 +297,8 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
+    import torch
+
     from core.fitting import noise_level, written_to_error
     from nsode import default_checkpoint
     from nsode.data.tokens import to_infix
@@ -306,9 +308,7 @@ def main(argv=None) -> int:
     from nsode.digits import identifiable_form, supported
     from nsode.search import choice_profile
 
-    import torch
-
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)  # the model is small: one thread is as fast, and not slowed by load
     search = None if args.paper else settings_from(args)
     try:
         predictor = (Predictor(args.checkpoint or default_checkpoint("nsode-eps"), beam=args.beam,
