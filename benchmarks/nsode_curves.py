@@ -52,10 +52,14 @@ def measure(folder: Path, data: list[str], args) -> dict:
     state = json.loads((folder / "training_state.json").read_text())
     row = {"checkpoint": str(folder), "step": state.get("step"), "samples": state.get("samples"),
            "input_scaling": getattr(model.config, "input_scaling", "none")}
-    beam64 = Predictor(model, beam=64, search=Settings())
     for d in data:
         name = Path(d).name
         row[f"val_loss[{name}]"], row[f"val_acc[{name}]"] = validation_loss(model, d, args.val_limit)
+    if args.losses_only:
+        return row
+    beam64 = Predictor(model, beam=64, search=Settings())
+    for d in data:
+        name = Path(d).name
         cases = heldout_examples(d, "nsode-eps", args.recall_limit)
         row[f"recall64[{name}]"] = float(np.mean([recall(beam64, t, y, f)[0] for t, y, f in cases]))
     searcher = Predictor(model, beam=args.search_beam, search=Settings())
@@ -74,6 +78,8 @@ def main(argv=None) -> None:
     p.add_argument("--recall-limit", type=whole_number(1), default=60, help="held-out ODEs for recall, per folder")
     p.add_argument("--simple", type=whole_number(0), default=24, help="simple ODEs for recovery")
     p.add_argument("--search-beam", type=whole_number(1), default=256)
+    p.add_argument("--losses-only", action="store_true",
+                   help="measure only the validation losses (seconds a checkpoint: every snapshot of a run)")
     p.add_argument("--out", default="curves.csv", help="CSV of all rows (rows already there are kept)")
     p.add_argument("--threads", type=whole_number(1), default=1)
     p.add_argument("--plot", type=Path, default=None,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from nsode.data import shards
 from nsode.data import tokens as vocab
@@ -45,8 +46,8 @@ def read_examples(path: Path, t: np.ndarray, *, want_val: bool, val_percent: int
     """The examples of one shard that belong to the split; targets longer than `max_rows` and
     skeletons in `excluded` are skipped."""
     df = shards.read_shard(path, columns=COLUMNS)
-    df = df[[in_validation(i, val_percent) == want_val and s not in excluded
-             for i, s in zip(df["skeleton_id"], df["skeleton"])]]
+    df = df[np.array([in_validation(i, val_percent) == want_val and s not in excluded  # an array: an empty
+                      for i, s in zip(df["skeleton_id"], df["skeleton"])], dtype=bool)]  # list selects columns
     out, targets = [], {}
     for skel, expression, strings, y in zip(df["skeleton"], df["expression"], df["tokens"], df["y"]):
         if expression not in targets:
@@ -57,6 +58,23 @@ def read_examples(path: Path, t: np.ndarray, *, want_val: bool, val_percent: int
         y = np.asarray(y, dtype=np.float64)
         out.append(Example(t[: len(y)], y, rows, skel, expression))
     return out
+
+
+def held_out_copy(folder: str | Path, out: str | Path, val_percent: int = 5) -> int:
+    """Copy a data folder keeping only its held-out skeletons' solutions (a validation set that
+    travels light: 5% of the shards' rows); returns the rows kept."""
+    folder, out = Path(folder), Path(out)
+    (out / "shards").mkdir(parents=True, exist_ok=True)
+    for name in (shards.CONFIG_FILE, shards.SKELETON_FILE):
+        if (folder / name).is_file():
+            (out / name).write_bytes((folder / name).read_bytes())
+    kept = 0
+    for path in shards.shard_paths(folder):
+        table = pq.read_table(path)
+        table = table.filter([in_validation(i, val_percent) for i in table.column("skeleton_id").to_pylist()])
+        pq.write_table(table, out / "shards" / path.name)
+        kept += table.num_rows
+    return kept
 
 
 def folder_weights(weights, n_folders: int) -> list[int]:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from nsode.data import config, generate, shards, tokens
-from nsode.stream import in_validation, stream_examples
+from nsode.stream import held_out_copy, in_validation, stream_examples
 import torch
 from safetensors.torch import load_file
 
@@ -53,6 +53,20 @@ def test_validation_split_holds_out_whole_skeletons(training_data):
     ids = {s: i for p in shards.shard_paths(training_data)
            for s, i in shards.read_shard(p, ["skeleton", "skeleton_id"]).itertuples(index=False)}
     assert all(in_validation(ids[s], VAL_PERCENT) for s in val)
+
+
+def test_a_held_out_copy_streams_the_same_validation_and_no_training(training_data, tmp_path):
+    """How a fixed validation set travels light (`.gpu/fixed`): shards keep only held-out rows, so
+    some are empty, and an empty shard streams as no examples."""
+    import pyarrow.parquet as pq
+
+    cut = tmp_path / "cut"
+    kept = held_out_copy(training_data, cut, val_percent=VAL_PERCENT)
+    assert any(pq.read_metadata(p).num_rows == 0 for p in shards.shard_paths(cut))
+    val = [(e.skeleton, e.expression) for e in stream_examples(training_data, split="val", val_percent=VAL_PERCENT)]
+    assert kept == len(val) > 0
+    assert [(e.skeleton, e.expression) for e in stream_examples(cut, split="val", val_percent=VAL_PERCENT)] == val
+    assert list(stream_examples(cut, split="train", val_percent=VAL_PERCENT)) == []
 
 
 def test_warm_up_then_constant_or_cosine_learning_rate():
