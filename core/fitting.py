@@ -44,6 +44,7 @@ CURVATURE_RATIO = 2.0  # a line-fit noise estimate this many times the cubic's i
 NOISE_GROWTH = 2.0  # noise_profile: the level at the largest |y| this many times that at the smallest
 PROFILE_CLIP = 4.0  # noise_profile: relative levels are kept within [1/4, 4]
 PROFILE_MIN_POINTS = 16  # noise_profile: fewer observations give no profile
+GLITCH_NOISES = 8.0  # isolated_glitches: a point this many robust noise levels off its neighbours' course
 MANY_DECADES = 100.0  # record_growth above this: a record spanning many decades (nsode.search)
 PAUSE_SHARE = 0.25  # hidden_pause: |f| between two observations below this share of |f| at both is a pause
 PAUSE_POINTS = 64  # hidden_pause: values of y looked at between two consecutive observations
@@ -342,6 +343,48 @@ def noise_level(t: np.ndarray, y: np.ndarray, *, curvature: bool = False,
         level = _root_mean_square(_interpolation_misses(t, y, 2) / np.asarray(profile, float)[2:-2])
     return max(level, NOISE_FLOOR * (scale or 1.0))
 
+
+
+def isolated_glitches(t: np.ndarray, y: np.ndarray, threshold: float = GLITCH_NOISES) -> list[int]:
+    """Indices of single points that stand apart from their neighbours' course: a glitch (a
+    mistyped reading, a spike) bends a least-squares fit and inflates the noise level read from
+    the data. Each point's miss of the cubic through its four nearest neighbours is compared with
+    robust levels (medians of all misses) under both noise models, additive and relative to |y|;
+    a glitch is beyond `threshold` under both, pushes its two neighbours' misses the other way,
+    and leaves them ordinary (below half the threshold) once it is taken out. Curvature fails the
+    last two tests: a sharp turn sampled by few points misses one way and stays. Measured on the
+    built-in datasets' records (n 32-256, sigma 0-0.05, `docs/development-log.md`, session 75):
+    3 of 8,256 glitch-free records flagged; a reading 1.5 times too large found in 83-97% of the
+    records at sigma 0.01, 44-74% at 0.02."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    if len(y) < 7 or not np.any(y):
+        return []
+    floor = NOISE_FLOOR * (float(np.std(y)) + 1e-3 * float(np.max(np.abs(y))))
+
+    def levels(t, y):
+        misses, inner = _interpolation_misses(t, y, 2), y[2:-2]
+        nonzero = inner != 0
+        additive = max(1.4826 * float(np.median(np.abs(misses))), floor)
+        relative = 1.4826 * float(np.median(np.abs(misses[nonzero] / inner[nonzero]))) if nonzero.any() else 0.0
+        return misses, inner, additive, relative
+
+    def size(miss, value, additive, relative):  # in noise levels, the smaller reading of the two models
+        return min(abs(miss) / additive, abs(miss) / (relative * abs(value)) if relative * value != 0 else math.inf)
+
+    misses, inner, additive, relative = levels(t, y)
+    glitches = []
+    for i in range(1, len(misses) - 1):
+        if size(misses[i], inner[i], additive, relative) <= threshold:
+            continue
+        if not np.sign(misses[i - 1]) == np.sign(misses[i + 1]) == -np.sign(misses[i]):
+            continue
+        k = i + 2  # the point's index in y
+        without = _interpolation_misses(np.delete(t, k), np.delete(y, k), 2)
+        rest = np.delete(y, k)[2:-2]
+        if all(size(without[q], rest[q], additive, relative) < threshold / 2
+               for q in (i - 1, i) if 0 <= q < len(without)):
+            glitches.append(k)
+    return glitches
 
 def bin_means(t: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """(t, y) cut to at most `max_points` observations: the mean time and mean value of consecutive

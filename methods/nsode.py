@@ -67,7 +67,8 @@ class NSODE(Method):
     None) reads the trajectories outside the first one's training range (nsode.predict.Predictor);
     `beam` None is the decoder's default (nsode.decode: 64 on CPU, 1536 on a GPU), `branches` the
     constant intervals each beam hypothesis may branch into (None: all, the paper's beam); `search`
-    switches the paper's R^2 selection for the skeleton search, whose counted budget is `max_points` (a
+    switches the paper's R^2 selection for the skeleton search, which sets `glitches` aside (single points
+    off their neighbours' course, on since version 33), whose counted budget is `max_points` (a
     longer record is read through the means of consecutive groups of observations), `top_k`, `node_listed`
     (the best skeletons by cheap score plus node cost listed beside them; off: measured, not kept), `refit`,
     `max_nfev`, `combine` (beam terms recombined, `combine_size` at a time) and `basis` (powers of y
@@ -110,10 +111,11 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="32"),
+                                    "rejected, information criterion", version="33"),
     }
 
-    def __init__(self, checkpoint="nsode", beam=None, search=False, max_points=Settings.max_points,
+    def __init__(self, checkpoint="nsode", beam=None, search=False, glitches=Settings.glitches,
+                 max_points=Settings.max_points,
                  top_k=Settings.top_k, refit=Settings.refit, node_listed=Settings.node_listed,
                  max_nfev=Settings.max_nfev, criterion=Settings.criterion, combine=Settings.combine,
                  combine_size=Settings.combine_size,
@@ -147,7 +149,7 @@ class NSODE(Method):
         self.robust, self.hidden_pause, self.start_scaled_bound = robust, hidden_pause, start_scaled_bound
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators
-        self.turn_back, self.origin, self.lead_added = turn_back, origin, lead_added
+        self.turn_back, self.origin, self.lead_added, self.glitches = turn_back, origin, lead_added, glitches
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

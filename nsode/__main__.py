@@ -94,9 +94,10 @@ DENSE_POINTS = 1000  # a plot draws more observations than this small and faint
 
 
 def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None,
-         rivals: tuple[np.ndarray, list[np.ndarray]] | None = None) -> None:
+         rivals: tuple[np.ndarray, list[np.ndarray]] | None = None, aside=None) -> None:
     """Data against y' = `expression` from y0 over twice the observed span; the legend reads
-    `label`. `rivals` (a grid and trajectories on it) are drawn thin and grey beneath."""
+    `label`. `rivals` (a grid and trajectories on it) are drawn thin and grey beneath, points set
+    `aside` (t, y) as crosses."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,6 +110,8 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     dense = len(t) > DENSE_POINTS  # a long record drawn as small, faint points: the fit stays visible through it
     ax.plot(t, y, ".", ms=1 if dense else 3, alpha=max(0.1, DENSE_POINTS / len(t)) if dense else 1.0, color="k",
             label="data")
+    if aside is not None and len(aside[0]):
+        ax.plot(*aside, "x", ms=5, color="tab:red", label="set aside")
     for i, path_ in enumerate(rivals[1] if rivals else []):
         ax.plot(rivals[0], path_, color="0.6", lw=0.8, label="fits as good on the data" if i == 0 else None)
     if expression:
@@ -192,14 +195,21 @@ REVERSAL_NOISES = 6.0
 
 
 def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
-    """What a reader of the pick must know besides its R^2: that the record turns, which no law
+    """What a reader of the pick must know besides its R^2: that single points stand apart from the
+    record's course (glitches bend a least-squares fit); that the record turns, which no law
     y' = f(y) does; that the pick misses the data beyond their noise; and then, when a better fit
     was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
-    from core.fitting import noise_level
+    from core.fitting import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
     from nsode.digits import misfit
 
     notes = []
+    glitches = isolated_glitches(t, y)
+    if glitches:
+        notes.append(f"note: {len(glitches)} point{'s stand' if len(glitches) > 1 else ' stands'} apart from "
+                     f"{'their' if len(glitches) > 1 else 'its'} neighbours' course (t = {times_text(t[glitches])}): a glitch bends "
+                     "the fit and raises the noise level read from the data; if they are glitches, remove them "
+                     "and fit again")
     turn, level = largest_reversal(y), noise_level(t, y)
     if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
         notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
@@ -219,6 +229,11 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
 
 
 FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
+
+
+def times_text(times, shown: int = 5) -> str:
+    """The first `shown` times of a few points, to four digits."""
+    return ", ".join(f"{v:.4g}" for v in times[:shown]) + (", ..." if len(times) > shown else "")
 
 
 def r2_text(value: float) -> str:
@@ -319,6 +334,12 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     result = predictor.predict(t, y)
+    aside = result.info.get("set_aside", [])
+    set_aside = t[aside], y[aside]
+    if aside:  # what the search read, for every figure below
+        keep = np.ones(len(t), bool)
+        keep[aside] = False
+        t, y = t[keep], y[keep]
     if not result.expression:
         flat = np.ptp(y) == 0  # R^2 against a record without variation counts only an exact match
         print("error: no candidate " + ("matched a record without variation (every y equal; the search, without "
@@ -364,6 +385,10 @@ def main(argv=None) -> int:
         print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
     for text, r2, unsafe in listed.values():
         print(f"  {r2:>10}  {text}{unsafe}")
+    if aside:
+        print(f"note: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside (t = {times_text(set_aside[0])}): "
+              f"{'each stands' if len(aside) > 1 else 'it stands'} apart from its neighbours' course, as a glitch "
+              "does, and the law is fitted to the rest (--no-glitches keeps every point)")
     for note in fit_notes(result, t, y, sigma, profile, as_listed) if result.chosen is not None else ():
         print(note)
     if result.info.get("safety_net"):
@@ -374,7 +399,7 @@ def main(argv=None) -> int:
     others = beyond_the_data(result, t) if result.chosen is not None else None
     if args.plot:
         try:
-            plot(args.plot, t, y, result.expression, result.y0, label, others)
+            plot(args.plot, t, y, result.expression, result.y0, label, others, set_aside)
         except OSError as err:
             print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
             return 1

@@ -17,6 +17,9 @@ SEARCH_OPTIONS = {
     "max_points": (whole_number(protocol.MIN_POINTS), "a longer record is searched through the means of N "
                                                       "consecutive groups of its observations (the search's time "
                                                       "and memory grow with the points it reads)"),
+    "glitches": (bool, "set aside, before the model reads the record and the fitter fits it, single points that "
+                       "stand apart from their neighbours' course (a glitch bends a least-squares fit; "
+                       "core.fitting.isolated_glitches)"),
     "top_k": (whole_number(1), "skeletons whose constants and initial value are all fitted"),
     "node_listed": (whole_number(0), "also fit the N best skeletons by the cheap score plus the node cost per node of "
                                      "the skeleton (0: none)"),

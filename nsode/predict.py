@@ -19,7 +19,8 @@ import torch
 from scipy.interpolate import CubicSpline
 
 from core.expressions import Y
-from core.fitting import bin_means
+from core import protocol
+from core.fitting import bin_means, isolated_glitches
 from core.trajectories import observed
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.data.tokens import to_infix
@@ -38,7 +39,7 @@ class Prediction:
     r2: float  # R^2 of its trajectory on the observations: from the fitted y0 (search), else from the first observation
     candidates: list[tuple[str, float]]  # (expression, R^2 or -inf when not integrated), best first
     timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
-    info: dict = field(default_factory=dict)  # the search's counts, noise level and safety-net flag
+    info: dict = field(default_factory=dict)  # the search's counts, noise level, safety-net flag, set_aside (indices)
     y0: float | None = None  # the fitted initial value (search only; else the first observation)
     chosen: Found | None = None  # the search's pick with its template (nsode.digits.supported rounds it for display)
     rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
@@ -159,6 +160,11 @@ class Predictor:
         """y' = f(y) for one record; ValueError naming the problem when t and y are not one
         (`core.trajectories.observed`: NaN, unsorted or repeated times, too few points, dates)."""
         t, y = observed(t, y)
+        aside = self.glitches(t, y)
+        if aside:
+            keep = np.ones(len(t), bool)
+            keep[aside] = False
+            t, y = t[keep], y[keep]
         timings = {}
         t0 = time.perf_counter()
         cands = self.candidates(t, y, timings)
@@ -173,7 +179,16 @@ class Predictor:
                 best = ranked[0] if ranked and math.isfinite(ranked[0][1]) else ("", -math.inf)
                 result = Prediction(best[0], best[1], ranked)
         result.timings.update(timings, beam_s=t1 - t0, select_s=time.perf_counter() - t1, n_candidates=len(cands))
+        result.info["set_aside"] = aside
         return result
+
+    def glitches(self, t: np.ndarray, y: np.ndarray) -> list[int]:
+        """Indices of the points the search sets aside (`Settings.glitches`; none for the paper's
+        selection, and none where fewer than the protocol's minimum would be left)."""
+        if self.search is None or not self.search.glitches:
+            return []
+        aside = isolated_glitches(t, y)
+        return aside if len(t) - len(aside) >= protocol.MIN_POINTS else []
 
     def _searched(self, exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray) -> Prediction:
         means = bin_means(t, y, self.search.max_points)  # what the search reads of a long record

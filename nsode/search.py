@@ -53,6 +53,7 @@ FALLBACK_TIERS = 4  # when no shortlisted fit integrates, this many times top_k 
 class Settings:
     """The search's budget and choices; all counted, none timed."""
     max_points: int = 1024  # a longer record is searched through means of consecutive groups (core.fitting.bin_means)
+    glitches: bool = True  # single points off their neighbours' course are set aside (version 33; nsode.predict)
     top_k: int = 16  # skeletons given the full integral-form fit
     pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: docs/search.md)
     node_listed: int = 0  # also the N best by cheap score plus node_cost per node (measured, not kept: rule 70)

@@ -110,6 +110,15 @@ def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path
     assert "rises and falls" not in out
     assert re.search(r"note: \S*y\*\*2 fits better \(R\^2 1.000000\) but was set aside as unstable beyond the data: "
                      r"from y0 = 0.4: LSODA stopped between t = 2.5", out)
+    t = np.linspace(0, 2, 64)  # a decay with one reading typed twice too large
+    y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    y[20] *= 2
+    (tmp_path / "glitch.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    assert main(["predict", str(tmp_path / "glitch.csv"), "--top", "0"]) == 0
+    out = capsys.readouterr().out  # set aside by default, named with --no-glitches
+    assert f"note: 1 point set aside (t = {t[20]:.4g})" in out and re.search(r"^y' = -0\.(49\d|50\d?)\*y$", out, re.M)
+    assert main(["predict", str(tmp_path / "glitch.csv"), "--top", "0", "--no-glitches"]) == 0
+    assert f"note: 1 point stands apart from its neighbours' course (t = {t[20]:.4g})" in capsys.readouterr().out
 
 
 def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
