@@ -360,30 +360,24 @@ def isolated_glitches(t: np.ndarray, y: np.ndarray, threshold: float = GLITCH_NO
     if len(y) < 7 or not np.any(y):
         return []
     floor = NOISE_FLOOR * (float(np.std(y)) + 1e-3 * float(np.max(np.abs(y))))
+    misses, inner = _interpolation_misses(t, y, 2), y[2:-2]
+    nonzero = inner != 0
+    additive = max(1.4826 * float(np.median(np.abs(misses))), floor)
+    relative = 1.4826 * float(np.median(np.abs(misses[nonzero] / inner[nonzero]))) if nonzero.any() else 0.0
 
-    def levels(t, y):
-        misses, inner = _interpolation_misses(t, y, 2), y[2:-2]
-        nonzero = inner != 0
-        additive = max(1.4826 * float(np.median(np.abs(misses))), floor)
-        relative = 1.4826 * float(np.median(np.abs(misses[nonzero] / inner[nonzero]))) if nonzero.any() else 0.0
-        return misses, inner, additive, relative
+    def size(miss, value):  # in noise levels: the smaller reading of the two noise models
+        scale = relative * np.abs(value)
+        by_value = np.divide(np.abs(miss), scale, out=np.full(np.shape(miss), np.inf), where=scale > 0)
+        return np.minimum(np.abs(miss) / additive, by_value)
 
-    def size(miss, value, additive, relative):  # in noise levels, the smaller reading of the two models
-        return min(abs(miss) / additive, abs(miss) / (relative * abs(value)) if relative * value != 0 else math.inf)
-
-    misses, inner, additive, relative = levels(t, y)
+    sign = np.sign(misses)
+    pushed = (sign[:-2] == sign[2:]) & (sign[:-2] == -sign[1:-1])  # both neighbours' misses the other way
     glitches = []
-    for i in range(1, len(misses) - 1):
-        if size(misses[i], inner[i], additive, relative) <= threshold:
-            continue
-        if not np.sign(misses[i - 1]) == np.sign(misses[i + 1]) == -np.sign(misses[i]):
-            continue
-        k = i + 2  # the point's index in y
-        without = _interpolation_misses(np.delete(t, k), np.delete(y, k), 2)
-        rest = np.delete(y, k)[2:-2]
-        if all(size(without[q], rest[q], additive, relative) < threshold / 2
-               for q in (i - 1, i) if 0 <= q < len(without)):
-            glitches.append(k)
+    for i in np.flatnonzero((size(misses, inner)[1:-1] > threshold) & pushed) + 1:
+        k = i + 2  # the point's index in y; its neighbours' misses without it, from their own neighbours
+        around = np.r_[k - 3:k, k + 1:k + 4]
+        if np.all(size(_interpolation_misses(t[around], y[around], 2), y[[k - 1, k + 1]]) < threshold / 2):
+            glitches.append(int(k))
     return glitches
 
 def bin_means(t: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
