@@ -344,7 +344,6 @@ def noise_level(t: np.ndarray, y: np.ndarray, *, curvature: bool = False,
     return max(level, NOISE_FLOOR * (scale or 1.0))
 
 
-
 def isolated_glitches(t: np.ndarray, y: np.ndarray, threshold: float = GLITCH_NOISES) -> list[int]:
     """Indices of single points that stand apart from their neighbours' course: a glitch (a
     mistyped reading, a spike) bends a least-squares fit and inflates the noise level read from
@@ -353,9 +352,9 @@ def isolated_glitches(t: np.ndarray, y: np.ndarray, threshold: float = GLITCH_NO
     a glitch is beyond `threshold` under both, pushes its two neighbours' misses the other way,
     and leaves them ordinary (below half the threshold) once it is taken out. Curvature fails the
     last two tests: a sharp turn sampled by few points misses one way and stays. Measured on the
-    built-in datasets' records (n 32-256, sigma 0-0.05, `docs/development-log.md`, session 75):
-    3 of 8,256 glitch-free records flagged; a reading 1.5 times too large found in 83-97% of the
-    records at sigma 0.01, 44-74% at 0.02."""
+    built-in datasets' records (n 32-256, sigma 0-0.05; `benchmarks/glitches.py`, docs/search.md,
+    "Version 33"): 3 of 8,256 glitch-free records flagged; a reading 1.5 times too large found in
+    83-97% of the records at sigma 0.01, 44-74% at 0.02."""
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < 7 or not np.any(y):
         return []
@@ -379,6 +378,7 @@ def isolated_glitches(t: np.ndarray, y: np.ndarray, threshold: float = GLITCH_NO
         if np.all(size(_interpolation_misses(t[around], y[around], 2), y[[k - 1, k + 1]]) < threshold / 2):
             glitches.append(int(k))
     return glitches
+
 
 def bin_means(t: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """(t, y) cut to at most `max_points` observations: the mean time and mean value of consecutive

@@ -206,10 +206,11 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     notes = []
     glitches = isolated_glitches(t, y)
     if glitches:
-        notes.append(f"note: {len(glitches)} point{'s stand' if len(glitches) > 1 else ' stands'} apart from "
-                     f"{'their' if len(glitches) > 1 else 'its'} neighbours' course (t = {times_text(t[glitches])}): a glitch bends "
-                     "the fit and raises the noise level read from the data; if they are glitches, remove them "
-                     "and fit again")
+        several = len(glitches) > 1
+        notes.append(f"note: {len(glitches)} point{'s stand' if several else ' stands'} apart from "
+                     f"{'their' if several else 'its'} neighbours' course (t = {times_text(t[glitches])}): a "
+                     "glitch bends the fit and raises the noise level read from the data; if they are glitches, "
+                     "remove them and fit again")
     turn, level = largest_reversal(y), noise_level(t, y)
     if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
         notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
