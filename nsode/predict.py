@@ -18,8 +18,8 @@ import sympy
 import torch
 from scipy.interpolate import CubicSpline
 
-from core.expressions import Y
 from core import protocol
+from core.expressions import Y
 from core.fitting import bin_means, isolated_glitches
 from core.trajectories import observed
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
