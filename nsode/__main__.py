@@ -337,10 +337,7 @@ def main(argv=None) -> int:
     result = predictor.predict(t, y)
     aside = result.info.get("set_aside", [])
     set_aside = t[aside], y[aside]
-    if aside:  # what the search read, for every figure below
-        keep = np.ones(len(t), bool)
-        keep[aside] = False
-        t, y = t[keep], y[keep]
+    t, y = np.delete(t, aside), np.delete(y, aside)  # what the search read, for every figure below
     if not result.expression:
         flat = np.ptp(y) == 0  # R^2 against a record without variation counts only an exact match
         print("error: no candidate " + ("matched a record without variation (every y equal; the search, without "

@@ -161,10 +161,7 @@ class Predictor:
         (`core.trajectories.observed`: NaN, unsorted or repeated times, too few points, dates)."""
         t, y = observed(t, y)
         aside = self.glitches(t, y)
-        if aside:
-            keep = np.ones(len(t), bool)
-            keep[aside] = False
-            t, y = t[keep], y[keep]
+        t, y = np.delete(t, aside), np.delete(y, aside)
         timings = {}
         t0 = time.perf_counter()
         cands = self.candidates(t, y, timings)

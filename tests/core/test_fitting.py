@@ -6,9 +6,9 @@ import pytest
 import sympy
 
 from core.fitting import (Template, better_start, bin_means, estimate_noise, fit_integral, fit_trajectory,
-                          hidden_pause, information_criterion, isolated_glitches, noise_level, noise_profile, predictive_error,
-                          record_growth, round_to_error, written_to_error, sensitivities, standard_errors,
-                          trajectory, unstable_reason)
+                          hidden_pause, information_criterion, isolated_glitches, noise_level, noise_profile,
+                          predictive_error, record_growth, round_to_error, written_to_error, sensitivities,
+                          standard_errors, trajectory, unstable_reason)
 from core.expressions import Y, compile_scalar
 from core.solving import solve
 
@@ -95,7 +95,6 @@ def test_noise_estimate_on_a_dozen_points_does_not_read_curvature_as_noise():
     assert 0.0015 < estimate_noise(t, noisy, curvature=True) < 0.006
 
 
-
 def test_isolated_glitches_are_named_and_noise_or_a_sharp_turn_is_not():
     rng = np.random.default_rng(4)
     logistic = lambda t: 3 / (1 + 9 * np.exp(-1.5 * t))  # from 0.3 to near 3
@@ -112,6 +111,7 @@ def test_isolated_glitches_are_named_and_noise_or_a_sharp_turn_is_not():
     t = np.linspace(0, 2, 32)  # a clean fast transient seen by few points: curvature, not a glitch
     assert isolated_glitches(t, 0.1 + 3 * np.exp(-12 * t)) == []
     assert isolated_glitches(t[:6], 3 * np.exp(-t[:6])) == []  # too few points to tell
+
 
 def test_noise_estimate_on_pure_noise_keeps_the_line_estimate_almost_always():
     rng = np.random.default_rng(3)
