@@ -185,9 +185,6 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     return grid, paths
 
 
-# a pick whose residuals exceed this many noise levels (root mean square) only approximates the data
-# (measured: at most 1.7 on Textbook and Classic at sigma 0 to 0.02, the picks that fit them)
-MISFIT_NOISES = 3.0
 # a monotone record's noise reverses it by up to this many noise levels times sqrt(2 log n), the
 # growth of the largest of n noise draws (measured: at most 9.8 levels, n 256, on 8256 records of
 # the built-in datasets at sigma up to 0.05, where 6 sqrt(2 log n) is 20)
@@ -201,7 +198,7 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
     from core.fitting import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
-    from nsode.digits import misfit
+    from nsode.search import MISFIT_NOISES, misfit
 
     notes = []
     glitches = isolated_glitches(t, y)
@@ -215,6 +212,10 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
         notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
                      "times its noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
+    look = result.info.get("second_look")
+    if look:
+        notes.append(f"note: the model's proposals missed the data by {look['missed']:.3g} times their noise, so sums "
+                     f"with the powers y, ..., y**{look['powers']} were fitted too (a second look)")
     missed = misfit(result.chosen, t, y, sigma, profile)
     if missed > MISFIT_NOISES:
         notes.append(f"note: this law misses the data by {missed:.3g} times their noise (root mean square): it "

@@ -10,7 +10,7 @@ import numpy as np
 import sympy
 
 from core.expressions import Y, evaluate
-from core.fitting import SOLVE_FAILURES, Template, abstract, round_to_error, standard_errors, trajectory
+from core.fitting import Template, abstract, round_to_error, standard_errors
 from nsode.proposals import split
 from nsode.search import Found, trajectory_score
 
@@ -100,19 +100,3 @@ def identifiable_form(found: Found, t, y, sigma: float) -> Found:
     r2_value, ic = trajectory_score(template, start, found.y0, t, y, sigma)
     return replace(found, expr=template.substitute(start), template=template, values=tuple(start), ic=ic,
                    constants=len(start), r2=r2_value)
-
-
-def misfit(found: Found, t, y, sigma: float, profile: np.ndarray | None = None) -> float:
-    """The root mean square of the fit's residuals in units of the noise `sigma` (each in its own
-    point's noise with a `profile`): about 1 for a law that fits the data to their noise, well
-    above for a curve fit that only follows them; inf where its solution fails on the data, NaN
-    without a template (not a fit of the search)."""
-    if found.template is None:
-        return math.nan
-    try:
-        residual = trajectory(found.template, found.values, found.y0, np.asarray(t, float)) - np.asarray(y, float)
-    except SOLVE_FAILURES:
-        return math.inf
-    if profile is not None:
-        residual = residual / profile
-    return float(np.sqrt(np.mean(residual**2))) / sigma

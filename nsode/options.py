@@ -8,7 +8,7 @@ import argparse
 from dataclasses import asdict, fields
 
 from core import protocol
-from core.arguments import nonnegative_number, share, whole_number
+from core.arguments import nonnegative_number, positive_number, share, whole_number
 from nsode.search import Settings
 
 # field: (argparse type, a tuple of choices, or bool for an on/off switch; help). A switch whose
@@ -30,6 +30,9 @@ SEARCH_OPTIONS = {
     "combine": (whole_number(0), "distinct beam terms recombined into new sums (0: only the beam's own sums)"),
     "combine_size": (whole_number(1), "beam terms per recombined sum at most, besides a constant term"),
     "basis": (whole_number(0), "powers y, ..., y**N recombined beside the beam's terms (0: none)"),
+    "misfit_powers": (whole_number(0), "where the pick misses the data by more than --misfit-gate noise levels, "
+                      "a second look that also recombines the powers y, ..., y**N (0: none)"),
+    "misfit_gate": (positive_number, "noise levels (root mean square) the pick must miss the data by for that"),
     "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
     "denominators": (whole_number(0), "beam expressions with a polynomial denominator (y/(y + K)) also read with it "
                                       "fitted to the data, for the first N sets of numerators (the model's K may put "

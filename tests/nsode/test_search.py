@@ -269,6 +269,33 @@ def test_low_powers_of_y_are_recombined_on_request():
     assert skeleton_key(without[0].expr) != skeleton_key(law)
 
 
+def test_a_pick_that_misses_the_data_gets_a_second_look_with_powers_of_y():
+    law = -0.2 * Y + 0.3 * Y**3 - 0.01 * Y**5  # an odd quintic: no proposal holds y**3 or y**5
+    y = solve(compile_scalar(law), 1.2, T)
+    proposals = [sympy.sin(Y), sympy.exp(-Y) / Y, Y**2 + sympy.cos(Y)]
+    first, info = search(proposals, T, y)  # the default: the first pick stands
+    assert "second_look" not in info and skeleton_key(first[0].expr) != skeleton_key(law)
+    found, info = search(proposals, T, y, Settings(misfit_powers=5))
+    assert info["second_look"]["missed"] > Settings().misfit_gate
+    assert info["second_look"]["first"] == str(first[0].expr)
+    assert skeleton_key(found[0].expr) == skeleton_key(law), found[0].expr
+    assert float(found[0].expr.coeff(Y, 5)) == pytest.approx(-0.01, rel=1e-3)
+    noisy = y * (1 + 0.01 * np.random.default_rng(5).normal(size=T.size))  # a pick within the noise: no second look
+    assert "second_look" not in search([law, sympy.sin(Y)], T, noisy, Settings(misfit_powers=5))[1]
+
+
+def test_predict_cli_says_when_it_looked_twice(tmp_path, capsys):
+    from nsode.__main__ import main
+
+    y = solve(compile_scalar(-0.2 * Y + 0.3 * Y**3 - 0.01 * Y**5), 1.2, T)  # the odd quintic above, clean
+    (tmp_path / "quintic.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, y)))
+    assert main(["predict", str(tmp_path / "quintic.csv"), "--top", "0", "--misfit-powers", "5"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"note: the model's proposals missed the data by [\d.]+ times their noise, so sums with the "
+                     r"powers y, \.\.\., y\*\*5 were fitted too", out), out
+    assert out.splitlines()[0] == "y' = 0.3*y**3 - 0.2*y - 0.01*y**5", out  # the law, to the digits the data support
+
+
 def test_terms_from_different_candidates_are_recombined_into_the_law():
     # logistic growth y' = y - 0.4 y^2: the proposals hold `y` and `y**2.3` (wrong exponent), never together
     y = solve(compile_scalar(Y - 0.4 * Y**2), 0.5, T)
