@@ -112,7 +112,7 @@ def flag(name: str) -> str:
 
 def metavar(kind) -> str:
     """N for a whole number, X for any other number."""
-    return "X" if kind is nonnegative_number else "N"
+    return "X" if kind in (nonnegative_number, positive_number, share) else "N"
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
