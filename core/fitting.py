@@ -336,12 +336,18 @@ def noise_level(t: np.ndarray, y: np.ndarray, *, curvature: bool = False,
     profile instead: the level the profile is relative to, read from every point alike. Plain, a
     record whose noise grows with |y| is read from its few largest values (a growth over six
     decades from 40 points: from about three)."""
-    scale = float(np.std(y)) + 1e-3 * float(np.max(np.abs(y)))
     if profile is None:
         level = estimate_noise(t, y, curvature=curvature)
     else:
         level = _root_mean_square(_interpolation_misses(t, y, 2) / np.asarray(profile, float)[2:-2])
-    return max(level, NOISE_FLOOR * (scale or 1.0))
+    return max(level, noise_floor(y))
+
+
+def noise_floor(y: np.ndarray) -> float:
+    """NOISE_FLOOR of the data's scale (its spread plus a thousandth of its largest |y|, 1 for all
+    zeros): the smallest noise level any reading of the data assumes."""
+    y = np.asarray(y, float)
+    return NOISE_FLOOR * ((float(np.std(y)) + 1e-3 * float(np.max(np.abs(y)))) or 1.0)
 
 
 def isolated_glitches(t: np.ndarray, y: np.ndarray, threshold: float = GLITCH_NOISES) -> list[int]:
@@ -358,10 +364,9 @@ def isolated_glitches(t: np.ndarray, y: np.ndarray, threshold: float = GLITCH_NO
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < 7 or not np.any(y):
         return []
-    floor = NOISE_FLOOR * (float(np.std(y)) + 1e-3 * float(np.max(np.abs(y))))
     misses, inner = _interpolation_misses(t, y, 2), y[2:-2]
     nonzero = inner != 0
-    additive = max(1.4826 * float(np.median(np.abs(misses))), floor)
+    additive = max(1.4826 * float(np.median(np.abs(misses))), noise_floor(y))
     relative = 1.4826 * float(np.median(np.abs(misses[nonzero] / inner[nonzero]))) if nonzero.any() else 0.0
 
     def size(miss, value):  # in noise levels: the smaller reading of the two noise models
