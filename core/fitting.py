@@ -228,6 +228,58 @@ def fit_trajectory(template: Template, t: np.ndarray, y: np.ndarray, start, y0: 
     return Fit(tuple(float(v) for v in values), float(y0_fit), rss, nfev, budget.fired)
 
 
+@dataclass(frozen=True)
+class RecordsFit:
+    """One law fitted to several records at once: shared constants, one initial value per record."""
+    values: tuple[float, ...]  # constants, in the template's parameter order
+    y0s: tuple[float, ...]  # each record's initial value at its first time
+    chi2: tuple[float, ...]  # each record's sum of squared residuals in its own noise (inf when the fit failed)
+    errors: tuple[float, ...] = ()  # standard errors of the y0s, then of the constants (the residuals' Jacobian)
+    nfev: int = 0  # evaluations of all records' trajectories spent
+
+    @property
+    def ok(self) -> bool:
+        return all(math.isfinite(c) for c in self.chi2)
+
+
+def fit_records(template: Template, records, start, y0s, *, max_nfev: int = 80) -> RecordsFit:
+    """Least squares on the integrated trajectories of several records of one law: the constants
+    (from `start`) are shared and each record (t, y, noise) has its own initial value (from `y0s`).
+    `noise` is the record's noise level, a number or one per observation: each residual counts in
+    it, so that records of different sizes weigh by what they tell. Standard errors follow from
+    the Jacobian at the solution (the residuals are already in noise units)."""
+    records = [(np.asarray(t, float), np.asarray(y, float), np.asarray(noise, float)) for t, y, noise in records]
+    r = len(records)
+    penalty = [np.full(len(y), PENALTY) for _, y, _ in records]
+
+    def parts(x):
+        out = []
+        for i, (t, y, noise) in enumerate(records):
+            try:
+                out.append((trajectory(template, x[r:], x[i], t) - y) / noise)
+            except SOLVE_FAILURES:
+                out.append(penalty[i])
+        return out
+
+    x0 = np.array([*map(float, y0s), *map(float, start)])
+    try:
+        fit = least_squares(lambda x: np.concatenate(parts(x)), x0, method="trf", x_scale="jac", max_nfev=max_nfev)
+        x, nfev = fit.x, int(fit.nfev)
+    except (ValueError, np.linalg.LinAlgError):  # the iterate ran off to inf/nan
+        return RecordsFit(tuple(map(float, start)), tuple(map(float, y0s)), (math.inf,) * r, nfev=max_nfev)
+    chi2 = []
+    for residual, failed in zip(parts(x), penalty):
+        value = float(residual @ residual)
+        chi2.append(value if np.all(np.isfinite(x)) and value < 0.999 * len(failed) * PENALTY**2 else math.inf)
+    with np.errstate(all="ignore"):
+        try:
+            errors = np.sqrt(np.diag(np.linalg.pinv(fit.jac.T @ fit.jac)))
+        except np.linalg.LinAlgError:
+            errors = np.full(len(x), math.inf)
+    return RecordsFit(tuple(map(float, x[r:])), tuple(map(float, x[:r])), tuple(chi2),
+                      tuple(float(e) if math.isfinite(e) else math.inf for e in errors), nfev)
+
+
 def better_start(template: Template, values, starts, t: np.ndarray, y: np.ndarray) -> float:
     """The initial value among `starts` whose trajectory with the constants `values` misses the
     observations least (the first where none can be integrated). The integral form's y0 is a

@@ -271,8 +271,10 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="predict")
     pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
-    pr.add_argument("file", type=Path, help="CSV whose first line names columns t and y (lines starting with # before it are skipped; "
-                    "rows in any order: they are sorted by t)")
+    pr.add_argument("file", type=Path, nargs="+",
+                    help="CSV whose first line names columns t and y (lines starting with # before it are skipped; "
+                         "rows in any order: they are sorted by t). Several files: records of one system (other "
+                         "starts, other runs), read as one law with its constants shared and an initial value each")
     pr.add_argument("--checkpoint", type=Path, default=None,
                     help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
@@ -302,6 +304,8 @@ def main(argv=None) -> int:
     changed = changed_flags(args) + (["--refine"] if args.refine else [])
     if args.paper and changed:
         pr.error(f"{', '.join(changed)} set(s) the search, which --paper does not use")
+    if args.paper and len(args.file) > 1:
+        pr.error("several files are read as one law by the search, which --paper does not use")
     if args.refit > args.top_k:
         if "--refit" in changed:
             pr.error(f"--refit {args.refit} cannot exceed --top-k {args.top_k} (it refits some of those)")
@@ -309,7 +313,7 @@ def main(argv=None) -> int:
     try:  # the user's file first: its errors should not wait for torch to load
         if args.plot:
             args.plot = _figure_path(args.plot)
-        t, y = read_trajectory(args.file)
+        records = [read_trajectory(path) for path in args.file]
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -335,6 +339,9 @@ def main(argv=None) -> int:
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if len(records) > 1:
+        return predict_jointly(predictor, records, args)
+    t, y = records[0]
     result = predictor.predict(t, y)
     aside = result.info.get("set_aside", [])
     set_aside = t[aside], y[aside]
@@ -404,6 +411,90 @@ def main(argv=None) -> int:
             return 1
         print(f"plot written to {args.plot}")
     return 0
+
+
+def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], args) -> int:
+    """`nsode predict` on several files: one law for all (nsode.joint), each record's initial value
+    and R^2, the best joint candidates, and what each record alone read."""
+    from core.fitting import written_to_error
+    from nsode.data.tokens import to_infix
+    from nsode.joint import predict_records, supported_values
+
+    result = predict_records(predictor, records)
+    names = [str(path) for path in args.file]
+    chosen = result.chosen
+    if chosen is None:
+        print("error: no candidate could be fitted to every record", file=sys.stderr)
+        return 1
+    values, y0s = supported_values(chosen, result.records)
+    errors = chosen.fit.errors
+    law = to_infix(chosen.template.substitute(values))
+    print(f"y' = {law}")
+    print(f"one law for {len(records)} records: constants shared, an initial value each")
+    if values:
+        form, constants = numbered_as_read(chosen.template.expr, chosen.template.params,
+                                           list(zip(chosen.fit.values, errors[len(y0s):])))
+        named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
+        print(f"as fitted: y' = {form} with {named}")
+    width = max(map(len, names))
+    for name, record, y0, error, r2 in zip(names, result.records, chosen.fit.y0s, errors, chosen.r2s):
+        print(f"  {name:<{width}}  y({time_text(record.t[0], record.t)}) = {written_to_error(y0, error)} +- {error:.2g}, "
+              f"R^2 {r2_text(r2)} ({len(record.t)} points)")
+    sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
+    print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
+    if result.info["all_rejected"]:
+        print(f"note: every joint fit failed the stability check, this one {chosen.rejected}; its course beyond "
+              "the data is not to be trusted")
+    listed = result.fits[: args.top]
+    if listed:
+        print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} (joint criterion, the shorter law among "
+              "ties; R^2 of each record's trajectory):")
+    for f in listed:
+        unsafe = "  [unstable beyond the data]" if f.rejected else ""
+        print(f"  {' '.join(r2_text(v) for v in f.r2s)}  {shown(f.text)}{unsafe}")
+    print("each record alone (its own search):")
+    for name, own in zip(names, result.own):
+        print(f"  {name:<{width}}  y' = {shown(own.expression) if own.expression else '(none)'}")
+    for name, own in zip(names, result.own):
+        aside = own.info.get("set_aside", [])
+        if aside:
+            print(f"note: {name}: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside as glitches "
+                  "(--no-glitches keeps every point)")
+    if args.plot:
+        try:
+            plot_records(args.plot, result, names, law, values, y0s)
+        except OSError as err:
+            print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
+            return 1
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def plot_records(path: Path, result, names: list[str], law: str, values, y0s) -> None:
+    """Each record's data against the joint law's course from its own initial value, over twice
+    its observed span (one colour per record)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from core.fitting import SOLVE_FAILURES, trajectory
+
+    chosen = result.chosen
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for k, (name, record, y0) in enumerate(zip(names, result.records, y0s)):
+        colour = f"C{k % 10}"
+        ax.plot(record.t, record.y, ".", ms=3, color=colour, label=Path(name).name)
+        grid = np.linspace(record.t[0], record.t[0] + 2 * (record.t[-1] - record.t[0]), 512)
+        try:
+            ax.plot(grid, trajectory(chosen.template, values, y0, grid), color=colour, lw=1.2)
+        except SOLVE_FAILURES:  # fails beyond the data: the fitted part only
+            ax.plot(record.t, trajectory(chosen.template, values, y0, record.t), color=colour, lw=1.2)
+    ax.set(xlabel="t", ylabel="y", title=f"y' = {law}")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -433,15 +433,22 @@ def _fitted_anew(exprs: list[sympy.Expr], found: list[Found], t, y, sigma: float
 
 
 def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> str | None:
-    """Why the fitted candidate is unsafe to extrapolate (core.fitting.unstable_reason, with the
-    starts `settings` asks for; with `hidden_pause`, core.fitting.hidden_pause too), or None."""
+    """Why the fitted candidate is unsafe to extrapolate (`unsafe_reason`), or None."""
+    return unsafe_reason(f.template, f.values, f.y0, t, y, sigma, settings)
+
+
+def unsafe_reason(template: Template, values, y0: float, t, y, sigma: float,
+                  settings: Settings | None = None) -> str | None:
+    """Why y' = f(y; values) from y0 is unsafe to extrapolate from the record (t, y)
+    (core.fitting.unstable_reason, with the starts `settings` asks for; with `hidden_pause`,
+    core.fitting.hidden_pause too), or None."""
     settings = settings or Settings()
-    reason = unstable_reason(f.template, f.values, f.y0, t, sigma, y=y, keep_sign=settings.keep_sign,
+    reason = unstable_reason(template, values, y0, t, sigma, y=y, keep_sign=settings.keep_sign,
                              rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit,
                              start_scaled=settings.start_scaled_bound, grown=settings.growth_bound,
                              turn_back=settings.turn_back, origin=settings.origin, lead_added=settings.lead_added)
     if reason is None and settings.hidden_pause:
-        reason = hidden_pause(f.template, f.values, f.y0, t)
+        reason = hidden_pause(template, values, y0, t)
     return reason
 
 

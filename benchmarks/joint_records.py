@@ -1,0 +1,173 @@
+"""One law read from several records (nsode.joint) against each record read alone, scored by the harness.
+
+Each law's records are observed as `bench run` observes them (bench.tasks.observe: n points,
+multiplicative noise sigma, the seed), searched alone by the shipped search, then read as one law
+from the first R of them (`--records`, several values allowed). Every record is scored by the
+harness's scorer (bench.scoring.score: from its true initial value, R^2 on [0, 2] and on [2, 4])
+for its own pick and for the joint law. Laws: a dataset whose equations have several starts
+(Classic has five), or issue 16's simple ODEs (nsode_quality.py's forms, random constants) with
+`--starts` initial values each in U(1, 4).
+
+    python benchmarks/joint_records.py --dataset classic --noise 0.01 0.02 --records 2 5 -j 2 --out classic.csv
+    python benchmarks/joint_records.py --simple 48 --starts 3 --seed 77 --noise 0.01 0.02 -j 2 --out simple.csv
+
+Prints, per dataset, noise level and R: the records scored, how many have R^2 > 0.9 on [0, 2]
+(interp) and on [2, 4] (extrap) and how many are recovered (both above 0.99), alone / joint,
+and the median seconds per law (the joint read includes its records' own searches).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from core.arguments import nonnegative_number, whole_number
+
+HERE = Path(__file__).resolve().parent
+GOOD, RECOVERED = 0.9, 0.99
+
+
+def simple_spec(count: int, starts: int, seed: int) -> dict:
+    """A harness dataset of `count` simple laws with `starts` valid initial values each in U(1, 4)
+    (the first is nsode_quality.py's own), laws with fewer valid starts left out."""
+    sys.path.insert(0, str(HERE))
+    from bench.datasets import FORMAT
+    from core.expressions import to_string
+    from core.solving import is_valid_initial_value
+    from selection_study import simple_cases
+
+    rng = np.random.default_rng([seed, 77])
+    equations = []
+    for i, (name, f, y0) in enumerate(simple_cases(count, seed=seed)):
+        text = to_string(f)
+        y0s = [float(y0), *rng.uniform(1.0, 4.0, size=4 * starts)]
+        valid = [v for v in y0s if is_valid_initial_value(text, v)][:starts]
+        if len(valid) == starts:
+            equations.append({"id": f"simple-{i:02d}", "expression": text, "y0": valid, "source": name})
+    return {"format": FORMAT, "name": f"joint-simple{seed}", "version": "1", "equations": equations}
+
+
+def laws(args) -> list[tuple[str, list]]:
+    """(law id, its trajectories in start order) of the dataset asked for."""
+    from bench.datasets import load
+
+    if args.simple:
+        folder = Path(tempfile.mkdtemp())
+        path = folder / "simple.json"
+        path.write_text(json.dumps(simple_spec(args.simple, args.starts, args.seed)))
+        trajectories = load(str(path))
+    else:
+        trajectories = load(args.dataset)
+    grouped: dict[str, list] = {}
+    for tr in trajectories:
+        grouped.setdefault(tr.equation_id, []).append(tr)
+    return [(law, sorted(trs, key=lambda tr: tr.y0_index)) for law, trs in grouped.items() if len(trs) > 1]
+
+
+_PREDICTOR = None
+
+
+def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int]) -> list[dict]:
+    """Rows (one per record and R) for one law at one noise level: its own pick and the joint law, scored."""
+    global _PREDICTOR
+    import torch
+
+    from bench.scoring import score
+    from bench.tasks import observe
+    from nsode.data.tokens import to_infix
+    from nsode.joint import joint_choice
+    from nsode.predict import Predictor
+
+    torch.set_num_threads(1)
+    if _PREDICTOR is None:
+        _PREDICTOR = Predictor.searching()
+    records = [observe(tr, noise, n, seed) for tr in trajectories[: max(reads)]]
+    start = time.process_time()
+    own = [_PREDICTOR.predict(t, y) for t, y in records]
+    alone = time.process_time() - start
+    rows = []
+    for r in reads:
+        if r > len(records):
+            continue
+        start = time.process_time()
+        joint = joint_choice(own[:r], records[:r], _PREDICTOR.search)
+        seconds = time.process_time() - start + alone * r / len(records)
+        law_text = to_infix(joint.chosen.expr) if joint.chosen is not None else ""
+        for k in range(r):
+            mine = _scores(score(own[k].expression, trajectories[k])) if own[k].expression else (-np.inf, -np.inf)
+            ours = _scores(score(law_text, trajectories[k])) if law_text else (-np.inf, -np.inf)
+            rows.append({"law": law, "truth": trajectories[k].expression, "record": k, "noise": noise, "R": r,
+                         "alone_interp": mine[0], "alone_extrap": mine[1], "joint_interp": ours[0],
+                         "joint_extrap": ours[1], "alone": own[k].expression, "joint": law_text,
+                         "seconds": seconds})
+    return rows
+
+
+def _scores(scores) -> tuple[float, float]:
+    def value(part):
+        return -np.inf if part is None or not np.isfinite(part["r2"]) else float(part["r2"])
+
+    return value(scores.interpolation), value(scores.extrapolation)
+
+
+def summary(rows) -> str:
+    import pandas as pd
+
+    d = pd.DataFrame(rows)
+    for who in ("alone", "joint"):
+        d[f"{who}_i"] = d[f"{who}_interp"] > GOOD
+        d[f"{who}_x"] = d[f"{who}_extrap"] > GOOD
+        d[f"{who}_r"] = (d[f"{who}_interp"] > RECOVERED) & (d[f"{who}_extrap"] > RECOVERED)
+    out = ["| noise | R | records | interp > 0.9 alone / joint | extrap > 0.9 alone / joint | "
+           "recovered alone / joint | median s per law (joint) |", "|---|---|---|---|---|---|---|"]
+    for (noise, r), g in d.groupby(["noise", "R"]):
+        seconds = g.groupby("law")["seconds"].first().median()
+        out.append(f"| {noise:g} | {r} | {len(g)} | {g.alone_i.sum()} / {g.joint_i.sum()} | "
+                   f"{g.alone_x.sum()} / {g.joint_x.sum()} | {g.alone_r.sum()} / {g.joint_r.sum()} | {seconds:.1f} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", default="classic", help="a dataset whose laws have several starts (default classic)")
+    p.add_argument("--simple", type=whole_number(0), default=0,
+                   help="instead, N of issue 16's simple laws with --starts initial values each (0: the dataset)")
+    p.add_argument("--starts", type=whole_number(2), default=3, help="initial values per simple law (default 3)")
+    p.add_argument("--seed", type=whole_number(0), default=0, help="draws the simple laws and the noise (default 0)")
+    p.add_argument("--noise", type=nonnegative_number, nargs="+", default=[0.01], metavar="SIGMA",
+                   help="noise levels (default 0.01)")
+    p.add_argument("--n", type=whole_number(10), default=128, help="observations per record (default 128)")
+    p.add_argument("--records", type=whole_number(2), nargs="+", default=[2], metavar="R",
+                   help="read the first R records of each law as one (default 2)")
+    p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
+    p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")
+    p.add_argument("--out", type=Path, default=None, help="CSV of every record's scores")
+    args = p.parse_args(argv)
+    from joblib import Parallel, delayed
+    from tqdm import tqdm
+    import pandas as pd
+
+    chosen = laws(args)[: args.laws]
+    work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
+    calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records) for law, trs, noise in work)
+    rows = []
+    for part in tqdm(Parallel(n_jobs=args.jobs, return_as="generator_unordered")(calls), total=len(work),
+                     desc="laws", unit="law"):
+        rows += part
+    if args.out:
+        pd.DataFrame(rows).to_csv(args.out, index=False)
+    print(f"{args.dataset if not args.simple else f'{args.simple} simple laws, seed {args.seed}'}: "
+          f"{len(chosen)} laws, n {args.n}, seed {args.seed}")
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""One law behind several records: y' = f(y) with shared constants and one initial value per record.
+
+A user with several runs of one experiment (other starting amounts, other days) wants the one law
+behind them all, as pysindy fits several trajectories at once. Each record's own search
+(`Predictor.predict`: the model reads it, the fitter decides) proposes the skeletons of its best
+fits; their union is refitted on every record at once (core.fitting.fit_records, each residual
+in its own record's noise), and a joint information criterion (the law's constants plus one
+initial value per record, each charged log of all observations) ranks the fits. The best one
+whose course is safe from every record's start wins (nsode.search.unsafe_reason), unless a safe
+fit within RIVAL_WINDOW of it is the shorter law (the single search's node and nesting costs;
+no forecast: the other records are the test that a forecast stands in for). A law must hold
+over every record's range of y, so a curve that follows one record (a sine standing in for a
+logistic on its stretch of y) rarely fits the others: several records tell what one cannot.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy
+
+from core.expressions import complexity, nested_functions
+from core.fitting import (SOLVE_FAILURES, RecordsFit, Template, bin_means, fit_records, noise_level, round_to_error,
+                          trajectory)
+from core.metrics import r2
+from core.trajectories import observed
+from nsode.data.tokens import to_infix
+from nsode.predict import Prediction, Predictor
+from nsode.proposals import skeleton_key
+from nsode.search import RIVAL_WINDOW, Found, Settings, choice_profile, tie_cost, unsafe_reason
+
+JOINT_SHORTLIST = 8  # each record's best fits (in its search's order) whose skeletons are refitted on all records
+JOINT_NFEV = 2  # times the single search's max_nfev: a joint fit moves the constants and every record's y0
+
+
+@dataclass
+class Record:
+    """One record as the joint fit reads it: the search's view (group means of a long record, no
+    points set aside), the noise level read from it, and each point's noise (a profile where the
+    noise grows with |y|, as the search weighs it)."""
+    t: np.ndarray
+    y: np.ndarray
+    sigma: float
+    noise: np.ndarray | float
+
+
+@dataclass
+class JointFit:
+    """One skeleton fitted to every record: its law, the fit, the joint criterion, each record's R^2."""
+    expr: sympy.Expr
+    template: Template
+    fit: RecordsFit
+    score: float  # joint information criterion plus the skeleton's prior charge (lower is better)
+    r2s: tuple[float, ...]  # R^2 of each record's trajectory from its fitted y0, on the record as the fit read it
+    proposed_by: int  # the record whose search proposed the skeleton (its best rank among them)
+    rejected: str | None = None  # why it is unsafe from some record's start
+
+    @property
+    def text(self) -> str:
+        return to_infix(self.expr)
+
+
+@dataclass
+class JointPrediction:
+    expression: str  # python syntax in y ("" when no skeleton could be fitted to every record)
+    fits: list[JointFit]  # best first by the criterion, the chosen one first
+    own: list[Prediction]  # each record's own search
+    records: list[Record]
+    info: dict = field(default_factory=dict)
+
+    @property
+    def chosen(self) -> JointFit | None:
+        return self.fits[0] if self.expression else None
+
+
+def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHORTLIST) -> JointPrediction:
+    """One law y' = f(y) for all `records` ((t, y) pairs of one system); ValueError naming the
+    problem when a record is not one (core.trajectories.observed) or fewer than two are given."""
+    if predictor.search is None:
+        raise ValueError("a joint fit needs the search: a Predictor with search settings (Predictor.searching)")
+    if len(records) < 2:
+        raise ValueError(f"a joint fit needs two or more records, got {len(records)}")
+    records = [_checked(t, y, i) for i, (t, y) in enumerate(records)]
+    return joint_choice([predictor.predict(t, y) for t, y in records], records, predictor.search, shortlist=shortlist)
+
+
+def joint_choice(own: list[Prediction], records, settings: Settings, *,
+                 shortlist: int = JOINT_SHORTLIST) -> JointPrediction:
+    """The joint fit and choice given each record's own search `own` (its points set aside stay
+    aside): what `predict_records` does after the searches."""
+    read = [_record(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"]), settings)
+            for (t, y), p in zip(records, own)]
+    proposed = _proposals(own, read, shortlist)
+    fits = [_joint_fit(found, index, y0s, read, settings) for found, index, y0s in proposed]
+    fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
+    chosen, checked = _choice(fits, read, settings)
+    if chosen is not None:
+        fits.remove(chosen)
+        fits.insert(0, chosen)
+    info = {"records": len(records), "skeletons": len(proposed), "fitted": len(fits), "safety_checked": checked,
+            "all_rejected": bool(fits) and chosen is None, "nfev": sum(f.fit.nfev for f in fits),
+            "points": sum(len(r.t) for r in read)}
+    return JointPrediction(fits[0].text if fits else "", fits, own, read, info)
+
+
+def _checked(t, y, index: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        return observed(t, y)
+    except ValueError as err:
+        raise ValueError(f"record {index + 1}: {err}") from None
+
+
+def _record(t: np.ndarray, y: np.ndarray, settings: Settings) -> Record:
+    t, y = bin_means(t, y, settings.max_points)
+    sigma = noise_level(t, y)
+    profile = choice_profile(t, y, settings)
+    return Record(t, y, sigma, sigma if profile is None else sigma * profile)
+
+
+def _proposals(own: list[Prediction], read: list[Record], shortlist: int) -> list[tuple[Found, int, list[float]]]:
+    """Each skeleton among the first `shortlist` integrable fits of each record's search, once, in
+    order of its best rank: the fit to start from (the record's where it ranks best, the first
+    such record on a tie), that record's index, and a starting y0 for every record (its own fit's
+    y0 where its search fitted the same skeleton, else its first observation)."""
+    best: dict[tuple, tuple[int, int]] = {}  # skeleton -> (rank, record) of its best appearance
+    seen: dict[tuple, dict[int, Found]] = {}  # skeleton -> record -> that record's fit of it
+    for index, prediction in enumerate(own):
+        listed = [f for f in prediction.fits if f.template is not None and math.isfinite(f.r2)][:shortlist]
+        for rank, found in enumerate(listed):
+            key = skeleton_key(found.expr)
+            seen.setdefault(key, {}).setdefault(index, found)
+            if key not in best or rank < best[key][0]:
+                best[key] = (rank, index)
+    out = []
+    for key, (_, index) in sorted(best.items(), key=lambda item: item[1]):
+        fits = seen[key]
+        out.append((fits[index], index, [fits[j].y0 if j in fits else float(r.y[0]) for j, r in enumerate(read)]))
+    return out
+
+
+def _joint_fit(found: Found, index: int, y0s: list[float], read: list[Record], settings: Settings) -> JointFit | None:
+    """`found`'s skeleton fitted to every record from its constants and the starting `y0s`; None
+    when some record's trajectory cannot be integrated at the solution."""
+    fit = fit_records(found.template, [(r.t, r.y, r.noise) for r in read], found.values, y0s,
+                      max_nfev=JOINT_NFEV * settings.max_nfev)
+    if not fit.ok:
+        return None
+    points = sum(len(r.t) for r in read)
+    score = sum(fit.chi2) + (len(fit.values) + len(read)) * math.log(points) + found.prior
+    r2s = []
+    for y0, record in zip(fit.y0s, read):
+        try:
+            r2s.append(r2(trajectory(found.template, fit.values, y0, record.t), record.y))
+        except SOLVE_FAILURES:
+            return None
+    return JointFit(found.template.substitute(fit.values), found.template, fit, score, tuple(r2s), index)
+
+
+def _choice(fits: list[JointFit], read: list[Record], settings: Settings) -> tuple[JointFit | None, int]:
+    """The first fit (by criterion) safe from every record's start, or the shortest law among the
+    safe fits within RIVAL_WINDOW of it (`tie_cost` without a forecast); None when none is safe.
+    Returns it and how many fits were checked."""
+    checked = 0
+    best = None
+    tied = []
+    for f in fits:
+        if best is not None and f.score > best.score + RIVAL_WINDOW:
+            break
+        checked += 1
+        if settings.robust:
+            f.rejected = _unsafe_somewhere(f, read, settings)
+        if f.rejected is None:
+            best = best or f
+            tied.append(f)
+    if best is None:
+        return None, checked
+    cost = {id(f): tie_cost(f.score, 0.0, complexity(f.expr), nested_functions(f.expr), settings) for f in tied}
+    return min(tied, key=lambda f: (cost[id(f)], len(f.fit.values))), checked
+
+
+def _unsafe_somewhere(f: JointFit, read: list[Record], settings: Settings) -> str | None:
+    for number, (y0, record) in enumerate(zip(f.fit.y0s, read), start=1):
+        reason = unsafe_reason(f.template, f.fit.values, y0, record.t, record.y, record.sigma, settings)
+        if reason is not None:
+            return f"record {number}: {reason}"
+    return None
+
+
+def supported_values(f: JointFit, read: list[Record]) -> tuple[list[float], list[float]]:
+    """The constants and y0s rounded at their standard errors (core.fitting.round_to_error), with as
+    many more digits as it takes for the rounded law to fit every record within one noise variance
+    of the fit (constants that move together each have a large error alone): what is printed."""
+    errors = f.fit.errors or (math.inf,) * (len(f.fit.y0s) + len(f.fit.values))
+    y0_errors, value_errors = errors[:len(read)], errors[len(read):]
+    target = sum(f.fit.chi2) + 1
+    for extra in range(17):
+        values = [round_to_error(v, e, extra=extra) for v, e in zip(f.fit.values, value_errors)]
+        y0s = [round_to_error(v, e, extra=extra) for v, e in zip(f.fit.y0s, y0_errors)]
+        if _chi2(f.template, values, y0s, read) <= target:
+            break
+    return values, y0s
+
+
+def _chi2(template: Template, values, y0s, read: list[Record]) -> float:
+    total = 0.0
+    for y0, record in zip(y0s, read):
+        try:
+            residual = (trajectory(template, values, y0, record.t) - record.y) / record.noise
+        except SOLVE_FAILURES:
+            return math.inf
+        total += float(residual @ residual)
+    return total
