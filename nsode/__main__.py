@@ -1,8 +1,10 @@
-"""Command line: python -m nsode predict FILE.csv [--checkpoint DIR] [--beam N] [--top-k K] [--plot out.png]
+"""Command line: python -m nsode predict FILE.csv [MORE.csv ...] [--checkpoint DIR] [--beam N] [--plot out.png]
 
 Reads a CSV with columns t and y (one observed trajectory of a scalar autonomous ODE), prints
 the predicted y' = f(y), its R^2 on the data and the best candidates, and optionally plots the
-data against the predicted trajectory, extrapolated to twice the observed time span.
+data against the predicted trajectory, extrapolated to twice the observed time span. Several
+files are records of one system (other starts, other runs): one law is read from them all, its
+constants shared and an initial value fitted for each (nsode/joint.py).
 
 By default NSODE proposes skeletons and a fitter decides (nsode/search.py): the shipped nsode-eps
 reads a trajectory like its training data (times within [0, 2] spanning most of it, max |y|
@@ -270,7 +272,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="predict")
-    pr = sub.add_parser("predict", help="predict the ODE behind one trajectory in a CSV file")
+    pr = sub.add_parser("predict",
+                        help="predict the ODE behind one trajectory in a CSV file (or several records of one)",
+                        usage="python -m nsode predict [options] [search settings] file [file ...]")
     pr.add_argument("file", type=Path, nargs="+",
                     help="CSV whose first line names columns t and y (lines starting with # before it are skipped; "
                          "rows in any order: they are sorted by t). Several files: records of one system (other "
@@ -438,10 +442,16 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], arg
         print(f"as fitted: y' = {form} with {named}")
     width = max(map(len, names))
     for name, record, y0, error, r2 in zip(names, result.records, chosen.fit.y0s, errors, chosen.r2s):
-        print(f"  {name:<{width}}  y({time_text(record.t[0], record.t)}) = {written_to_error(y0, error)} +- {error:.2g}, "
-              f"R^2 {r2_text(r2)} ({len(record.t)} points)")
+        start = f"y({time_text(record.t[0], record.t)}) = {written_to_error(y0, error)} +- {error:.2g}"
+        print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(record.t)} points)")
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
+    from nsode.search import MISFIT_NOISES
+    for name, record, chi2 in zip(names, result.records, chosen.fit.chi2):
+        missed = math.sqrt(chi2 / len(record.t))
+        if missed > MISFIT_NOISES:
+            print(f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
+                  "not follow one law y' = f(y) (other conditions), or the law is none of the proposals")
     if result.info["all_rejected"]:
         print(f"note: every joint fit failed the stability check, this one {chosen.rejected}; its course beyond "
               "the data is not to be trusted")

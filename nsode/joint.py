@@ -14,7 +14,9 @@ logistic on its stretch of y) rarely fits the others: several records tell what 
 """
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,10 +29,11 @@ from core.metrics import r2
 from core.trajectories import observed
 from nsode.data.tokens import to_infix
 from nsode.predict import Prediction, Predictor
-from nsode.proposals import skeleton_key
-from nsode.search import RIVAL_WINDOW, Found, Settings, choice_profile, tie_cost, unsafe_reason
+from nsode.proposals import propose, skeleton_key
+from nsode.search import RIVAL_WINDOW, Found, Settings, choice_profile, template_of, tie_cost, unsafe_reason
 
 JOINT_SHORTLIST = 8  # each record's best fits (in its search's order) whose skeletons are refitted on all records
+JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them (`_recombined`)
 JOINT_NFEV = 2  # times the single search's max_nfev: a joint fit moves the constants and every record's y0
 
 
@@ -43,6 +46,17 @@ class Record:
     y: np.ndarray
     sigma: float
     noise: np.ndarray | float
+
+
+@dataclass
+class Start:
+    """Where a joint fit of one skeleton starts: its template and constants, its prior charge, the
+    record that proposed it and a y0 for every record."""
+    template: Template
+    values: tuple[float, ...]
+    prior: float
+    proposed_by: int
+    y0s: list[float]
 
 
 @dataclass
@@ -92,9 +106,12 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
     read = [_record(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"]), settings)
             for (t, y), p in zip(records, own)]
     proposed = _proposals(own, read, shortlist)
-    fits = [_joint_fit(found, index, y0s, read, settings) for found, index, y0s in proposed]
-    fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
-    chosen, checked = _choice(fits, read, settings)
+    with warnings.catch_warnings():  # a wild iterate overflows inside scipy: its fit fails and is left out
+        warnings.simplefilter("ignore")
+        proposed += _recombined(own, read, settings, shortlist, {skeleton_key(s.template.substitute(s.values)) for s in proposed})
+        fits = [_joint_fit(start, read, settings) for start in proposed]
+        fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
+        chosen, checked = _choice(fits, read, settings)
     if chosen is not None:
         fits.remove(chosen)
         fits.insert(0, chosen)
@@ -118,7 +135,7 @@ def _record(t: np.ndarray, y: np.ndarray, settings: Settings) -> Record:
     return Record(t, y, sigma, sigma if profile is None else sigma * profile)
 
 
-def _proposals(own: list[Prediction], read: list[Record], shortlist: int) -> list[tuple[Found, int, list[float]]]:
+def _proposals(own: list[Prediction], read: list[Record], shortlist: int) -> list[Start]:
     """Each skeleton among the first `shortlist` integrable fits of each record's search, once, in
     order of its best rank: the fit to start from (the record's where it ranks best, the first
     such record on a tie), that record's index, and a starting y0 for every record (its own fit's
@@ -135,26 +152,51 @@ def _proposals(own: list[Prediction], read: list[Record], shortlist: int) -> lis
     out = []
     for key, (_, index) in sorted(best.items(), key=lambda item: item[1]):
         fits = seen[key]
-        out.append((fits[index], index, [fits[j].y0 if j in fits else float(r.y[0]) for j, r in enumerate(read)]))
+        y0s = [fits[j].y0 if j in fits else float(r.y[0]) for j, r in enumerate(read)]
+        out.append(Start(fits[index].template, fits[index].values, fits[index].prior, index, y0s))
     return out
 
 
-def _joint_fit(found: Found, index: int, y0s: list[float], read: list[Record], settings: Settings) -> JointFit | None:
-    """`found`'s skeleton fitted to every record from its constants and the starting `y0s`; None
-    when some record's trajectory cannot be integrated at the solution."""
-    fit = fit_records(found.template, [(r.t, r.y, r.noise) for r in read], found.values, y0s,
+def _recombined(own: list[Prediction], read: list[Record], settings: Settings, shortlist: int,
+                known: set[tuple]) -> list[Start]:
+    """New sums of the terms the records' best fits write between them (records in other stretches
+    of y show other terms of one law): stage 1 of the search (`propose`, the first `combine` distinct
+    terms in sums of up to `combine_size`) on each record with the first `shortlist` fits of every
+    record, best ranks first; of the skeletons every record can fit on the integral form and not
+    among `known`, the JOINT_COMBINED best by their criteria summed over the records."""
+    ranked = [[f.expr for f in p.fits if f.template is not None and math.isfinite(f.r2)][:shortlist] for p in own]
+    exprs = [expr for rank in itertools.zip_longest(*ranked) for expr in rank if expr is not None]
+    if not exprs:
+        return []
+    stage1 = [propose(exprs, r.t, r.y, r.sigma, variants=False, combine=settings.combine,
+                      combine_size=settings.combine_size) for r in read]
+    common = set.intersection(*(set(skeletons) for skeletons in stage1)) - known
+    summed = {key: sum(skeletons[key].cheap_ic for skeletons in stage1) for key in common}
+    out = []
+    for key in sorted(summed, key=lambda key: (summed[key], key))[:JOINT_COMBINED]:
+        template, values = template_of(stage1[0][key])
+        prior = stage1[0][key].unit_charge(settings)
+        out.append(Start(template, tuple(values), prior, 0, [skeletons[key].y0 for skeletons in stage1]))
+    return out
+
+
+def _joint_fit(start: Start, read: list[Record], settings: Settings) -> JointFit | None:
+    """The skeleton of `start` fitted to every record from there; None when some record's
+    trajectory cannot be integrated at the solution."""
+    template = start.template
+    fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start.values, start.y0s,
                       max_nfev=JOINT_NFEV * settings.max_nfev)
     if not fit.ok:
         return None
     points = sum(len(r.t) for r in read)
-    score = sum(fit.chi2) + (len(fit.values) + len(read)) * math.log(points) + found.prior
+    score = sum(fit.chi2) + (len(fit.values) + len(read)) * math.log(points) + start.prior
     r2s = []
     for y0, record in zip(fit.y0s, read):
         try:
-            r2s.append(r2(trajectory(found.template, fit.values, y0, record.t), record.y))
+            r2s.append(r2(trajectory(template, fit.values, y0, record.t), record.y))
         except SOLVE_FAILURES:
             return None
-    return JointFit(found.template.substitute(fit.values), found.template, fit, score, tuple(r2s), index)
+    return JointFit(template.substitute(fit.values), template, fit, score, tuple(r2s), start.proposed_by)
 
 
 def _choice(fits: list[JointFit], read: list[Record], settings: Settings) -> tuple[JointFit | None, int]:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import sympy
 
-from core.fitting import (Template, better_start, bin_means, estimate_noise, fit_integral, fit_trajectory,
+from core.fitting import (Template, better_start, bin_means, estimate_noise, fit_integral, fit_records, fit_trajectory,
                           hidden_pause, information_criterion, isolated_glitches, noise_level, noise_profile,
                           predictive_error, record_growth, round_to_error, written_to_error, sensitivities,
                           standard_errors, trajectory, unstable_reason)
@@ -34,6 +34,29 @@ def test_trajectory_fit_recovers_the_constants_and_initial_value_of_a_logistic(l
     fit = fit_trajectory(LOGISTIC, t, y, [0.6, -0.1], y0=0.45)
     assert fit.values == pytest.approx((0.8, -0.2), rel=1e-4) and fit.y0 == pytest.approx(0.5, rel=1e-5)
     assert fit.rss < 1e-10 and not fit.safety_net
+
+
+def test_records_share_the_constants_and_keep_their_own_initial_values():
+    """Two records of one logistic (one growing, one falling to K = 4), at different noise: one fit
+    gives both initial values and the shared constants, with errors that cover the truth."""
+    rng = np.random.default_rng(3)
+    records = []
+    for y0, sigma in ((0.5, 0.01), (6.0, 0.05)):
+        t = np.sort(rng.uniform(0, 2, 64))
+        y = solve(compile_scalar(0.8 * Y - 0.2 * Y**2), y0, t)
+        records.append((t, y + sigma * rng.standard_normal(len(t)), sigma))
+    fit = fit_records(LOGISTIC, records, [1.0, -0.1], [records[0][1][0], records[1][1][0]])
+    assert fit.ok and len(fit.chi2) == 2 and sum(fit.chi2) < 2 * 128  # about one noise variance per point
+    truth = np.array([0.5, 6.0, 0.8, -0.2])
+    found = np.array([*fit.y0s, *fit.values])
+    assert np.all(np.abs(found - truth) < 4 * np.array(fit.errors)) and max(fit.errors) < 0.1
+
+
+def test_records_a_law_cannot_integrate_are_a_failed_fit():
+    t = np.linspace(0, 2, 20)
+    records = [(t, 1.0 + t, 0.01), (t, -1.0 - t, 0.01)]  # sqrt(y) is not real on the second
+    fit = fit_records(Template(A * sympy.sqrt(Y), (A,)), records, [1.0], [1.0, -1.0], max_nfev=10)
+    assert not fit.ok and math.isinf(fit.chi2[1])
 
 
 def test_a_long_record_is_read_through_group_means_that_keep_what_it_says():

@@ -1,0 +1,83 @@
+"""One law for several records (nsode/joint.py and `nsode predict` with several files)."""
+import re
+
+import numpy as np
+import pytest
+
+from core.expressions import Y, compile_scalar
+from core.solving import solve
+from nsode.data.tokens import parse_infix
+from nsode.joint import predict_records
+from nsode.predict import Predictor
+from nsode.proposals import skeleton_key
+
+LOGISTIC = 1.3 * Y - 0.4 * Y**2  # K = 3.25
+STARTS = (0.3, 1.0, 5.0)  # below, well below and above K: each record sees another stretch of y
+
+
+def logistic_records(seed: int = 1, sigma: float = 0.01) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    records = []
+    for y0 in STARTS:
+        t = np.sort(rng.uniform(0, 2, 128))
+        t[0] = 0.0
+        y = solve(compile_scalar(LOGISTIC), y0, t)
+        records.append((t, y * (1 + sigma * rng.standard_normal(len(t)))))
+    return records
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    import torch
+
+    torch.set_num_threads(1)
+    return Predictor.searching()
+
+
+def test_several_records_read_the_logistic_that_each_alone_may_miss(predictor):
+    result = predict_records(predictor, logistic_records())
+    law = parse_infix(result.expression)
+    assert skeleton_key(law) == skeleton_key(LOGISTIC), result.expression
+    assert float(law.coeff(Y)) == pytest.approx(1.3, rel=0.02)
+    assert float(law.coeff(Y**2)) == pytest.approx(-0.4, rel=0.02)
+    chosen = result.chosen
+    assert chosen.fit.y0s == pytest.approx(STARTS, rel=0.01) and min(chosen.r2s) > 0.98
+    assert len(result.own) == 3 and result.info["records"] == 3 and not result.info["all_rejected"]
+
+
+def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
+    records = logistic_records()
+    with pytest.raises(ValueError, match="two or more records"):
+        predict_records(predictor, records[:1])
+    t, y = records[1]
+    with pytest.raises(ValueError, match="record 2: .*not sorted"):
+        predict_records(predictor, [records[0], (t[::-1], y)])
+
+
+def test_predict_cli_reads_several_files_as_one_law(tmp_path, capsys):
+    from nsode.__main__ import main
+
+    paths = []
+    for k, (t, y) in enumerate(logistic_records()):
+        paths.append(tmp_path / f"run{k}.csv")
+        paths[-1].write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    assert main(["predict", *map(str, paths), "--plot", str(tmp_path / "runs.png")]) == 0
+    out = capsys.readouterr().out
+    assert "one law for 3 records" in out and (tmp_path / "runs.png").is_file()
+    law = parse_infix(re.match(r"y' = (.*)\n", out).group(1))
+    assert skeleton_key(law) == skeleton_key(LOGISTIC)
+    assert out.count("R^2 0.99") == 3 and "each record alone" in out  # every record's own R^2, then its own read
+
+
+def test_predict_cli_refuses_several_files_with_the_paper_selection_and_names_a_bad_file(tmp_path, capsys):
+    from nsode.__main__ import main
+
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 10)}\n" for i in range(20)))
+    bad.write_text("t,y\n0,1\n1,2\n")
+    with pytest.raises(SystemExit):
+        main(["predict", str(good), str(good), "--paper"])
+    assert "--paper does not use" in capsys.readouterr().err
+    assert main(["predict", str(good), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv" in err and "only 2 points" in err and err.count("\n") == 1
