@@ -154,7 +154,15 @@ def main(argv=None) -> int:
     from tqdm import tqdm
     import pandas as pd
 
-    chosen = laws(args)[: args.laws]
+    from bench.datasets import DatasetError
+
+    try:
+        chosen = laws(args)[: args.laws]
+    except DatasetError as err:
+        p.error(str(err))
+    if not chosen:
+        p.error(f"{args.dataset}: no law has two or more starts; give a dataset with several y0 per law "
+                "(classic) or --simple N")
     work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
     calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records) for law, trs, noise in work)
     rows = []

@@ -1,10 +1,10 @@
-"""Command line: python -m nsode predict FILE.csv [MORE.csv ...] [--checkpoint DIR] [--beam N] [--plot out.png]
+"""Command line: python -m nsode predict FILE.csv [MORE.csv ... --joint] [--checkpoint DIR] [--beam N] [--plot out.png]
 
 Reads a CSV with columns t and y (one observed trajectory of a scalar autonomous ODE), prints
 the predicted y' = f(y), its R^2 on the data and the best candidates, and optionally plots the
-data against the predicted trajectory, extrapolated to twice the observed time span. Several
-files are records of one system (other starts, other runs): one law is read from them all, its
-constants shared and an initial value fitted for each (nsode/joint.py).
+data against the predicted trajectory, extrapolated to twice the observed time span. With
+--joint, several files are records of one system (other starts, other runs): one law is read from
+them all, its constants shared and an initial value fitted for each (nsode/joint.py).
 
 By default NSODE proposes skeletons and a fitter decides (nsode/search.py): the shipped nsode-eps
 reads a trajectory like its training data (times within [0, 2] spanning most of it, max |y|
@@ -274,11 +274,10 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="command", required=True, metavar="predict")
     pr = sub.add_parser("predict",
                         help="predict the ODE behind one trajectory in a CSV file (or several records of one)",
-                        usage="python -m nsode predict [options] [search settings] file [file ...]")
+                        usage="python -m nsode predict [options] [search settings] file [file ... --joint]")
     pr.add_argument("file", type=Path, nargs="+",
                     help="CSV whose first line names columns t and y (lines starting with # before it are skipped; "
-                         "rows in any order: they are sorted by t). Several files: records of one system (other "
-                         "starts, other runs), read as one law with its constants shared and an initial value each")
+                         "rows in any order: they are sorted by t); several with --joint")
     pr.add_argument("--checkpoint", type=Path, default=None,
                     help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
@@ -297,6 +296,10 @@ def main(argv=None) -> int:
                     help="write a figure of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data (PNG; PDF, SVG or JPEG when the name ends so; a name "
                          "with another ending or none gets .png added: fit.txt writes fit.txt.png)")
+    pr.add_argument("--joint", action="store_true",
+                    help="read several files as records of one system (other starts, other runs): one law, its "
+                         "constants shared and an initial value fitted for each (nsode/joint.py; measured against "
+                         "reading each alone in docs/search.md, 'Session 77')")
     pr.add_argument("--threads", type=whole_number(1), default=1,
                     help="torch's CPU threads for the model (default %(default)s: the model is small; on 2 idle cores "
                          "a second thread gained nothing measurable, and beside one busy process it made the whole "
@@ -308,8 +311,12 @@ def main(argv=None) -> int:
     changed = changed_flags(args) + (["--refine"] if args.refine else [])
     if args.paper and changed:
         pr.error(f"{', '.join(changed)} set(s) the search, which --paper does not use")
-    if args.paper and len(args.file) > 1:
-        pr.error("several files are read as one law by the search, which --paper does not use")
+    if args.joint and args.paper:
+        pr.error("--joint reads one law with the search, which --paper does not use")
+    if args.joint and len(args.file) < 2:
+        pr.error("--joint reads two or more files as records of one system; give them all")
+    if not args.joint and len(args.file) > 1:
+        pr.error(f"{len(args.file)} files given: add --joint to read one law from them all, or read each alone")
     if args.refit > args.top_k:
         if "--refit" in changed:
             pr.error(f"--refit {args.refit} cannot exceed --top-k {args.top_k} (it refits some of those)")
@@ -343,7 +350,7 @@ def main(argv=None) -> int:
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if len(records) > 1:
+    if args.joint:
         return predict_jointly(predictor, records, args)
     t, y = records[0]
     result = predictor.predict(t, y)

@@ -3,14 +3,18 @@
 A user with several runs of one experiment (other starting amounts, other days) wants the one law
 behind them all, as pysindy fits several trajectories at once. Each record's own search
 (`Predictor.predict`: the model reads it, the fitter decides) proposes the skeletons of its best
-fits; their union is refitted on every record at once (core.fitting.fit_records, each residual
-in its own record's noise), and a joint information criterion (the law's constants plus one
+fits, and new sums of the terms those fits write between them (records in other stretches of y
+show other terms of one law); all are refitted on every record at once (core.fitting.fit_records,
+each residual in its own record's noise), and a joint information criterion (the law's constants plus one
 initial value per record, each charged log of all observations) ranks the fits. The best one
 whose course is safe from every record's start wins (nsode.search.unsafe_reason), unless a safe
 fit within RIVAL_WINDOW of it is the shorter law (the single search's node and nesting costs;
 no forecast: the other records are the test that a forecast stands in for). A law must hold
 over every record's range of y, so a curve that follows one record (a sine standing in for a
 logistic on its stretch of y) rarely fits the others: several records tell what one cannot.
+Measured against reading each record alone in docs/search.md, "Session 77": far more simple laws
+recovered, but where no proposed law fits records spread over regimes of y, one law fits some of
+them worse than their own curve fits; so it is a mode (`nsode predict --joint`), not a default.
 """
 from __future__ import annotations
 
@@ -108,7 +112,8 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
     proposed = _proposals(own, read, shortlist)
     with warnings.catch_warnings():  # a wild iterate overflows inside scipy: its fit fails and is left out
         warnings.simplefilter("ignore")
-        proposed += _recombined(own, read, settings, shortlist, {skeleton_key(s.template.substitute(s.values)) for s in proposed})
+        known = {skeleton_key(start.template.substitute(start.values)) for start in proposed}
+        proposed += _recombined(own, read, settings, shortlist, known)
         fits = [_joint_fit(start, read, settings) for start in proposed]
         fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
         chosen, checked = _choice(fits, read, settings)
@@ -143,8 +148,7 @@ def _proposals(own: list[Prediction], read: list[Record], shortlist: int) -> lis
     best: dict[tuple, tuple[int, int]] = {}  # skeleton -> (rank, record) of its best appearance
     seen: dict[tuple, dict[int, Found]] = {}  # skeleton -> record -> that record's fit of it
     for index, prediction in enumerate(own):
-        listed = [f for f in prediction.fits if f.template is not None and math.isfinite(f.r2)][:shortlist]
-        for rank, found in enumerate(listed):
+        for rank, found in enumerate(_listed(prediction, shortlist)):
             key = skeleton_key(found.expr)
             seen.setdefault(key, {}).setdefault(index, found)
             if key not in best or rank < best[key][0]:
@@ -157,6 +161,11 @@ def _proposals(own: list[Prediction], read: list[Record], shortlist: int) -> lis
     return out
 
 
+def _listed(prediction: Prediction, shortlist: int) -> list[Found]:
+    """The record's first `shortlist` fits that integrate over it, in its search's order."""
+    return [f for f in prediction.fits if f.template is not None and math.isfinite(f.r2)][:shortlist]
+
+
 def _recombined(own: list[Prediction], read: list[Record], settings: Settings, shortlist: int,
                 known: set[tuple]) -> list[Start]:
     """New sums of the terms the records' best fits write between them (records in other stretches
@@ -164,7 +173,7 @@ def _recombined(own: list[Prediction], read: list[Record], settings: Settings, s
     terms in sums of up to `combine_size`) on each record with the first `shortlist` fits of every
     record, best ranks first; of the skeletons every record can fit on the integral form and not
     among `known`, the JOINT_COMBINED best by their criteria summed over the records."""
-    ranked = [[f.expr for f in p.fits if f.template is not None and math.isfinite(f.r2)][:shortlist] for p in own]
+    ranked = [[f.expr for f in _listed(p, shortlist)] for p in own]
     exprs = [expr for rank in itertools.zip_longest(*ranked) for expr in rank if expr is not None]
     if not exprs:
         return []

@@ -23,6 +23,8 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks"
     (["nsode_quality.py", "--datasets", "bogus", "--simple", "0"], "unknown dataset 'bogus'"),
     (["nsode_latency.py", "--checkpoint", ".", "--trajectories", "1", "--beams", "2"], "is not an NSODE checkpoint"),
     (["generated_dataset.py", "--simple", "0", "--science", "0", "--out", "x.json"], "no laws to write"),
+    (["joint_records.py", "--records", "1"], "--records: '1' must be at least 2"),
+    (["joint_records.py", "--dataset", "textbook"], "textbook: no law has two or more starts"),
 ])
 def test_a_bad_argument_is_one_line(tmp_path, argv, message):
     done = subprocess.run([sys.executable, str(SCRIPTS / argv[0]), *argv[1:]], cwd=tmp_path,

@@ -61,7 +61,7 @@ def test_predict_cli_reads_several_files_as_one_law(tmp_path, capsys):
     for k, (t, y) in enumerate(logistic_records()):
         paths.append(tmp_path / f"run{k}.csv")
         paths[-1].write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
-    assert main(["predict", *map(str, paths), "--plot", str(tmp_path / "runs.png")]) == 0
+    assert main(["predict", *map(str, paths), "--joint", "--plot", str(tmp_path / "runs.png")]) == 0
     out = capsys.readouterr().out
     assert "one law for 3 records" in out and (tmp_path / "runs.png").is_file()
     law = parse_infix(re.match(r"y' = (.*)\n", out).group(1))
@@ -69,15 +69,19 @@ def test_predict_cli_reads_several_files_as_one_law(tmp_path, capsys):
     assert out.count("R^2 0.99") == 3 and "each record alone" in out  # every record's own R^2, then its own read
 
 
-def test_predict_cli_refuses_several_files_with_the_paper_selection_and_names_a_bad_file(tmp_path, capsys):
+def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tmp_path, capsys):
     from nsode.__main__ import main
 
     good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
     good.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 10)}\n" for i in range(20)))
     bad.write_text("t,y\n0,1\n1,2\n")
+    for flags, message in ((["--joint", "--paper"], "--paper does not use"), ([], "add --joint")):
+        with pytest.raises(SystemExit):
+            main(["predict", str(good), str(good), *flags])
+        assert message in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["predict", str(good), str(good), "--paper"])
-    assert "--paper does not use" in capsys.readouterr().err
-    assert main(["predict", str(good), str(bad)]) == 2
+        main(["predict", str(good), "--joint"])
+    assert "two or more files" in capsys.readouterr().err
+    assert main(["predict", str(good), str(bad), "--joint"]) == 2
     err = capsys.readouterr().err
     assert "bad.csv" in err and "only 2 points" in err and err.count("\n") == 1
