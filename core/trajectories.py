@@ -35,6 +35,25 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     duplicate times, increasing times (or sorted, with `sort`), and with `law` the `expression`
     column's law. Without `law` (a user's own record) that column is one more column, ignored:
     a gene-expression reading is not a law. Raises TrajectoryFileError."""
+    path = Path(path)
+    frame, t, y = _columns(path)
+    return _checked_file(path, t, y, sort, min_points, _expression(path, frame) if law else None)
+
+
+def read_records(path: str | Path, by: str, *, sort: bool = True,
+                 min_points: int = protocol.MIN_POINTS) -> dict[str, TrajectoryFile]:
+    """The records of one CSV file that holds several, told apart by column `by` (a run, an
+    experiment): {its value: that record's t and y}, in the order the file first names them, each
+    checked as a file of its own (`read_trajectory`); two or more are needed. Raises
+    TrajectoryFileError."""
+    path = Path(path)
+    frame, t, y = _columns(path)
+    return _records(path, frame, t, y, by, sort, min_points)
+
+
+def _columns(path: Path):
+    """(the file's columns as read, its t, its y): every check of `read_trajectory` but the
+    trajectory's own (`check_trajectory`)."""
     import pandas as pd
 
     path = Path(path)
@@ -89,14 +108,37 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
         raise TrajectoryFileError(f"{path}: {int(missing.sum())} row{'' if missing.sum() == 1 else 's'} with an "
                                   f"empty, NaN or infinite t or y (the first is row {int(np.argmax(missing)) + 1} "
                                   "below the header); remove those points")
+    return frame, t, y
+
+
+def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: bool,
+             min_points: int) -> dict[str, TrajectoryFile]:
+    column = by.strip().lower()
+    if column not in frame.columns or column in ("t", "y"):
+        found = ", ".join(repr(c) for c in frame.columns if c not in ("t", "y")) or "none besides t and y"
+        raise TrajectoryFileError(f"{path}: no column {by!r} tells its records apart (other columns: {found})")
+    labels = frame[column]
+    if labels.isna().any():
+        raise TrajectoryFileError(f"{path}: row {int(np.argmax(labels.isna().to_numpy())) + 1} below the header has "
+                                  f"no {column}; give every row its record")
+    labels = labels.astype(str).str.strip().to_numpy()
+    names = list(dict.fromkeys(labels))
+    if len(names) < 2:
+        raise TrajectoryFileError(f"{path}: column {column} names one record ({names[0]!r}); give two or more")
+    return {name: _checked_file(path, t[labels == name], y[labels == name], sort, min_points, None,
+                                where=f"{column} {name}: ") for name in names}
+
+
+def _checked_file(path: Path, t: np.ndarray, y: np.ndarray, sort: bool, min_points: int, expression: str | None,
+                  where: str = "") -> TrajectoryFile:
     if sort:
         order = np.argsort(t, kind="stable")
         t, y = t[order], y[order]
     try:
         check_trajectory(t, y, min_points)
     except ValueError as err:
-        raise TrajectoryFileError(f"{path}: {err}") from None
-    return TrajectoryFile(t, y, _expression(path, frame) if law else None)
+        raise TrajectoryFileError(f"{path}: {where}{err}") from None
+    return TrajectoryFile(t, y, expression)
 
 
 def _numbers(path: Path, frame, name: str) -> np.ndarray:

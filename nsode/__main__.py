@@ -50,6 +50,17 @@ def read_trajectory(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data.t, data.y
 
 
+def read_records(path: Path, by: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The records of one CSV file told apart by column `by` (core.trajectories.read_records), each
+    sorted by time: {that column's value: (t, y)}."""
+    from core.trajectories import TrajectoryFileError, read_records as read
+
+    try:
+        return {name: (data.t, data.y) for name, data in read(path, by).items()}
+    except TrajectoryFileError as err:
+        raise InputError(str(err)) from None
+
+
 def shown(expression: str, digits: int = 4) -> str:
     """The expression with its constants rounded to `digits` significant digits, for reading."""
     import sympy
@@ -300,6 +311,9 @@ def main(argv=None) -> int:
                     help="read several files as records of one system (other starts, other runs): one law, its "
                          "constants shared and an initial value fitted for each (nsode/joint.py; measured against "
                          "reading each alone in docs/search.md, 'Session 77')")
+    pr.add_argument("--by", metavar="COLUMN", default=None,
+                    help="read one file whose column COLUMN (a run, an experiment) tells several records apart, "
+                         "as --joint reads several files")
     pr.add_argument("--threads", type=whole_number(1), default=1,
                     help="torch's CPU threads for the model (default %(default)s: the model is small; on 2 idle cores "
                          "a second thread gained nothing measurable, and beside one busy process it made the whole "
@@ -311,10 +325,15 @@ def main(argv=None) -> int:
     changed = changed_flags(args) + (["--refine"] if args.refine else [])
     if args.paper and changed:
         pr.error(f"{', '.join(changed)} set(s) the search, which --paper does not use")
+    if args.by is not None:
+        if len(args.file) > 1:
+            pr.error("--by reads the records of one file; give one file")
+        args.joint = True
     if args.joint and args.paper:
         pr.error("--joint reads one law with the search, which --paper does not use")
-    if args.joint and len(args.file) < 2:
-        pr.error("--joint reads two or more files as records of one system; give them all")
+    if args.joint and len(args.file) < 2 and args.by is None:
+        pr.error("--joint reads two or more files as records of one system; give them all (or one file with "
+                 "--by COLUMN)")
     if not args.joint and len(args.file) > 1:
         pr.error(f"{len(args.file)} files given: add --joint to read one law from them all, or read each alone")
     if args.refit > args.top_k:
@@ -324,7 +343,12 @@ def main(argv=None) -> int:
     try:  # the user's file first: its errors should not wait for torch to load
         if args.plot:
             args.plot = _figure_path(args.plot)
-        records = [read_trajectory(path) for path in args.file]
+        if args.by is None:
+            records = [read_trajectory(path) for path in args.file]
+            names = [str(path) for path in args.file]
+        else:
+            by_name = read_records(args.file[0], args.by)
+            records, names = list(by_name.values()), [f"{args.by} {name}" for name in by_name]
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -351,7 +375,7 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.joint:
-        return predict_jointly(predictor, records, args)
+        return predict_jointly(predictor, records, names, args)
     t, y = records[0]
     result = predictor.predict(t, y)
     aside = result.info.get("set_aside", [])
@@ -424,15 +448,15 @@ def main(argv=None) -> int:
     return 0
 
 
-def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], args) -> int:
-    """`nsode predict` on several files: one law for all (nsode.joint), each record's initial value
-    and R^2, the best joint candidates, and what each record alone read."""
+def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], names: list[str], args) -> int:
+    """`nsode predict --joint` on the records `names`: one law for all (nsode.joint), each record's
+    initial value and R^2, the best joint candidates, and what each record alone read."""
     from core.fitting import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.joint import predict_records, supported_values
+    from nsode.search import MISFIT_NOISES
 
     result = predict_records(predictor, records)
-    names = [str(path) for path in args.file]
     chosen = result.chosen
     if chosen is None:
         print("error: no candidate could be fitted to every record", file=sys.stderr)
@@ -453,7 +477,6 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], arg
         print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(record.t)} points)")
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
-    from nsode.search import MISFIT_NOISES
     for name, record, chi2 in zip(names, result.records, chosen.fit.chi2):
         missed = math.sqrt(chi2 / len(record.t))
         if missed > MISFIT_NOISES:
@@ -502,10 +525,12 @@ def plot_records(path: Path, result, names: list[str], law: str, values, y0s) ->
         colour = f"C{k % 10}"
         ax.plot(record.t, record.y, ".", ms=3, color=colour, label=Path(name).name)
         grid = np.linspace(record.t[0], record.t[0] + 2 * (record.t[-1] - record.t[0]), 512)
-        try:
-            ax.plot(grid, trajectory(chosen.template, values, y0, grid), color=colour, lw=1.2)
-        except SOLVE_FAILURES:  # fails beyond the data: the fitted part only
-            ax.plot(record.t, trajectory(chosen.template, values, y0, record.t), color=colour, lw=1.2)
+        for times in (grid, record.t):  # where it fails beyond the data: the fitted part only
+            try:
+                ax.plot(times, trajectory(chosen.template, values, y0, times), color=colour, lw=1.2)
+                break
+            except SOLVE_FAILURES:
+                continue
     ax.set(xlabel="t", ylabel="y", title=f"y' = {law}")
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from core.trajectories import TrajectoryFileError, read_trajectory
+from core.trajectories import TrajectoryFileError, read_records, read_trajectory
 
 T = np.linspace(0, 2, 20)
 ROWS = "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, 3 * np.exp(-0.5 * T)))
@@ -120,3 +120,25 @@ def test_the_largest_reversal_of_a_monotone_record_is_zero_and_of_a_turn_its_dep
     assert largest_reversal([0, 1, 3, 2.5, 4]) == pytest.approx(0.5)  # fell back by 0.5 before rising on
     # up to 1, then down to sin 3
     assert largest_reversal(np.sin(np.linspace(0, 3, 51))) == pytest.approx(1 - np.sin(3), abs=1e-3)
+
+
+def test_one_file_of_several_records_is_split_by_its_column_each_sorted(tmp_path):
+    rows = [(t, 1 + t, "b") for t in range(12)] + [(t, 2 * t, " a") for t in range(11, -1, -1)]
+    path = tmp_path / "runs.csv"
+    path.write_text("t,y,Run\n" + "".join(f"{t},{y},{r}\n" for t, y, r in rows))  # times repeat across runs
+    records = read_records(path, "run")
+    assert list(records) == ["b", "a"]  # in the order the file names them, labels stripped
+    assert np.array_equal(records["a"].t, np.arange(12)) and np.array_equal(records["a"].y, 2 * np.arange(12))
+
+
+@pytest.mark.parametrize("rows, by, message", [
+    ([(t, t, "a") for t in range(12)], "run", "column run names one record ('a'); give two or more"),
+    ([(t, t, "a") for t in range(12)], "batch", "no column 'batch' tells its records apart (other columns: 'run')"),
+    ([(t, t, "a") for t in range(12)] + [(t, t, "b") for t in range(3)], "run", "run b: only 3 points"),
+    ([(t, t, "a") for t in range(12)] + [(0.5, 1, "")], "run", "row 13 below the header has no run"),
+])
+def test_a_file_whose_records_cannot_be_read_apart_is_refused_by_name(tmp_path, rows, by, message):
+    path = tmp_path / "runs.csv"
+    path.write_text("t,y,run\n" + "".join(f"{t},{y},{r}\n" for t, y, r in rows))
+    with pytest.raises(TrajectoryFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_records(path, by)

@@ -54,19 +54,24 @@ def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
         predict_records(predictor, [records[0], (t[::-1], y)])
 
 
-def test_predict_cli_reads_several_files_as_one_law(tmp_path, capsys):
+@pytest.mark.parametrize("one_file", [False, True])
+def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, capsys, one_file):
     from nsode.__main__ import main
 
-    paths = []
+    paths, rows = [], []
     for k, (t, y) in enumerate(logistic_records()):
         paths.append(tmp_path / f"run{k}.csv")
         paths[-1].write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
-    assert main(["predict", *map(str, paths), "--joint", "--plot", str(tmp_path / "runs.png")]) == 0
+        rows += [f"{float(a)!r},{float(b)!r},{k}\n" for a, b in zip(t, y)]
+    (tmp_path / "runs.csv").write_text("t,y,run\n" + "".join(rows))
+    given = [str(tmp_path / "runs.csv"), "--by", "run"] if one_file else [*map(str, paths), "--joint"]
+    assert main(["predict", *given, "--plot", str(tmp_path / "runs.png")]) == 0
     out = capsys.readouterr().out
     assert "one law for 3 records" in out and (tmp_path / "runs.png").is_file()
     law = parse_infix(re.match(r"y' = (.*)\n", out).group(1))
     assert skeleton_key(law) == skeleton_key(LOGISTIC)
     assert out.count("R^2 0.99") == 3 and "each record alone" in out  # every record's own R^2, then its own read
+    assert ("run 2  y(0) = 4.9" if one_file else "run2.csv  y(0) = 4.9") in out
 
 
 def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tmp_path, capsys):
@@ -79,9 +84,10 @@ def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tm
         with pytest.raises(SystemExit):
             main(["predict", str(good), str(good), *flags])
         assert message in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["predict", str(good), "--joint"])
-    assert "two or more files" in capsys.readouterr().err
+    for given, message in (([good, "--joint"], "two or more files"), ([good, good, "--by", "run"], "give one file")):
+        with pytest.raises(SystemExit):
+            main(["predict", *map(str, given)])
+        assert message in capsys.readouterr().err
     assert main(["predict", str(good), str(bad), "--joint"]) == 2
     err = capsys.readouterr().err
     assert "bad.csv" in err and "only 2 points" in err and err.count("\n") == 1
