@@ -46,7 +46,8 @@ def read_trajectory(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         data = read(path, sort=True, law=False)
     except TrajectoryFileError as err:
-        raise InputError(str(err)) from None
+        several = " (several runs in one file? --by COLUMN reads each run as a record of one law)"
+        raise InputError(str(err) + (several if "duplicate time" in str(err) else "")) from None
     return data.t, data.y
 
 

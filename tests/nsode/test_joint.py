@@ -88,6 +88,10 @@ def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tm
         with pytest.raises(SystemExit):
             main(["predict", *map(str, given)])
         assert message in capsys.readouterr().err
+    runs = tmp_path / "runs.csv"
+    runs.write_text("t,y,run\n" + "".join(f"{i % 12 / 10},{np.exp(-i / 10)},{i // 12}\n" for i in range(24)))
+    assert main(["predict", str(runs)]) == 2
+    assert "duplicate time 0; keep one point per time (several runs in one file? --by COLUMN" in capsys.readouterr().err
     assert main(["predict", str(good), str(bad), "--joint"]) == 2
     err = capsys.readouterr().err
     assert "bad.csv" in err and "only 2 points" in err and err.count("\n") == 1
