@@ -72,7 +72,8 @@ def laws(args) -> list[tuple[str, list]]:
 _PREDICTOR = None
 
 
-def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int]) -> list[dict]:
+def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int],
+            powers: int = 0) -> list[dict]:
     """Rows (one per record and R) for one law at one noise level: its own pick and the joint law, scored."""
     global _PREDICTOR
     import torch
@@ -95,7 +96,7 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
         if r > len(records):
             continue
         start = time.process_time()
-        joint = joint_choice(own[:r], records[:r], _PREDICTOR.search)
+        joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers)
         seconds = time.process_time() - start + alone * r / len(records)
         law_text = to_infix(joint.chosen.expr) if joint.chosen is not None else ""
         for k in range(r):
@@ -146,6 +147,8 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=whole_number(10), default=128, help="observations per record (default 128)")
     p.add_argument("--records", type=whole_number(2), nargs="+", default=[2], metavar="R",
                    help="read the first R records of each law as one (default 2)")
+    p.add_argument("--powers", type=whole_number(0), default=0,
+                   help="the joint read's second look with powers y..y**N where it misses a record (0: none)")
     p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")
     p.add_argument("--out", type=Path, default=None, help="CSV of every record's scores")
@@ -164,7 +167,8 @@ def main(argv=None) -> int:
         p.error(f"{args.dataset}: no law has two or more starts; give a dataset with several y0 per law "
                 "(classic) or --simple N")
     work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
-    calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records) for law, trs, noise in work)
+    calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers)
+             for law, trs, noise in work)
     rows = []
     for part in tqdm(Parallel(n_jobs=args.jobs, return_as="generator_unordered")(calls), total=len(work),
                      desc="laws", unit="law"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import sympy
@@ -34,7 +34,7 @@ from core.trajectories import observed
 from nsode.data.tokens import to_infix
 from nsode.predict import Prediction, Predictor
 from nsode.proposals import propose, skeleton_key
-from nsode.search import RIVAL_WINDOW, Found, Settings, choice_profile, template_of, tie_cost, unsafe_reason
+from nsode.search import MISFIT_NOISES, RIVAL_WINDOW, Found, Settings, choice_profile, template_of, tie_cost, unsafe_reason
 
 JOINT_SHORTLIST = 8  # each record's best fits (in its search's order) whose skeletons are refitted on all records
 JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them (`_recombined`)
@@ -104,9 +104,11 @@ def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHO
 
 
 def joint_choice(own: list[Prediction], records, settings: Settings, *,
-                 shortlist: int = JOINT_SHORTLIST) -> JointPrediction:
+                 shortlist: int = JOINT_SHORTLIST, powers: int = 0) -> JointPrediction:
     """The joint fit and choice given each record's own search `own` (its points set aside stay
-    aside): what `predict_records` does after the searches."""
+    aside): what `predict_records` does after the searches. With `powers` N, where the pick misses
+    some record by more than MISFIT_NOISES, a second look: the records' terms recombined again with
+    the powers y, ..., y**N beside them, and the choice again over all fits."""
     read = [_record(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"]), settings)
             for (t, y), p in zip(records, own)]
     proposed = _proposals(own, read, shortlist)
@@ -117,6 +119,13 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
         fits = [_joint_fit(start, read, settings) for start in proposed]
         fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
         chosen, checked = _choice(fits, read, settings)
+        if powers and fits and _missed(chosen or fits[0], read) > MISFIT_NOISES:
+            known |= {skeleton_key(start.template.substitute(start.values)) for start in proposed}
+            more = _recombined(own, read, replace(settings, basis=powers), shortlist, known)
+            proposed += more
+            fits += [f for f in (_joint_fit(start, read, settings) for start in more) if f is not None]
+            fits.sort(key=lambda f: f.score)
+            chosen, checked = _choice(fits, read, settings)
     if chosen is not None:
         fits.remove(chosen)
         fits.insert(0, chosen)
@@ -178,7 +187,7 @@ def _recombined(own: list[Prediction], read: list[Record], settings: Settings, s
     if not exprs:
         return []
     stage1 = [propose(exprs, r.t, r.y, r.sigma, variants=False, combine=settings.combine,
-                      combine_size=settings.combine_size) for r in read]
+                      combine_size=settings.combine_size, basis=settings.basis) for r in read]
     common = set.intersection(*(set(skeletons) for skeletons in stage1)) - known
     summed = {key: sum(skeletons[key].cheap_ic for skeletons in stage1) for key in common}
     out = []
@@ -228,6 +237,11 @@ def _choice(fits: list[JointFit], read: list[Record], settings: Settings) -> tup
         return None, checked
     cost = {id(f): tie_cost(f.score, 0.0, complexity(f.expr), nested_functions(f.expr), settings) for f in tied}
     return min(tied, key=lambda f: (cost[id(f)], len(f.fit.values))), checked
+
+
+def _missed(f: JointFit, read: list[Record]) -> float:
+    """The most any record is missed: the root mean square of its residuals in its own noise."""
+    return max(math.sqrt(chi2 / len(record.t)) for chi2, record in zip(f.fit.chi2, read))
 
 
 def _unsafe_somewhere(f: JointFit, read: list[Record], settings: Settings) -> str | None:
