@@ -147,8 +147,9 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=whole_number(10), default=128, help="observations per record (default 128)")
     p.add_argument("--records", type=whole_number(2), nargs="+", default=[2], metavar="R",
                    help="read the first R records of each law as one (default 2)")
-    p.add_argument("--powers", type=whole_number(0), default=0,
-                   help="the joint read's second look with powers y..y**N where it misses a record (0: none)")
+    p.add_argument("--powers", type=whole_number(0), default=None,
+                   help="the joint read's second look with powers y..y**N where it misses a record (default: "
+                        "nsode.joint.JOINT_POWERS; 0: none)")
     p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")
     p.add_argument("--out", type=Path, default=None, help="CSV of every record's scores")
@@ -158,7 +159,9 @@ def main(argv=None) -> int:
     import pandas as pd
 
     from bench.datasets import DatasetError
+    from nsode.joint import JOINT_POWERS
 
+    args.powers = JOINT_POWERS if args.powers is None else args.powers
     try:
         chosen = laws(args)[: args.laws]
     except DatasetError as err:

@@ -12,6 +12,8 @@ fit within RIVAL_WINDOW of it is the shorter law (the single search's node and n
 no forecast: the other records are the test that a forecast stands in for). A law must hold
 over every record's range of y, so a curve that follows one record (a sine standing in for a
 logistic on its stretch of y) rarely fits the others: several records tell what one cannot.
+Where the pick still misses a record beyond its noise, the proposals lack the law: a second look
+recombines the records' terms with the powers y, ..., y**5 beside them and chooses again.
 Measured against reading each record alone in docs/search.md, "Session 77": far more simple laws
 recovered, but where no proposed law fits records spread over regimes of y, one law fits some of
 them worse than their own curve fits; so it is a mode (`nsode predict --joint`), not a default.
@@ -38,6 +40,7 @@ from nsode.search import MISFIT_NOISES, RIVAL_WINDOW, Found, Settings, choice_pr
 
 JOINT_SHORTLIST = 8  # each record's best fits (in its search's order) whose skeletons are refitted on all records
 JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them (`_recombined`)
+JOINT_POWERS = 5  # the second look's powers y..y**N where the pick misses a record (rule 77c; 0: none)
 JOINT_NFEV = 2  # times the single search's max_nfev: a joint fit moves the constants and every record's y0
 
 
@@ -92,7 +95,8 @@ class JointPrediction:
         return self.fits[0] if self.expression else None
 
 
-def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHORTLIST) -> JointPrediction:
+def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHORTLIST,
+                    powers: int = JOINT_POWERS) -> JointPrediction:
     """One law y' = f(y) for all `records` ((t, y) pairs of one system); ValueError naming the
     problem when a record is not one (core.trajectories.observed) or fewer than two are given."""
     if predictor.search is None:
@@ -100,11 +104,12 @@ def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHO
     if len(records) < 2:
         raise ValueError(f"a joint fit needs two or more records, got {len(records)}")
     records = [_checked(t, y, i) for i, (t, y) in enumerate(records)]
-    return joint_choice([predictor.predict(t, y) for t, y in records], records, predictor.search, shortlist=shortlist)
+    return joint_choice([predictor.predict(t, y) for t, y in records], records, predictor.search, shortlist=shortlist,
+                        powers=powers)
 
 
 def joint_choice(own: list[Prediction], records, settings: Settings, *,
-                 shortlist: int = JOINT_SHORTLIST, powers: int = 0) -> JointPrediction:
+                 shortlist: int = JOINT_SHORTLIST, powers: int = JOINT_POWERS) -> JointPrediction:
     """The joint fit and choice given each record's own search `own` (its points set aside stay
     aside): what `predict_records` does after the searches. With `powers` N, where the pick misses
     some record by more than MISFIT_NOISES, a second look: the records' terms recombined again with
