@@ -124,7 +124,8 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
         fits = [_joint_fit(start, read, settings) for start in proposed]
         fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
         chosen, checked = _choice(fits, read, settings)
-        if powers and fits and _missed(chosen or fits[0], read) > MISFIT_NOISES:
+        second_look = bool(powers and fits and _missed(chosen or fits[0], read) > MISFIT_NOISES)
+        if second_look:
             known |= {skeleton_key(start.template.substitute(start.values)) for start in proposed}
             more = _recombined(own, read, replace(settings, basis=powers), shortlist, known)
             proposed += more
@@ -136,7 +137,7 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
         fits.insert(0, chosen)
     info = {"records": len(records), "skeletons": len(proposed), "fitted": len(fits), "safety_checked": checked,
             "all_rejected": bool(fits) and chosen is None, "nfev": sum(f.fit.nfev for f in fits),
-            "points": sum(len(r.t) for r in read)}
+            "points": sum(len(r.t) for r in read), "second_look": second_look}
     return JointPrediction(fits[0].text if fits else "", fits, own, read, info)
 
 

@@ -43,6 +43,7 @@ def test_several_records_read_the_logistic_that_each_alone_may_miss(predictor):
     chosen = result.chosen
     assert chosen.fit.y0s == pytest.approx(STARTS, rel=0.01) and min(chosen.r2s) > 0.98
     assert len(result.own) == 3 and result.info["records"] == 3 and not result.info["all_rejected"]
+    assert not result.info["second_look"]  # the pick fits every record: no look with powers of y
 
 
 def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
