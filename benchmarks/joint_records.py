@@ -57,10 +57,10 @@ def laws(args) -> list[tuple[str, list]]:
     from bench.datasets import load
 
     if args.simple:
-        folder = Path(tempfile.mkdtemp())
-        path = folder / "simple.json"
-        path.write_text(json.dumps(simple_spec(args.simple, args.starts, args.seed)))
-        trajectories = load(str(path))
+        with tempfile.TemporaryDirectory() as folder:  # the truths are cached by the harness (datasets/cache)
+            path = Path(folder) / "simple.json"
+            path.write_text(json.dumps(simple_spec(args.simple, args.starts, args.seed)))
+            trajectories = load(str(path))
     else:
         trajectories = load(args.dataset)
     grouped: dict[str, list] = {}
@@ -80,7 +80,6 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
 
     from bench.scoring import score
     from bench.tasks import observe
-    from nsode.data.tokens import to_infix
     from nsode.joint import joint_choice
     from nsode.predict import Predictor
 
@@ -91,6 +90,8 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
     start = time.process_time()
     own = [_PREDICTOR.predict(t, y) for t, y in records]
     alone = time.process_time() - start
+    mine = [_scores(score(p.expression, tr)) if p.expression else (-np.inf, -np.inf)
+            for p, tr in zip(own, trajectories)]  # each record's own pick, scored once for every R
     rows = []
     for r in reads:
         if r > len(records):
@@ -98,12 +99,11 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
         start = time.process_time()
         joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers)
         seconds = time.process_time() - start + alone * r / len(records)
-        law_text = to_infix(joint.chosen.expr) if joint.chosen is not None else ""
+        law_text = joint.expression
         for k in range(r):
-            mine = _scores(score(own[k].expression, trajectories[k])) if own[k].expression else (-np.inf, -np.inf)
             ours = _scores(score(law_text, trajectories[k])) if law_text else (-np.inf, -np.inf)
             rows.append({"law": law, "truth": trajectories[k].expression, "record": k, "noise": noise, "R": r,
-                         "alone_interp": mine[0], "alone_extrap": mine[1], "joint_interp": ours[0],
+                         "alone_interp": mine[k][0], "alone_extrap": mine[k][1], "joint_interp": ours[0],
                          "joint_extrap": ours[1], "alone": own[k].expression, "joint": law_text,
                          "seconds": seconds})
     return rows

@@ -454,7 +454,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     initial value and R^2, the best joint candidates, and what each record alone read."""
     from core.fitting import written_to_error
     from nsode.data.tokens import to_infix
-    from nsode.joint import JOINT_POWERS, predict_records, supported_values
+    from nsode.joint import JOINT_POWERS, predict_records, record_misses, supported_values
     from nsode.search import MISFIT_NOISES
 
     result = predict_records(predictor, records)
@@ -478,8 +478,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(record.t)} points)")
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
-    for name, record, chi2 in zip(names, result.records, chosen.fit.chi2):
-        missed = math.sqrt(chi2 / len(record.t))
+    for name, missed in zip(names, record_misses(chosen, result.records)):
         if missed > MISFIT_NOISES:
             print(f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
                   "not follow one law y' = f(y) (other conditions), or the law is none of the proposals")

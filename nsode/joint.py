@@ -36,9 +36,10 @@ from core.trajectories import observed
 from nsode.data.tokens import to_infix
 from nsode.predict import Prediction, Predictor
 from nsode.proposals import propose, skeleton_key
-from nsode.search import MISFIT_NOISES, RIVAL_WINDOW, Found, Settings, choice_profile, template_of, tie_cost, unsafe_reason
+from nsode.search import (MISFIT_NOISES, RIVAL_WINDOW, Found, Settings, choice_profile, template_of, tie_cost,
+                          unsafe_reason)
 
-JOINT_SHORTLIST = 8  # each record's best fits (in its search's order) whose skeletons are refitted on all records
+JOINT_SHORTLIST = 8  # each record's best fits (its search's order) whose skeletons are refitted on all records
 JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them (`_recombined`)
 JOINT_POWERS = 5  # the second look's powers y..y**N where the pick misses a record (rule 77c; 0: none)
 JOINT_NFEV = 2  # times the single search's max_nfev: a joint fit moves the constants and every record's y0
@@ -119,15 +120,15 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
     proposed = _proposals(own, read, shortlist)
     with warnings.catch_warnings():  # a wild iterate overflows inside scipy: its fit fails and is left out
         warnings.simplefilter("ignore")
-        known = {skeleton_key(start.template.substitute(start.values)) for start in proposed}
-        proposed += _recombined(own, read, settings, shortlist, known)
+        known = _keys(proposed)
+        recombined = _recombined(own, read, settings, shortlist, known)
+        proposed += recombined
         fits = [_joint_fit(start, read, settings) for start in proposed]
         fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
         chosen, checked = _choice(fits, read, settings)
         second_look = bool(powers and fits and _missed(chosen or fits[0], read) > MISFIT_NOISES)
         if second_look:
-            known |= {skeleton_key(start.template.substitute(start.values)) for start in proposed}
-            more = _recombined(own, read, replace(settings, basis=powers), shortlist, known)
+            more = _recombined(own, read, replace(settings, basis=powers), shortlist, known | _keys(recombined))
             proposed += more
             fits += [f for f in (_joint_fit(start, read, settings) for start in more) if f is not None]
             fits.sort(key=lambda f: f.score)
@@ -139,6 +140,11 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
             "all_rejected": bool(fits) and chosen is None, "nfev": sum(f.fit.nfev for f in fits),
             "points": sum(len(r.t) for r in read), "second_look": second_look}
     return JointPrediction(fits[0].text if fits else "", fits, own, read, info)
+
+
+def _keys(starts: list[Start]) -> set[tuple]:
+    """The skeletons of `starts` (nsode.proposals.skeleton_key)."""
+    return {skeleton_key(start.template.substitute(start.values)) for start in starts}
 
 
 def _checked(t, y, index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -245,9 +251,15 @@ def _choice(fits: list[JointFit], read: list[Record], settings: Settings) -> tup
     return min(tied, key=lambda f: (cost[id(f)], len(f.fit.values))), checked
 
 
+def record_misses(f: JointFit, read: list[Record]) -> list[float]:
+    """How far the law misses each record: the root mean square of its residuals in its own noise
+    (about 1 where it fits to the noise)."""
+    return [math.sqrt(chi2 / len(record.t)) for chi2, record in zip(f.fit.chi2, read)]
+
+
 def _missed(f: JointFit, read: list[Record]) -> float:
-    """The most any record is missed: the root mean square of its residuals in its own noise."""
-    return max(math.sqrt(chi2 / len(record.t)) for chi2, record in zip(f.fit.chi2, read))
+    """The most any record is missed (`record_misses`)."""
+    return max(record_misses(f, read))
 
 
 def _unsafe_somewhere(f: JointFit, read: list[Record], settings: Settings) -> str | None:
