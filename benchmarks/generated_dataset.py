@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from core.arguments import whole_number
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,22 +28,28 @@ MAX_BLOCKS = 5000  # candidate blocks searched for held-out skeletons before giv
 CONSTANT_DRAWS = 7  # the spawn-key kind of the constants' streams, apart from the generator's own (0, 1)
 
 
-def simple_equations(count: int, seed: int) -> list[dict]:
+def simple_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
+    """`count` simple laws with `starts` valid initial values each: nsode_quality.py's own, then
+    draws from U(1, 4); a law with fewer valid starts is left out."""
     from core.expressions import to_string
     from core.solving import is_valid_initial_value
     from selection_study import simple_cases
 
+    rng = np.random.default_rng([seed, 77])
     out = []
     for i, (name, f, y0) in enumerate(simple_cases(count, seed=seed)):
         text = to_string(f)
-        if is_valid_initial_value(text, float(y0)):
-            out.append({"id": f"simple-{i:02d}", "expression": text, "y0": [float(y0)], "source": name})
+        more = rng.uniform(1.0, 4.0, size=4 * starts) if starts > 1 else []
+        valid = [v for v in (float(y0), *map(float, more)) if is_valid_initial_value(text, v)][:starts]
+        if len(valid) == starts:
+            out.append({"id": f"simple-{i:02d}", "expression": text, "y0": valid, "source": name})
     return out
 
 
-def science_equations(count: int, seed: int) -> list[dict]:
-    """The first ODE (constant set and y0) of each of the first `count` held-out skeletons the
-    science-family generator finds with `seed` whose solution the harness accepts."""
+def science_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
+    """The first ODE (constant set and its first `starts` initial values) of each of the first `count`
+    held-out skeletons the science-family generator finds with `seed` whose solutions the harness
+    accepts from every one of those starts."""
     if not count:  # the loop below stops at `count` laws found, so 0 would run through every block
         return []
     from core.expressions import to_string
@@ -61,8 +69,9 @@ def science_equations(count: int, seed: int) -> list[dict]:
             if not sets:
                 continue
             text = to_string(sets[0][0])
-            if is_valid_initial_value(text, float(y0[0, 0])):
-                out.append({"id": f"science-{len(out):02d}", "expression": text, "y0": [float(y0[0, 0])],
+            y0s = [float(v) for v in y0[0, :starts]]
+            if len(y0s) == starts and all(is_valid_initial_value(text, v) for v in y0s):
+                out.append({"id": f"science-{len(out):02d}", "expression": text, "y0": y0s,
                             "source": found.skeleton})
                 if len(out) == count:
                     return out
@@ -75,6 +84,8 @@ def main(argv=None) -> int:
     p.add_argument("--science", type=whole_number(0), default=48,
                    help="held-out science-family laws (default 48)")
     p.add_argument("--seed", type=whole_number(0), default=0, help="draws the laws (default 0)")
+    p.add_argument("--starts", type=whole_number(1), default=1,
+                   help="initial values per law (default 1; several for benchmarks/joint_records.py)")
     p.add_argument("--name", default=None, help="the dataset's name (default: gen + the seed)")
     p.add_argument("--out", required=True, help="the dataset file to write (JSON)")
     args = p.parse_args(argv)
@@ -82,7 +93,8 @@ def main(argv=None) -> int:
 
     if not args.simple and not args.science:
         p.error("--simple and --science are both 0: no laws to write")
-    equations = simple_equations(args.simple, args.seed) + science_equations(args.science, args.seed)
+    equations = (simple_equations(args.simple, args.seed, args.starts)
+                 + science_equations(args.science, args.seed, args.starts))
     name = args.name or f"gen{args.seed}"
     spec = {"format": FORMAT, "name": name, "version": "1",
             "description": f"Generated laws (benchmarks/generated_dataset.py, seed {args.seed}): {args.simple} "

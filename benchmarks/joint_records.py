@@ -5,11 +5,17 @@ multiplicative noise sigma, the seed), searched alone by the shipped search, the
 from the first R of them (`--records`, several values allowed). Every record is scored by the
 harness's scorer (bench.scoring.score: from its true initial value, R^2 on [0, 2] and on [2, 4])
 for its own pick and for the joint law. Laws: a dataset whose equations have several starts
-(Classic has five), or issue 16's simple ODEs (nsode_quality.py's forms, random constants) with
-`--starts` initial values each in U(1, 4).
+(Classic has five), or generated laws with `--starts` initial values each: issue 16's simple ODEs
+(nsode_quality.py's forms, random constants, starts in U(1, 4)) and the science-family generator's
+held-out skeletons (generated_dataset.py, the generator's own starts).
 
     python benchmarks/joint_records.py --dataset classic --noise 0.01 0.02 --records 2 5 -j 2 --out classic.csv
     python benchmarks/joint_records.py --simple 48 --starts 3 --seed 77 --noise 0.01 0.02 -j 2 --out simple.csv
+
+Science-family laws take minutes to find; write them once and read the file:
+
+    python benchmarks/generated_dataset.py --simple 48 --science 48 --starts 3 --seed 80 --out gen80.json
+    python benchmarks/joint_records.py --dataset gen80.json --seed 80 --records 3 --noise 0.01 0.02 -j 2
 
 Prints, per dataset, noise level and R: the records scored, how many have R^2 > 0.9 on [0, 2]
 (interp) and on [2, 4] (extrap) and how many are recovered (both above 0.99), alone / joint,
@@ -32,34 +38,25 @@ HERE = Path(__file__).resolve().parent
 GOOD, RECOVERED = 0.9, 0.99
 
 
-def simple_spec(count: int, starts: int, seed: int) -> dict:
-    """A harness dataset of `count` simple laws with `starts` valid initial values each in U(1, 4)
-    (the first is nsode_quality.py's own), laws with fewer valid starts left out."""
+def generated_spec(simple: int, science: int, starts: int, seed: int) -> dict:
+    """A harness dataset of `simple` simple laws and `science` held-out science-family laws with
+    `starts` valid initial values each (generated_dataset.py)."""
     sys.path.insert(0, str(HERE))
     from bench.datasets import FORMAT
-    from core.expressions import to_string
-    from core.solving import is_valid_initial_value
-    from selection_study import simple_cases
+    from generated_dataset import science_equations, simple_equations
 
-    rng = np.random.default_rng([seed, 77])
-    equations = []
-    for i, (name, f, y0) in enumerate(simple_cases(count, seed=seed)):
-        text = to_string(f)
-        y0s = [float(y0), *rng.uniform(1.0, 4.0, size=4 * starts)]
-        valid = [v for v in y0s if is_valid_initial_value(text, v)][:starts]
-        if len(valid) == starts:
-            equations.append({"id": f"simple-{i:02d}", "expression": text, "y0": valid, "source": name})
-    return {"format": FORMAT, "name": f"joint-simple{seed}", "version": "1", "equations": equations}
+    equations = simple_equations(simple, seed, starts) + science_equations(science, seed, starts)
+    return {"format": FORMAT, "name": f"joint-gen{seed}", "version": "1", "equations": equations}
 
 
 def laws(args) -> list[tuple[str, list]]:
     """(law id, its trajectories in start order) of the dataset asked for."""
     from bench.datasets import load
 
-    if args.simple:
+    if args.simple or args.science:
         with tempfile.TemporaryDirectory() as folder:  # the truths are cached by the harness (datasets/cache)
-            path = Path(folder) / "simple.json"
-            path.write_text(json.dumps(simple_spec(args.simple, args.starts, args.seed)))
+            path = Path(folder) / "generated.json"
+            path.write_text(json.dumps(generated_spec(args.simple, args.science, args.starts, args.seed)))
             trajectories = load(str(path))
     else:
         trajectories = load(args.dataset)
@@ -140,7 +137,9 @@ def main(argv=None) -> int:
     p.add_argument("--dataset", default="classic", help="a dataset whose laws have several starts (default classic)")
     p.add_argument("--simple", type=whole_number(0), default=0,
                    help="instead, N of issue 16's simple laws with --starts initial values each (0: the dataset)")
-    p.add_argument("--starts", type=whole_number(2), default=3, help="initial values per simple law (default 3)")
+    p.add_argument("--science", type=whole_number(0), default=0,
+                   help="and/or N held-out science-family laws with --starts initial values each")
+    p.add_argument("--starts", type=whole_number(2), default=3, help="initial values per generated law (default 3)")
     p.add_argument("--seed", type=whole_number(0), default=0, help="draws the simple laws and the noise (default 0)")
     p.add_argument("--noise", type=nonnegative_number, nargs="+", default=[0.01], metavar="SIGMA",
                    help="noise levels (default 0.01)")
@@ -178,7 +177,8 @@ def main(argv=None) -> int:
         rows += part
     if args.out:
         pd.DataFrame(rows).to_csv(args.out, index=False)
-    print(f"{args.dataset if not args.simple else f'{args.simple} simple laws, seed {args.seed}'}: "
+    generated = f"{args.simple} simple and {args.science} science-family laws asked for, seed {args.seed}"
+    print(f"{generated if args.simple or args.science else args.dataset}: "
           f"{len(chosen)} laws, n {args.n}, seed {args.seed}")
     print(summary(rows))
     return 0
