@@ -7,7 +7,7 @@ import pytest
 from core.expressions import Y, compile_scalar
 from core.solving import solve
 from nsode.data.tokens import parse_infix
-from nsode.joint import predict_records
+from nsode.joint import joint_choice, predict_records
 from nsode.predict import Predictor
 from nsode.proposals import skeleton_key
 
@@ -44,6 +44,21 @@ def test_several_records_read_the_logistic_that_each_alone_may_miss(predictor):
     assert chosen.fit.y0s == pytest.approx(STARTS, rel=0.01) and min(chosen.r2s) > 0.98
     assert len(result.own) == 3 and result.info["records"] == 3 and not result.info["all_rejected"]
     assert not result.info["second_look"]  # the pick fits every record: no look with powers of y
+
+
+def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, monkeypatch):
+    records = logistic_records()
+    own = [predictor.predict(t, y) for t, y in records]
+    first = joint_choice(own, records, predictor.search, powers=0)
+    monkeypatch.setattr("nsode.joint.MISFIT_NOISES", 0.0)  # every pick "misses": the second look always runs
+    second = joint_choice(own, records, predictor.search, powers=5)
+    assert not first.info["second_look"] and second.info["second_look"]
+    assert second.info["skeletons"] > first.info["skeletons"]
+    added = {skeleton_key(f.expr) for f in second.fits} - {skeleton_key(f.expr) for f in first.fits}
+    assert any(parse_infix(f.text).has(Y**5) or parse_infix(f.text).has(Y**4) for f in second.fits
+               if skeleton_key(f.expr) in added)  # the new sums hold powers no record proposed
+    assert skeleton_key(parse_infix(second.expression)) == skeleton_key(LOGISTIC) == skeleton_key(
+        parse_infix(first.expression))
 
 
 def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
