@@ -29,32 +29,47 @@ class TrajectoryFile:
     expression: str | None = None  # the true f(y), when the file has an `expression` column
 
 
+TY = ("t", "y")  # the columns a trajectory file names, unless its reader is told others
+
+
 def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = protocol.MIN_POINTS,
-                    law: bool = True) -> TrajectoryFile:
+                    law: bool = True, columns: tuple[str, str] = TY) -> TrajectoryFile:
     """t and y of a CSV file, checked: numbers only, finite, at least `min_points` rows, no
     duplicate times, increasing times (or sorted, with `sort`), and with `law` the `expression`
     column's law. Without `law` (a user's own record) that column is one more column, ignored:
-    a gene-expression reading is not a law. Raises TrajectoryFileError."""
+    a gene-expression reading is not a law. `columns` names the columns read as t and y (a
+    user's file says `hours,OD600`; names are read without case or spaces). Raises
+    TrajectoryFileError."""
     path = Path(path)
-    frame, t, y = _columns(path)
+    frame, t, y = _columns(path, columns)
     return _checked_file(path, t, y, sort, min_points, _expression(path, frame) if law else None)
 
 
-def read_records(path: str | Path, by: str, *, sort: bool = True,
-                 min_points: int = protocol.MIN_POINTS) -> dict[str, TrajectoryFile]:
+def read_records(path: str | Path, by: str, *, sort: bool = True, min_points: int = protocol.MIN_POINTS,
+                 columns: tuple[str, str] = TY) -> dict[str, TrajectoryFile]:
     """The records of one CSV file that holds several, told apart by column `by` (a run, an
     experiment): {its value: that record's t and y}, in the order the file first names them, each
-    checked as a file of its own (`read_trajectory`); two or more are needed. Raises
-    TrajectoryFileError."""
+    checked as a file of its own (`read_trajectory`, `columns` as there); two or more are needed.
+    Raises TrajectoryFileError."""
     path = Path(path)
-    frame, t, y = _columns(path)
-    return _records(path, frame, t, y, by, sort, min_points)
+    frame, t, y = _columns(path, columns)
+    return _records(path, frame, t, y, by, sort, min_points, _names(columns))
 
 
-def _columns(path: Path):
+def _names(columns: tuple[str, str]) -> tuple[str, str]:
+    """The names of t's and y's columns as the reader compares them: without case or spaces."""
+    return tuple(name.strip().lower() for name in columns)
+
+
+def _columns(path: Path, columns: tuple[str, str] = TY):
     """(the file's columns as read, its t, its y): every check of `read_trajectory` but the
     trajectory's own (`check_trajectory`)."""
     import pandas as pd
+
+    columns = _names(columns)
+    if len(set(columns)) < 2 or not all(columns):
+        raise TrajectoryFileError(f"{path}: t and y need two different, named columns (given {columns[0]!r} and "
+                                  f"{columns[1]!r})")
 
     path = Path(path)
     if path.is_dir():
@@ -65,14 +80,14 @@ def _columns(path: Path):
         raise TrajectoryFileError(f"{path}: not a regular file; give a CSV file")
     if _binary(path):
         raise TrajectoryFileError(f"{path}: not a text CSV file (binary or compressed?); give a plain CSV file")
-    skip, names, header = _comment_lines(path)
+    skip, names, header = _comment_lines(path, columns)
     separator = next((mark for mark in (";", "\t", "|") if mark in header and "," not in header), None)
     if names is None and separator:
         shown = {"\t": "tabs"}.get(separator, repr(separator))
         raise TrajectoryFileError(f"{path}: the header {_shown(header)} separates its columns with {shown}; "
                                   "write them comma-separated (t,y), with a decimal point")
     raw = [name.strip().lower() for name in (names or header.split(","))]
-    twice = sorted({c for c in ("t", "y") if raw.count(c) > 1})  # before pandas renames the second y.1
+    twice = sorted({c for c in columns if raw.count(c) > 1})  # before pandas renames the second y.1
     if twice:
         raise TrajectoryFileError(f"{path}: more than one column is named {' and '.join(twice)} "
                                   "(names are read without case or spaces); keep one")
@@ -95,14 +110,15 @@ def _columns(path: Path):
     except Exception as err:
         raise TrajectoryFileError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
     frame.columns = [str(c).strip().lower() for c in frame.columns]
-    if not {"t", "y"} <= set(frame.columns):
+    if not set(columns) <= set(frame.columns):
         found = ", ".join(repr(c) for c in frame.columns) or "none"
-        raise TrajectoryFileError(f"{path}: needs a first line naming columns t and y, comma-separated (found {found})")
-    twice = sorted({c for c in ("t", "y") if list(frame.columns).count(c) > 1})
+        raise TrajectoryFileError(f"{path}: needs a first line naming columns {columns[0]} and {columns[1]}, "
+                                  f"comma-separated (found {found})")
+    twice = sorted({c for c in columns if list(frame.columns).count(c) > 1})
     if twice:
         raise TrajectoryFileError(f"{path}: more than one column is named {' and '.join(twice)} "
                                   "(names are read without case or spaces); keep one")
-    t, y = _numbers(path, frame, "t"), _numbers(path, frame, "y")
+    t, y = _numbers(path, frame, columns[0]), _numbers(path, frame, columns[1])
     missing = ~(np.isfinite(t) & np.isfinite(y))
     if missing.any():  # named here, where rows are still the file's
         raise TrajectoryFileError(f"{path}: {int(missing.sum())} row{'' if missing.sum() == 1 else 's'} with an "
@@ -112,10 +128,11 @@ def _columns(path: Path):
 
 
 def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: bool,
-             min_points: int) -> dict[str, TrajectoryFile]:
+             min_points: int, columns: tuple[str, str] = TY) -> dict[str, TrajectoryFile]:
     column = by.strip().lower()
-    if column not in frame.columns or column in ("t", "y"):
-        found = ", ".join(repr(c) for c in frame.columns if c not in ("t", "y")) or "none besides t and y"
+    if column not in frame.columns or column in columns:
+        found = (", ".join(repr(c) for c in frame.columns if c not in columns)
+                 or f"none besides {columns[0]} and {columns[1]}")
         raise TrajectoryFileError(f"{path}: no column {by!r} tells its records apart (other columns: {found})")
     labels = frame[column]
     if labels.isna().any():
@@ -183,9 +200,9 @@ def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def _comment_lines(path: Path) -> tuple[int, list[str] | None, str]:
+def _comment_lines(path: Path, columns: tuple[str, str] = TY) -> tuple[int, list[str] | None, str]:
     """(lines to skip, header names or None, the first line after them). Lines starting with #
-    before the header are skipped; when the last of them names the columns and the next line
+    before the header are skipped; when the last of them names the `columns` and the next line
     does not (numpy.savetxt writes `# t,y`), it is the header."""
     skip, last = 0, None
     try:
@@ -203,7 +220,7 @@ def _comment_lines(path: Path) -> tuple[int, list[str] | None, str]:
         return [part.strip() for part in text.split(",")]
     if last is not None:
         header = named(last.lstrip().lstrip("#"))
-        if {"t", "y"} <= {h.lower() for h in header} and not {"t", "y"} <= {h.lower() for h in named(following)}:
+        if set(columns) <= {h.lower() for h in header} and not set(columns) <= {h.lower() for h in named(following)}:
             return skip, header, following
     return skip, None, following
 

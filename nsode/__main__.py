@@ -38,28 +38,37 @@ class InputError(ValueError):
     """A problem with the user's file, reported as one line."""
 
 
-def read_trajectory(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """t and y of the user's CSV file, rows sorted by time (`core.trajectories`, the harness's
-    reader); every other column, an `expression` too, is ignored."""
+def read_trajectory(path: Path, columns: tuple[str, str] = ("t", "y")) -> tuple[np.ndarray, np.ndarray]:
+    """t and y of the user's CSV file (from `columns`), rows sorted by time (`core.trajectories`,
+    the harness's reader); every other column, an `expression` too, is ignored."""
     from core.trajectories import TrajectoryFileError, read_trajectory as read
 
     try:
-        data = read(path, sort=True, law=False)
+        data = read(path, sort=True, law=False, columns=columns)
     except TrajectoryFileError as err:
-        several = " (several runs in one file? --by COLUMN reads each run as a record of one law)"
-        raise InputError(str(err) + (several if "duplicate time" in str(err) else "")) from None
+        raise InputError(_hinted(str(err))) from None
     return data.t, data.y
 
 
-def read_records(path: Path, by: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def read_records(path: Path, by: str,
+                 columns: tuple[str, str] = ("t", "y")) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The records of one CSV file told apart by column `by` (core.trajectories.read_records), each
     sorted by time: {that column's value: (t, y)}."""
     from core.trajectories import TrajectoryFileError, read_records as read
 
     try:
-        return {name: (data.t, data.y) for name, data in read(path, by).items()}
+        return {name: (data.t, data.y) for name, data in read(path, by, columns=columns).items()}
     except TrajectoryFileError as err:
-        raise InputError(str(err)) from None
+        raise InputError(_hinted(str(err))) from None
+
+
+def _hinted(message: str) -> str:
+    """A file error with the flag that fixes it, where one does."""
+    if "duplicate time" in message:
+        return message + " (several runs in one file? --by COLUMN reads each run as a record of one law)"
+    if "naming columns t and y," in message:
+        return message + "; or name the file's own: --columns TIME VALUE"
+    return message
 
 
 def shown(expression: str, digits: int = 4) -> str:
@@ -312,6 +321,8 @@ def main(argv=None) -> int:
                     help="read several files as records of one system (other starts, other runs): one law, its "
                          "constants shared and an initial value fitted for each (nsode/joint.py; measured against "
                          "reading each alone in docs/search.md, 'Session 77')")
+    pr.add_argument("--columns", nargs=2, metavar=("TIME", "VALUE"), default=("t", "y"),
+                    help="the file's columns read as t and y (default: t y; names are read without case or spaces)")
     pr.add_argument("--by", metavar="COLUMN", default=None,
                     help="read one file whose column COLUMN (a run, an experiment) tells several records apart, "
                          "as --joint reads several files")
@@ -345,10 +356,10 @@ def main(argv=None) -> int:
         if args.plot:
             args.plot = _figure_path(args.plot)
         if args.by is None:
-            records = [read_trajectory(path) for path in args.file]
+            records = [read_trajectory(path, args.columns) for path in args.file]
             names = [str(path) for path in args.file]
         else:
-            by_name = read_records(args.file[0], args.by)
+            by_name = read_records(args.file[0], args.by, args.columns)
             records, names = list(by_name.values()), [f"{args.by} {name}" for name in by_name]
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)

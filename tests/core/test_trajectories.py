@@ -142,3 +142,19 @@ def test_a_file_whose_records_cannot_be_read_apart_is_refused_by_name(tmp_path, 
     path.write_text("t,y,run\n" + "".join(f"{t},{y},{r}\n" for t, y, r in rows))
     with pytest.raises(TrajectoryFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         read_records(path, by)
+
+
+def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_path):
+    path = tmp_path / "growth.csv"
+    path.write_text("# plate reader, 37 C\nHours,OD600,well\n" + "".join(f"{t},{0.1 * 1.5 ** t},{t // 12}\n"
+                                                                        for t in range(24)))
+    data = read_trajectory(path, columns=(" hours", "od600 "))  # names without case or spaces, as t and y are
+    assert np.array_equal(data.t, np.arange(24)) and data.y[1] == pytest.approx(0.15)
+    assert list(read_records(path, "well", columns=("Hours", "OD600"))) == ["0", "1"]
+    for columns, message in ((("t", "y"), "naming columns t and y, comma-separated (found 'hours', 'od600', 'well')"),
+                             (("hours", "od"), "naming columns hours and od, comma"),
+                             (("hours", "Hours"), "two different, named columns")):
+        with pytest.raises(TrajectoryFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            read_trajectory(path, columns=columns)
+    with pytest.raises(TrajectoryFileError, match="no column 'hours' tells its records apart"):
+        read_records(path, "hours", columns=("Hours", "OD600"))

@@ -8,7 +8,7 @@ from nsode.__main__ import main
 
 
 @pytest.mark.parametrize("content, message", [
-    ("a,b\n1,2\n", "naming columns t and y"),
+    ("a,b\n1,2\n", "naming columns t and y, comma-separated (found 'a', 'b'); or name the file's own: --columns TIME"),
     ("t,y\n" + "".join(f"{i},x\n" for i in range(12)), "column y holds 'x' in row 1 below the header, not a number"),
     ("t,y\n0,1\n1,2\n", "only 2 points"),
     ("t,y\n" + "".join(f"{i % 11},{i}\n" for i in range(12)), "duplicate time"),
@@ -55,6 +55,15 @@ def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
     out = capsys.readouterr().out
     r2 = float(re.search(r"R\^2 on the data: (\S+)", out).group(1))  # 1.000000 for an exact fit
     assert out.startswith("y' = ") and r2 >= 0.99 and (tmp_path / "p.png").is_file()
+
+
+def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_path, capsys, overfit):
+    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
+    lines = Path(path).read_text().splitlines()
+    Path(path).write_text("\n".join(["Hours,OD600", *lines[1:]]) + "\n")
+    assert main(["predict", path, "--columns", "hours", "OD600", "--checkpoint", checkpoint, "--beam", "8",
+                 "--top", "0"]) == 0
+    assert capsys.readouterr().out.startswith("y' = ")
 
 
 def test_a_record_without_variation_read_paper_style_is_named_as_such(tmp_path, capsys, overfit):
