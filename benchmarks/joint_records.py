@@ -70,7 +70,7 @@ _PREDICTOR = None
 
 
 def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int],
-            powers: int = 0) -> list[dict]:
+            powers: int = 0, shared_ranking: bool = False) -> list[dict]:
     """Rows (one per record and R) for one law at one noise level: its own pick and the joint law, scored."""
     global _PREDICTOR
     import torch
@@ -94,7 +94,7 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
         if r > len(records):
             continue
         start = time.process_time()
-        joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers)
+        joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers, shared_ranking=shared_ranking)
         seconds = time.process_time() - start + alone * r / len(records)
         law_text = joint.expression
         for k in range(r):
@@ -149,6 +149,9 @@ def main(argv=None) -> int:
     p.add_argument("--powers", type=whole_number(0), default=None,
                    help="the joint read's second look with powers y..y**N where it misses a record (default: "
                         "nsode.joint.JOINT_POWERS; 0: none)")
+    p.add_argument("--shared-ranking", action="store_true",
+                   help="also recombine the sums best by a joint integral-form fit with shared coefficients "
+                        "(version E, docs/search.md 'Session 78'; measured, not the default)")
     p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")
     p.add_argument("--out", type=Path, default=None, help="CSV of every record's scores")
@@ -169,7 +172,7 @@ def main(argv=None) -> int:
         p.error(f"{args.dataset}: no law has two or more starts; give a dataset with several y0 per law "
                 "(classic) or --simple N")
     work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
-    calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers)
+    calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers, args.shared_ranking)
              for law, trs, noise in work)
     rows = []
     for part in tqdm(Parallel(n_jobs=args.jobs, return_as="generator_unordered")(calls), total=len(work),

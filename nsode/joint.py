@@ -35,12 +35,12 @@ from core.metrics import r2
 from core.trajectories import observed
 from nsode.data.tokens import to_infix
 from nsode.predict import Prediction, Predictor
-from nsode.proposals import propose, skeleton_key
+from nsode.proposals import Skeleton, propose, skeleton_key
 from nsode.search import (MISFIT_NOISES, RIVAL_WINDOW, Found, Settings, choice_profile, template_of, tie_cost,
                           unsafe_reason)
 
 JOINT_SHORTLIST = 8  # each record's best fits (its search's order) whose skeletons are refitted on all records
-JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them (`_recombined`)
+JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them, per ranking asked for (`_recombined`)
 JOINT_POWERS = 5  # the second look's powers y..y**N where the pick misses a record (rule 77c; 0: none)
 JOINT_NFEV = 2  # times the single search's max_nfev: a joint fit moves the constants and every record's y0
 
@@ -97,7 +97,7 @@ class JointPrediction:
 
 
 def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHORTLIST,
-                    powers: int = JOINT_POWERS) -> JointPrediction:
+                    powers: int = JOINT_POWERS, shared_ranking: bool = False) -> JointPrediction:
     """One law y' = f(y) for all `records` ((t, y) pairs of one system); ValueError naming the
     problem when a record is not one (core.trajectories.observed) or fewer than two are given."""
     if predictor.search is None:
@@ -106,29 +106,32 @@ def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHO
         raise ValueError(f"a joint fit needs two or more records, got {len(records)}")
     records = [_checked(t, y, i) for i, (t, y) in enumerate(records)]
     return joint_choice([predictor.predict(t, y) for t, y in records], records, predictor.search, shortlist=shortlist,
-                        powers=powers)
+                        powers=powers, shared_ranking=shared_ranking)
 
 
 def joint_choice(own: list[Prediction], records, settings: Settings, *,
-                 shortlist: int = JOINT_SHORTLIST, powers: int = JOINT_POWERS) -> JointPrediction:
+                 shortlist: int = JOINT_SHORTLIST, powers: int = JOINT_POWERS,
+                 shared_ranking: bool = False) -> JointPrediction:
     """The joint fit and choice given each record's own search `own` (its points set aside stay
     aside): what `predict_records` does after the searches. With `powers` N, where the pick misses
     some record by more than MISFIT_NOISES, a second look: the records' terms recombined again with
-    the powers y, ..., y**N beside them, and the choice again over all fits."""
+    the powers y, ..., y**N beside them, and the choice again over all fits. `shared_ranking`
+    recombines more sums (`_recombined`)."""
     read = [_record(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"]), settings)
             for (t, y), p in zip(records, own)]
     proposed = _proposals(own, read, shortlist)
     with warnings.catch_warnings():  # a wild iterate overflows inside scipy: its fit fails and is left out
         warnings.simplefilter("ignore")
         known = _keys(proposed)
-        recombined = _recombined(own, read, settings, shortlist, known)
+        recombined = _recombined(own, read, settings, shortlist, known, shared_ranking)
         proposed += recombined
         fits = [_joint_fit(start, read, settings) for start in proposed]
         fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
         chosen, checked = _choice(fits, read, settings)
         second_look = bool(powers and fits and _missed(chosen or fits[0], read) > MISFIT_NOISES)
         if second_look:
-            more = _recombined(own, read, replace(settings, basis=powers), shortlist, known | _keys(recombined))
+            more = _recombined(own, read, replace(settings, basis=powers), shortlist, known | _keys(recombined),
+                               shared_ranking)
             proposed += more
             fits += [f for f in (_joint_fit(start, read, settings) for start in more) if f is not None]
             fits.sort(key=lambda f: f.score)
@@ -188,12 +191,17 @@ def _listed(prediction: Prediction, shortlist: int) -> list[Found]:
 
 
 def _recombined(own: list[Prediction], read: list[Record], settings: Settings, shortlist: int,
-                known: set[tuple]) -> list[Start]:
+                known: set[tuple], shared_ranking: bool = False) -> list[Start]:
     """New sums of the terms the records' best fits write between them (records in other stretches
     of y show other terms of one law): stage 1 of the search (`propose`, the first `combine` distinct
     terms in sums of up to `combine_size`) on each record with the first `shortlist` fits of every
     record, best ranks first; of the skeletons every record can fit on the integral form and not
-    among `known`, the JOINT_COMBINED best by their criteria summed over the records."""
+    among `known`, the JOINT_COMBINED best by their criteria summed over the records (each record
+    free to choose its coefficients: a strong charge per constant, which keeps short sums); with
+    `shared_ranking`, also the JOINT_COMBINED best by their joint integral-form criterion
+    (`_linear_joint`: coefficients shared, so laws that fit every record alike), once each
+    (version E of docs/search.md, "Session 78": more generated laws recovered, fewer of Classic's;
+    measured, not the default)."""
     ranked = [[f.expr for f in _listed(p, shortlist)] for p in own]
     exprs = [expr for rank in itertools.zip_longest(*ranked) for expr in rank if expr is not None]
     if not exprs:
@@ -202,12 +210,50 @@ def _recombined(own: list[Prediction], read: list[Record], settings: Settings, s
                       combine_size=settings.combine_size, basis=settings.basis) for r in read]
     common = set.intersection(*(set(skeletons) for skeletons in stage1)) - known
     summed = {key: sum(skeletons[key].cheap_ic for skeletons in stage1) for key in common}
+    joint = {key: _linear_joint([skeletons[key] for skeletons in stage1], read)
+             for key in (common if shared_ranking else ())}
+    by_sum = sorted(summed, key=lambda key: (summed[key], key))[:JOINT_COMBINED]
+    by_joint = [key for key in sorted(joint, key=lambda key: (joint[key][0], key))[:JOINT_COMBINED]
+                if math.isfinite(joint[key][0]) and key not in by_sum]
     out = []
-    for key in sorted(summed, key=lambda key: (summed[key], key))[:JOINT_COMBINED]:
+    for key in by_sum:  # from the first record's own fit, each record from its own y0
         template, values = template_of(stage1[0][key])
-        prior = stage1[0][key].unit_charge(settings)
-        out.append(Start(template, tuple(values), prior, 0, [skeletons[key].y0 for skeletons in stage1]))
+        out.append(Start(template, tuple(values), stage1[0][key].unit_charge(settings), 0,
+                         [skeletons[key].y0 for skeletons in stage1]))
+    for key in by_joint:  # from the shared coefficients and y0s of the joint linear fit
+        _, coefficients, y0s = joint[key]
+        template, values = template_of(replace(stage1[0][key], coefficients=coefficients))
+        out.append(Start(template, tuple(values), stage1[0][key].unit_charge(settings), 0, y0s))
     return out
+
+
+def _linear_joint(skeletons: list[Skeleton], read: list[Record]) -> tuple[float, np.ndarray, list[float]]:
+    """One skeleton's terms fitted to every record at once on the integral form, y(t) = y0 + sum of
+    c_k * integral of term k, with the coefficients shared and one y0 per record, each residual in
+    its record's noise (linear least squares): the criterion chi2 + (constants + records) log N, the
+    coefficients in the order of the first record's terms, and the y0s. Summing each record's own
+    criterion lets every record choose its own coefficients, which ranks laws that fit no two
+    records alike beside the one that fits them all; this ranking does not."""
+    order = [term.key for term in skeletons[0].terms]
+    count = len(read)
+    rows, targets = [], []
+    for index, (skeleton, record) in enumerate(zip(skeletons, read)):
+        integrals = {term.key: term.integral for term in skeleton.terms}
+        weight = 1.0 / np.broadcast_to(record.noise, record.y.shape)
+        design = np.zeros((len(record.y), count + len(order)))
+        design[:, index] = 1.0
+        for k, key in enumerate(order):
+            design[:, count + k] = integrals[key]
+        rows.append(design * weight[:, None])
+        targets.append(record.y * weight)
+    design, target = np.vstack(rows), np.concatenate(targets)
+    scale = np.linalg.norm(design, axis=0)
+    if not (np.all(np.isfinite(design)) and np.all(scale > 0)):
+        return math.inf, skeletons[0].coefficients, [s.y0 for s in skeletons]
+    x = np.linalg.lstsq(design / scale, target, rcond=None)[0] / scale
+    chi2 = float(np.sum((design @ x - target) ** 2))
+    criterion = chi2 + (skeletons[0].constants + count) * math.log(len(target))
+    return criterion, x[count:], [float(v) for v in x[:count]]
 
 
 def _joint_fit(start: Start, read: list[Record], settings: Settings) -> JointFit | None:

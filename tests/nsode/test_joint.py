@@ -3,6 +3,7 @@ import re
 
 import numpy as np
 import pytest
+import sympy
 
 from core.expressions import Y, compile_scalar
 from core.solving import solve
@@ -46,9 +47,15 @@ def test_several_records_read_the_logistic_that_each_alone_may_miss(predictor):
     assert not result.info["second_look"]  # the pick fits every record: no look with powers of y
 
 
-def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, monkeypatch):
+@pytest.fixture(scope="module")
+def logistic_read(predictor):
+    """The logistic records and each one's own search."""
     records = logistic_records()
-    own = [predictor.predict(t, y) for t, y in records]
+    return records, [predictor.predict(t, y) for t, y in records]
+
+
+def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, logistic_read, monkeypatch):
+    records, own = logistic_read
     first = joint_choice(own, records, predictor.search, powers=0)
     monkeypatch.setattr("nsode.joint.MISFIT_NOISES", 0.0)  # every pick "misses": the second look always runs
     second = joint_choice(own, records, predictor.search, powers=5)
@@ -59,6 +66,32 @@ def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(pred
                if skeleton_key(f.expr) in added)  # the new sums hold powers no record proposed
     assert skeleton_key(parse_infix(second.expression)) == skeleton_key(LOGISTIC) == skeleton_key(
         parse_infix(first.expression))
+
+
+def test_the_shared_ranking_fits_more_new_sums_and_keeps_a_law_that_fits(predictor, logistic_read):
+    records, own = logistic_read
+    summed = joint_choice(own, records, predictor.search, powers=0)
+    both = joint_choice(own, records, predictor.search, powers=0, shared_ranking=True)
+    assert both.info["skeletons"] > summed.info["skeletons"]
+    assert skeleton_key(parse_infix(both.expression)) == skeleton_key(LOGISTIC)
+
+
+def test_the_joint_integral_fit_shares_coefficients_and_ranks_the_law_above_a_per_record_stand_in():
+    from nsode.joint import _linear_joint, _record
+    from nsode.proposals import propose
+    from nsode.search import Settings
+
+    records = logistic_records()
+    read = [_record(t, y, Settings()) for t, y in records]
+    stand_in = Y * sympy.cos(Y) + Y  # fits each record's stretch of y with coefficients of its own
+    stage1 = [propose([LOGISTIC, stand_in], r.t, r.y, r.sigma, variants=False) for r in read]
+    ranked = {}
+    for law in (LOGISTIC, stand_in):
+        key = skeleton_key(law)
+        ranked[key] = _linear_joint([found[key] for found in stage1], read)
+    criterion, coefficients, y0s = ranked[skeleton_key(LOGISTIC)]
+    assert sorted(coefficients) == pytest.approx([-0.4, 1.3], rel=0.03) and y0s == pytest.approx(STARTS, rel=0.02)
+    assert criterion < ranked[skeleton_key(stand_in)][0] - 100
 
 
 def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
