@@ -170,7 +170,7 @@ def main(argv=None) -> int:
         p.error(str(err))
     if not chosen:
         p.error(f"{args.dataset}: no law has two or more starts; give a dataset with several y0 per law "
-                "(classic) or --simple N")
+                "(classic) or generated laws (--simple N, --science N)")
     work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
     calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers, args.shared_ranking)
              for law, trs, noise in work)
