@@ -85,7 +85,7 @@ def _columns(path: Path, columns: tuple[str, str] = TY):
     if names is None and separator:
         shown = {"\t": "tabs"}.get(separator, repr(separator))
         raise TrajectoryFileError(f"{path}: the header {_shown(header)} separates its columns with {shown}; "
-                                  "write them comma-separated (t,y), with a decimal point")
+                                  f"write them comma-separated ({columns[0]},{columns[1]}), with a decimal point")
     raw = [name.strip().lower() for name in (names or header.split(","))]
     twice = sorted({c for c in columns if raw.count(c) > 1})  # before pandas renames the second y.1
     if twice:

@@ -38,7 +38,7 @@ class InputError(ValueError):
     """A problem with the user's file, reported as one line."""
 
 
-def read_trajectory(path: Path, columns: tuple[str, str] = ("t", "y")) -> tuple[np.ndarray, np.ndarray]:
+def read_trajectory(path: Path, columns: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
     """t and y of the user's CSV file (from `columns`), rows sorted by time (`core.trajectories`,
     the harness's reader); every other column, an `expression` too, is ignored."""
     from core.trajectories import TrajectoryFileError, read_trajectory as read
@@ -50,10 +50,9 @@ def read_trajectory(path: Path, columns: tuple[str, str] = ("t", "y")) -> tuple[
     return data.t, data.y
 
 
-def read_records(path: Path, by: str,
-                 columns: tuple[str, str] = ("t", "y")) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The records of one CSV file told apart by column `by` (core.trajectories.read_records), each
-    sorted by time: {that column's value: (t, y)}."""
+def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The records of one CSV file told apart by column `by` (core.trajectories.read_records; t and y
+    from `columns`), each sorted by time: {that column's value: (t, y)}."""
     from core.trajectories import TrajectoryFileError, read_records as read
 
     try:
