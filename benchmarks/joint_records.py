@@ -70,7 +70,7 @@ _PREDICTOR = None
 
 
 def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int],
-            powers: int = 0, shared_ranking: bool = False) -> list[dict]:
+            powers: int = 0, shared_ranking: bool = False, second_look: str = "missed") -> list[dict]:
     """Rows (one per record and R) for one law at one noise level: its own pick and the joint law, scored."""
     global _PREDICTOR
     import torch
@@ -94,7 +94,8 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
         if r > len(records):
             continue
         start = time.process_time()
-        joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers, shared_ranking=shared_ranking)
+        joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers, shared_ranking=shared_ranking,
+                            second_look=second_look)
         seconds = time.process_time() - start + alone * r / len(records)
         law_text = joint.expression
         for k in range(r):
@@ -152,6 +153,9 @@ def main(argv=None) -> int:
     p.add_argument("--shared-ranking", action="store_true",
                    help="also recombine the sums best by a joint integral-form fit with shared coefficients "
                         "(version E, docs/search.md 'Session 78'; measured, not the default)")
+    p.add_argument("--second-look", choices=("missed", "always"), default="missed",
+                   help="when the joint read looks again with powers of y: where its pick misses a record "
+                        "(default) or always")
     p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")
     p.add_argument("--out", type=Path, default=None, help="CSV of every record's scores")
@@ -172,7 +176,8 @@ def main(argv=None) -> int:
         p.error(f"{args.dataset}: no law has two or more starts; give a dataset with several y0 per law "
                 "(classic) or generated laws (--simple N, --science N)")
     work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
-    calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers, args.shared_ranking)
+    calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers, args.shared_ranking,
+                              args.second_look)
              for law, trs, noise in work)
     rows = []
     for part in tqdm(Parallel(n_jobs=args.jobs, return_as="generator_unordered")(calls), total=len(work),

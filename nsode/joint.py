@@ -42,6 +42,7 @@ from nsode.search import (MISFIT_NOISES, RIVAL_WINDOW, Found, Settings, choice_p
 JOINT_SHORTLIST = 8  # each record's best fits (its search's order) whose skeletons are refitted on all records
 JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them, per ranking asked for (`_recombined`)
 JOINT_POWERS = 5  # the second look's powers y..y**N where the pick misses a record (rule 77c; 0: none)
+SECOND_LOOKS = ("missed", "always")  # when the second look runs: where the pick misses a record, or every time
 JOINT_NFEV = 2  # times the single search's max_nfev: a joint fit moves the constants and every record's y0
 
 
@@ -97,26 +98,29 @@ class JointPrediction:
 
 
 def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHORTLIST,
-                    powers: int = JOINT_POWERS, shared_ranking: bool = False) -> JointPrediction:
+                    powers: int = JOINT_POWERS, shared_ranking: bool = False,
+                    second_look: str = "missed") -> JointPrediction:
     """One law y' = f(y) for all `records` ((t, y) pairs of one system); ValueError naming the
     problem when a record is not one (core.trajectories.observed) or fewer than two are given."""
     if predictor.search is None:
         raise ValueError("a joint fit needs the search: a Predictor with search settings (Predictor.searching)")
     if len(records) < 2:
         raise ValueError(f"a joint fit needs two or more records, got {len(records)}")
+    _check_look(second_look)  # before the searches, not after
     records = [_checked(t, y, i) for i, (t, y) in enumerate(records)]
     return joint_choice([predictor.predict(t, y) for t, y in records], records, predictor.search, shortlist=shortlist,
-                        powers=powers, shared_ranking=shared_ranking)
+                        powers=powers, shared_ranking=shared_ranking, second_look=second_look)
 
 
 def joint_choice(own: list[Prediction], records, settings: Settings, *,
                  shortlist: int = JOINT_SHORTLIST, powers: int = JOINT_POWERS,
-                 shared_ranking: bool = False) -> JointPrediction:
+                 shared_ranking: bool = False, second_look: str = "missed") -> JointPrediction:
     """The joint fit and choice given each record's own search `own` (its points set aside stay
     aside): what `predict_records` does after the searches. With `powers` N, where the pick misses
     some record by more than MISFIT_NOISES, a second look: the records' terms recombined again with
-    the powers y, ..., y**N beside them, and the choice again over all fits. `shared_ranking`
-    recombines more sums (`_recombined`)."""
+    the powers y, ..., y**N beside them, and the choice again over all fits (`second_look`
+    "always": whatever the pick). `shared_ranking` recombines more sums (`_recombined`)."""
+    _check_look(second_look)
     read = [_record(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"]), settings)
             for (t, y), p in zip(records, own)]
     proposed = _proposals(own, read, shortlist)
@@ -128,8 +132,9 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
         fits = [_joint_fit(start, read, settings) for start in proposed]
         fits = sorted((f for f in fits if f is not None), key=lambda f: f.score)
         chosen, checked = _choice(fits, read, settings)
-        second_look = bool(powers and fits and _missed(chosen or fits[0], read) > MISFIT_NOISES)
-        if second_look:
+        looked = bool(powers and fits and (second_look == "always"
+                                           or _missed(chosen or fits[0], read) > MISFIT_NOISES))
+        if looked:
             more = _recombined(own, read, replace(settings, basis=powers), shortlist, known | _keys(recombined),
                                shared_ranking)
             proposed += more
@@ -141,8 +146,13 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
         fits.insert(0, chosen)
     info = {"records": len(records), "skeletons": len(proposed), "fitted": len(fits), "safety_checked": checked,
             "all_rejected": bool(fits) and chosen is None, "nfev": sum(f.fit.nfev for f in fits),
-            "points": sum(len(r.t) for r in read), "second_look": second_look}
+            "points": sum(len(r.t) for r in read), "second_look": looked}
     return JointPrediction(fits[0].text if fits else "", fits, own, read, info)
+
+
+def _check_look(second_look: str) -> None:
+    if second_look not in SECOND_LOOKS:
+        raise ValueError(f"second_look must be one of {', '.join(SECOND_LOOKS)}, got {second_look!r}")
 
 
 def _keys(starts: list[Start]) -> set[tuple]:

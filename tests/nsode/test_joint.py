@@ -54,11 +54,10 @@ def logistic_read(predictor):
     return records, [predictor.predict(t, y) for t, y in records]
 
 
-def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, logistic_read, monkeypatch):
+def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, logistic_read):
     records, own = logistic_read
     first = joint_choice(own, records, predictor.search, powers=0)
-    monkeypatch.setattr("nsode.joint.MISFIT_NOISES", 0.0)  # every pick "misses": the second look always runs
-    second = joint_choice(own, records, predictor.search, powers=5)
+    second = joint_choice(own, records, predictor.search, powers=5, second_look="always")  # though the pick fits
     assert not first.info["second_look"] and second.info["second_look"]
     assert second.info["skeletons"] > first.info["skeletons"]
     added = {skeleton_key(f.expr) for f in second.fits} - {skeleton_key(f.expr) for f in first.fits}
@@ -101,6 +100,8 @@ def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
     t, y = records[1]
     with pytest.raises(ValueError, match="record 2: .*not sorted"):
         predict_records(predictor, [records[0], (t[::-1], y)])
+    with pytest.raises(ValueError, match="second_look must be one of missed, always, got 'never'"):
+        predict_records(predictor, records, second_look="never")
 
 
 @pytest.mark.parametrize("one_file", [False, True])
