@@ -70,7 +70,7 @@ _PREDICTOR = None
 
 
 def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int],
-            powers: int = 0, shared_ranking: bool = False, second_look: str = "missed") -> list[dict]:
+            powers: int = 0, shared_ranking: bool = True, second_look: str = "always") -> list[dict]:
     """Rows (one per record and R) for one law at one noise level: its own pick and the joint law, scored."""
     global _PREDICTOR
     import torch
@@ -150,12 +150,12 @@ def main(argv=None) -> int:
     p.add_argument("--powers", type=whole_number(0), default=None,
                    help="the joint read's second look with powers y..y**N where it misses a record (default: "
                         "nsode.joint.JOINT_POWERS; 0: none)")
-    p.add_argument("--shared-ranking", action="store_true",
+    p.add_argument("--shared-ranking", action=argparse.BooleanOptionalAction, default=True,
                    help="also recombine the sums best by a joint integral-form fit with shared coefficients "
-                        "(version E, docs/search.md 'Session 78'; measured, not the default)")
-    p.add_argument("--second-look", choices=("missed", "always"), default="missed",
-                   help="when the joint read looks again with powers of y: where its pick misses a record "
-                        "(default) or always")
+                        "(default; --no-shared-ranking: the summed ranking alone, as until session 79)")
+    p.add_argument("--second-look", choices=("always", "missed"), default="always",
+                   help="when the joint read looks again with powers of y: always (default), or only where its "
+                        "pick misses a record (as until session 79)")
     p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")
     p.add_argument("--out", type=Path, default=None, help="CSV of every record's scores")

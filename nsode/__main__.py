@@ -464,7 +464,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     initial value and R^2, the best joint candidates, and what each record alone read."""
     from core.fitting import written_to_error
     from nsode.data.tokens import to_infix
-    from nsode.joint import JOINT_POWERS, predict_records, record_misses, supported_values
+    from nsode.joint import predict_records, record_misses, supported_values
     from nsode.search import MISFIT_NOISES
 
     result = predict_records(predictor, records)
@@ -492,9 +492,6 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         if missed > MISFIT_NOISES:
             print(f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
                   "not follow one law y' = f(y) (other conditions), or the law is none of the proposals")
-    if result.info["second_look"]:
-        print(f"note: the records' proposals missed a record by more than {MISFIT_NOISES:g} times its noise, so sums "
-              f"with the powers y, ..., y**{JOINT_POWERS} were fitted too (a second look)")
     if result.info["all_rejected"]:
         print(f"note: every joint fit failed the stability check, this one {chosen.rejected}; its course beyond "
               "the data is not to be trusted")

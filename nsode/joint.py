@@ -12,11 +12,14 @@ fit within RIVAL_WINDOW of it is the shorter law (the single search's node and n
 no forecast: the other records are the test that a forecast stands in for). A law must hold
 over every record's range of y, so a curve that follows one record (a sine standing in for a
 logistic on its stretch of y) rarely fits the others: several records tell what one cannot.
-Where the pick still misses a record beyond its noise, the proposals lack the law: a second look
-recombines the records' terms with the powers y, ..., y**5 beside them and chooses again.
-Measured against reading each record alone in docs/search.md, "Session 77": far more simple laws
-recovered, but where no proposed law fits records spread over regimes of y, one law fits some of
-them worse than their own curve fits; so it is a mode (`nsode predict --joint`), not a default.
+The new sums are the best by two rankings: each record's own criterion summed (a strong charge per
+constant, which keeps short sums) and one fit with shared coefficients (laws that fit every record
+alike). Where the proposals lack the law, none of these fits every record: a second look, run every
+time, recombines the records' terms with the powers y, ..., y**5 beside them, and the criterion
+chooses over all the fits. Measured against reading each record alone in docs/search.md, "Session
+77" to "Session 79": far more laws recovered, but where no proposed law fits records spread over
+regimes of y, one law fits some of them worse than their own curve fits; so it is a mode (`nsode
+predict --joint`), not a default.
 """
 from __future__ import annotations
 
@@ -41,8 +44,8 @@ from nsode.search import (MISFIT_NOISES, RIVAL_WINDOW, Found, Settings, choice_p
 
 JOINT_SHORTLIST = 8  # each record's best fits (its search's order) whose skeletons are refitted on all records
 JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them, per ranking asked for (`_recombined`)
-JOINT_POWERS = 5  # the second look's powers y..y**N where the pick misses a record (rule 77c; 0: none)
-SECOND_LOOKS = ("missed", "always")  # when the second look runs: where the pick misses a record, or every time
+JOINT_POWERS = 5  # the second look's powers y..y**N (rule 77c; 0: none)
+SECOND_LOOKS = ("always", "missed")  # when the second look runs (rule 79), or only where the pick misses a record
 JOINT_NFEV = 2  # times the single search's max_nfev: a joint fit moves the constants and every record's y0
 
 
@@ -98,8 +101,8 @@ class JointPrediction:
 
 
 def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHORTLIST,
-                    powers: int = JOINT_POWERS, shared_ranking: bool = False,
-                    second_look: str = "missed") -> JointPrediction:
+                    powers: int = JOINT_POWERS, shared_ranking: bool = True,
+                    second_look: str = "always") -> JointPrediction:
     """One law y' = f(y) for all `records` ((t, y) pairs of one system); ValueError naming the
     problem when a record is not one (core.trajectories.observed) or fewer than two are given."""
     if predictor.search is None:
@@ -114,12 +117,13 @@ def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHO
 
 def joint_choice(own: list[Prediction], records, settings: Settings, *,
                  shortlist: int = JOINT_SHORTLIST, powers: int = JOINT_POWERS,
-                 shared_ranking: bool = False, second_look: str = "missed") -> JointPrediction:
+                 shared_ranking: bool = True, second_look: str = "always") -> JointPrediction:
     """The joint fit and choice given each record's own search `own` (its points set aside stay
-    aside): what `predict_records` does after the searches. With `powers` N, where the pick misses
-    some record by more than MISFIT_NOISES, a second look: the records' terms recombined again with
-    the powers y, ..., y**N beside them, and the choice again over all fits (`second_look`
-    "always": whatever the pick). `shared_ranking` recombines more sums (`_recombined`)."""
+    aside): what `predict_records` does after the searches. With `powers` N, a second look: the
+    records' terms recombined again with the powers y, ..., y**N beside them, and the choice again
+    over all fits (`second_look` "missed": only where the first pick misses some record by more than
+    MISFIT_NOISES, as until session 79). `shared_ranking` recombines more sums (`_recombined`;
+    False: the summed ranking alone, as until session 79)."""
     _check_look(second_look)
     read = [_record(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"]), settings)
             for (t, y), p in zip(records, own)]
@@ -210,8 +214,7 @@ def _recombined(own: list[Prediction], read: list[Record], settings: Settings, s
     free to choose its coefficients: a strong charge per constant, which keeps short sums); with
     `shared_ranking`, also the JOINT_COMBINED best by their joint integral-form criterion
     (`_linear_joint`: coefficients shared, so laws that fit every record alike), once each
-    (version E of docs/search.md, "Session 78": more generated laws recovered, fewer of Classic's;
-    measured, not the default)."""
+    (docs/search.md, "Session 78" and "Session 79")."""
     ranked = [[f.expr for f in _listed(p, shortlist)] for p in own]
     exprs = [expr for rank in itertools.zip_longest(*ranked) for expr in rank if expr is not None]
     if not exprs:

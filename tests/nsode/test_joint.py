@@ -44,7 +44,7 @@ def test_several_records_read_the_logistic_that_each_alone_may_miss(predictor):
     chosen = result.chosen
     assert chosen.fit.y0s == pytest.approx(STARTS, rel=0.01) and min(chosen.r2s) > 0.98
     assert len(result.own) == 3 and result.info["records"] == 3 and not result.info["all_rejected"]
-    assert not result.info["second_look"]  # the pick fits every record: no look with powers of y
+    assert result.info["second_look"]  # powers of y were tried too, and the criterion kept the logistic
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +57,10 @@ def logistic_read(predictor):
 def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, logistic_read):
     records, own = logistic_read
     first = joint_choice(own, records, predictor.search, powers=0)
-    second = joint_choice(own, records, predictor.search, powers=5, second_look="always")  # though the pick fits
-    assert not first.info["second_look"] and second.info["second_look"]
+    second = joint_choice(own, records, predictor.search, powers=5)
+    gated = joint_choice(own, records, predictor.search, powers=5, second_look="missed")  # the pick fits: no look
+    assert not first.info["second_look"] and second.info["second_look"] and not gated.info["second_look"]
+    assert gated.info["skeletons"] == first.info["skeletons"]
     assert second.info["skeletons"] > first.info["skeletons"]
     added = {skeleton_key(f.expr) for f in second.fits} - {skeleton_key(f.expr) for f in first.fits}
     assert any(parse_infix(f.text).has(Y**5) or parse_infix(f.text).has(Y**4) for f in second.fits
@@ -69,8 +71,8 @@ def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(pred
 
 def test_the_shared_ranking_fits_more_new_sums_and_keeps_a_law_that_fits(predictor, logistic_read):
     records, own = logistic_read
-    summed = joint_choice(own, records, predictor.search, powers=0)
-    both = joint_choice(own, records, predictor.search, powers=0, shared_ranking=True)
+    summed = joint_choice(own, records, predictor.search, powers=0, shared_ranking=False)
+    both = joint_choice(own, records, predictor.search, powers=0)
     assert both.info["skeletons"] > summed.info["skeletons"]
     assert skeleton_key(parse_infix(both.expression)) == skeleton_key(LOGISTIC)
 
@@ -100,7 +102,7 @@ def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
     t, y = records[1]
     with pytest.raises(ValueError, match="record 2: .*not sorted"):
         predict_records(predictor, [records[0], (t[::-1], y)])
-    with pytest.raises(ValueError, match="second_look must be one of missed, always, got 'never'"):
+    with pytest.raises(ValueError, match="second_look must be one of always, missed, got 'never'"):
         predict_records(predictor, records, second_look="never")
 
 
