@@ -95,7 +95,7 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
             continue
         start = time.process_time()
         joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers, shared_ranking=shared_ranking,
-                            second_look=second_look)
+                             second_look=second_look)
         seconds = time.process_time() - start + alone * r / len(records)
         law_text = joint.expression
         for k in range(r):
@@ -148,8 +148,8 @@ def main(argv=None) -> int:
     p.add_argument("--records", type=whole_number(2), nargs="+", default=[2], metavar="R",
                    help="read the first R records of each law as one (default 2)")
     p.add_argument("--powers", type=whole_number(0), default=None,
-                   help="the joint read's second look with powers y..y**N where it misses a record (default: "
-                        "nsode.joint.JOINT_POWERS; 0: none)")
+                   help="the joint read's second look with powers y..y**N (default: nsode.joint.JOINT_POWERS; "
+                        "0: none)")
     p.add_argument("--shared-ranking", action=argparse.BooleanOptionalAction, default=True,
                    help="also recombine the sums best by a joint integral-form fit with shared coefficients "
                         "(default; --no-shared-ranking: the summed ranking alone, as until session 79)")
