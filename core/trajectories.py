@@ -61,7 +61,7 @@ def _names(columns: tuple[str, str]) -> tuple[str, str]:
     return tuple(name.strip().lower() for name in columns)
 
 
-def _columns(path: Path, columns: tuple[str, str] = TY):
+def _columns(path: Path, columns: tuple[str, str]):
     """(the file's columns as read, its t, its y): every check of `read_trajectory` but the
     trajectory's own (`check_trajectory`)."""
     import pandas as pd
@@ -128,7 +128,7 @@ def _columns(path: Path, columns: tuple[str, str] = TY):
 
 
 def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: bool,
-             min_points: int, columns: tuple[str, str] = TY) -> dict[str, TrajectoryFile]:
+             min_points: int, columns: tuple[str, str]) -> dict[str, TrajectoryFile]:
     column = by.strip().lower()
     if column not in frame.columns or column in columns:
         found = (", ".join(repr(c) for c in frame.columns if c not in columns)
@@ -200,7 +200,7 @@ def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def _comment_lines(path: Path, columns: tuple[str, str] = TY) -> tuple[int, list[str] | None, str]:
+def _comment_lines(path: Path, columns: tuple[str, str]) -> tuple[int, list[str] | None, str]:
     """(lines to skip, header names or None, the first line after them). Lines starting with #
     before the header are skipped; when the last of them names the `columns` and the next line
     does not (numpy.savetxt writes `# t,y`), it is the header."""

@@ -15,10 +15,11 @@ logistic on its stretch of y) rarely fits the others: several records tell what 
 The new sums are the best by two rankings: each record's own criterion summed (a strong charge per
 constant, which keeps short sums) and one fit with shared coefficients (laws that fit every record
 alike). A second look, run every time, recombines the records' terms with the powers y, ..., y**5
-beside them, for laws whose terms no record proposed, and the criterion chooses over all the fits. Measured against reading each record alone in docs/search.md, "Session
-77" to "Session 79": far more laws recovered, but where no proposed law fits records spread over
-regimes of y, one law fits some of them worse than their own curve fits; so it is a mode (`nsode
-predict --joint`), not a default.
+beside them, for laws whose terms no record proposed, and the criterion chooses over all the fits.
+Measured against reading each record alone in docs/search.md, "Session 77" to "Session 79": far
+more laws recovered, but where no proposed law fits records spread over regimes of y, one law fits
+some of them worse than their own curve fits; so it is a mode (`nsode predict --joint`), not a
+default.
 """
 from __future__ import annotations
 
