@@ -35,7 +35,7 @@ from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
 from nsode.proposals import propose, skeleton_key
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings, search
-from core.fitting import noise_level
+from core.noise import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"
 ROWS = ("paper", "search", "proged", "grammar+search", "union+search")

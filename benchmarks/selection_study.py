@@ -21,9 +21,10 @@ import pandas as pd
 import sympy
 
 from core.arguments import existing_file, existing_folder, relative_noise, whole_number
-from core.fitting import (SOLVE_FAILURES, fit_integral, fit_trajectory, noise_level, trajectory,
-                          unstable_reason)
+from core.fitting import SOLVE_FAILURES, fit_integral, fit_trajectory, trajectory
 from core.metrics import r2
+from core.noise import noise_level
+from core.stability import unstable_reason
 from core.solving import solve
 from nsode.proposals import propose_with
 from nsode.search import FORECAST_SHARE, SEARCH_BRANCHES, Settings, shortlist, template_of

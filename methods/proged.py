@@ -13,7 +13,7 @@ Differences from ProGED (not installable here; reimplemented in baselines/gramma
   The fitter is the project's shared one (core/fitting.py, also used by the NSODE search):
   real-valued evaluation, LSODA at 1e-7 with at most 5,000 steps per output point; the
   per-solve wall-clock limit (0.5 s before version 2) is now only a 5 s safety net; since
-  version 3 LSODA's absolute tolerance follows |y0| below 1 (core.fitting.relative_atol); since
+  version 3 LSODA's absolute tolerance follows |y0| below 1 (core.solving.relative_atol); since
   version 4 LSODA never steps past the last time it is asked for (core.solving.solve);
 - selection is by trajectory error, but among fits within 10 % (+ 1e-6 x std(y)) of the best
   error the one with the fewest constants wins (ProGED takes the minimum error outright);

@@ -218,7 +218,7 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     record's course (glitches bend a least-squares fit); that the record turns, which no law
     y' = f(y) does; that the pick misses the data beyond their noise; and then, when a better fit
     was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
-    from core.fitting import isolated_glitches, noise_level
+    from core.noise import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
     from nsode.search import MISFIT_NOISES, misfit
 
@@ -366,7 +366,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from core.fitting import noise_level, written_to_error
+    from core.noise import noise_level
+    from core.uncertainty import written_to_error
     from nsode import default_checkpoint
     from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
@@ -462,7 +463,7 @@ def main(argv=None) -> int:
 def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], names: list[str], args) -> int:
     """`nsode predict --joint` on the records `names`: one law for all (nsode.joint), each record's
     initial value and R^2, the best joint candidates, and what each record alone read."""
-    from core.fitting import written_to_error
+    from core.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.joint import predict_records, record_misses, supported_values
     from nsode.search import MISFIT_NOISES

@@ -32,9 +32,10 @@ import numpy as np
 import sympy
 
 from core.expressions import complexity, nested_functions
-from core.fitting import (SOLVE_FAILURES, RecordsFit, Template, bin_means, fit_records, noise_level, round_to_error,
-                          trajectory)
+from core.fitting import SOLVE_FAILURES, RecordsFit, Template, bin_means, fit_records, trajectory
 from core.metrics import r2
+from core.noise import noise_level
+from core.uncertainty import round_to_error
 from core.trajectories import observed
 from nsode.data.tokens import to_infix
 from nsode.predict import Prediction, Predictor
@@ -330,7 +331,7 @@ def _unsafe_somewhere(f: JointFit, read: list[Record], settings: Settings) -> st
 
 
 def supported_values(f: JointFit, read: list[Record]) -> tuple[list[float], list[float]]:
-    """The constants and y0s rounded at their standard errors (core.fitting.round_to_error), with as
+    """The constants and y0s rounded at their standard errors (core.uncertainty.round_to_error), with as
     many more digits as it takes for the rounded law to fit every record within one noise variance
     of the fit (constants that move together each have a large error alone): what is printed."""
     errors = f.fit.errors or (math.inf,) * (len(f.fit.y0s) + len(f.fit.values))

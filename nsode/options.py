@@ -19,7 +19,7 @@ SEARCH_OPTIONS = {
                                                       "and memory grow with the points it reads)"),
     "glitches": (bool, "set aside, before the model reads the record and the fitter fits it, single points that "
                        "stand apart from their neighbours' course (a glitch bends a least-squares fit; "
-                       "core.fitting.isolated_glitches)"),
+                       "core.noise.isolated_glitches)"),
     "top_k": (whole_number(1), "skeletons whose constants and initial value are all fitted"),
     "node_listed": (whole_number(0), "also fit the N best skeletons by the cheap score plus the node cost per node of "
                                      "the skeleton (0: none)"),

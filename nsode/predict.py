@@ -20,7 +20,8 @@ from scipy.interpolate import CubicSpline
 
 from core import protocol
 from core.expressions import Y
-from core.fitting import bin_means, isolated_glitches
+from core.fitting import bin_means
+from core.noise import isolated_glitches
 from core.trajectories import observed
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.data.tokens import to_infix

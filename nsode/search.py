@@ -38,10 +38,12 @@ import numpy as np
 import sympy
 
 from core.expressions import Y, complexity, nested_functions
-from core.fitting import (MANY_DECADES, SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral,
-                          fit_trajectory, hidden_pause, information_criterion, noise_level, noise_profile,
-                          predictive_error, record_growth, trajectory, unstable_reason)
+from core.fitting import (SOLVE_FAILURES, Template, abstract, better_start, bin_means, fit_integral, fit_trajectory,
+                          information_criterion, trajectory)
 from core.metrics import r2
+from core.noise import noise_level, noise_profile
+from core.stability import MANY_DECADES, hidden_pause, record_growth, unstable_reason
+from core.uncertainty import predictive_error
 from nsode.proposals import MAX_TERMS, Skeleton, bracketed, propose, propose_with, skeleton_key, snapped, split
 
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
@@ -163,7 +165,7 @@ def restate(found: Found, start: float, t, y) -> None:
 def trajectory_score(template: Template, values, y0: float, t, y, sigma: float,
            profile: np.ndarray | None = None) -> tuple[float, float]:
     """(R^2, information criterion) of the trajectory from y0 on the observations; with a noise
-    `profile` (core.fitting.noise_profile) each residual counts in its own point's noise."""
+    `profile` (core.noise.noise_profile) each residual counts in its own point's noise."""
     try:
         path = trajectory(template, values, y0, t)
     except SOLVE_FAILURES:
@@ -330,7 +332,7 @@ def select(found: list[Found], t, y, sigma: float, settings: Settings, profile: 
 
 
 def choice_profile(t, y, settings: Settings) -> np.ndarray | None:
-    """The noise profile the choice weighs residuals by (core.fitting.noise_profile; None where the
+    """The noise profile the choice weighs residuals by (core.noise.noise_profile; None where the
     noise does not evidently grow with |y|, or without `noise_growth`): clipped, but on a record
     that spans many decades (`_decades`) unclipped and, with `decade_reweight`, fitted in each
     point's own level."""
@@ -338,7 +340,7 @@ def choice_profile(t, y, settings: Settings) -> np.ndarray | None:
         return None
     if _decades(y, settings):
         return noise_profile(t, y, math.inf, reweight=PROFILE_ROUNDS if settings.decade_reweight else 0)
-    return noise_profile(t, y)  # clipped to core.fitting.PROFILE_CLIP
+    return noise_profile(t, y)  # clipped to core.noise.PROFILE_CLIP
 
 
 def _decades(y, settings: Settings) -> bool:
@@ -440,8 +442,8 @@ def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> s
 def unsafe_reason(template: Template, values, y0: float, t, y, sigma: float,
                   settings: Settings | None = None) -> str | None:
     """Why y' = f(y; values) from y0 is unsafe to extrapolate from the record (t, y)
-    (core.fitting.unstable_reason, with the starts `settings` asks for; with `hidden_pause`,
-    core.fitting.hidden_pause too), or None."""
+    (core.stability.unstable_reason, with the starts `settings` asks for; with `hidden_pause`,
+    core.stability.hidden_pause too), or None."""
     settings = settings or Settings()
     reason = unstable_reason(template, values, y0, t, sigma, y=y, keep_sign=settings.keep_sign,
                              rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit,
@@ -543,7 +545,7 @@ def square_roots(expr: sympy.Expr) -> int:
 def forecast_error(f: Found, t, y, sigma: float, settings: Settings, profile: np.ndarray | None = None) -> float:
     """`f` refitted on the first FORECAST_SHARE of the observations, its error on the rest in
     noise variances: squared, or with `settings.forecast_score` "predictive" as a log predictive
-    density that allows for what the first part leaves uncertain (core.fitting.predictive_error).
+    density that allows for what the first part leaves uncertain (core.uncertainty.predictive_error).
     A noise `profile` weighs the squared error (not the predictive score, nor the backcast).
     With `settings.backcast` the last FORECAST_SHARE is fitted as well and its error on the first
     points added (measured in session 30 and not kept: docs/search.md)."""

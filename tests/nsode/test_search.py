@@ -9,8 +9,9 @@ import pytest
 import sympy
 
 from core.expressions import Y, compile_scalar, complexity, evaluate, nested_functions, parse
-from core.fitting import Template, abstract, round_to_error, trajectory, trajectory_rss
+from core.fitting import Template, abstract, trajectory, trajectory_rss
 from core.metrics import r2
+from core.uncertainty import round_to_error
 from core import protocol
 from core.solving import solve, solve_truth
 from bench.tasks import Task, Trajectory
@@ -444,7 +445,7 @@ def test_the_scale_invariant_model_reads_what_lies_outside_the_raw_model_s_range
 
 @pytest.mark.parametrize("unit", [2.0**-20, 1e-9, 1e-20])
 def test_a_decay_in_tiny_units_is_read_as_in_units_near_one(predictor, unit):
-    # the fitter's solver tolerance follows the values (core.fitting.relative_atol): an absolute
+    # the fitter's solver tolerance follows the values (core.solving.relative_atol): an absolute
     # 1e-7 once integrated y near 1e-9 to no digits and the pick grew sin(3e9*y) terms
     y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
     assert rate(predictor.predict(T, unit * y).expression) == pytest.approx(rate(predictor.predict(T, y).expression),
@@ -466,7 +467,7 @@ def test_a_long_record_is_searched_through_group_means_and_answered_for_every_ob
 
 
 def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
-    from core.fitting import noise_level
+    from core.noise import noise_level
     from nsode.digits import identifiable, identifiable_form
 
     assert identifiable(parse_infix("y*exp(0.5*y - 1.2)")) == parse_infix("y*exp(0.5*y)")
@@ -488,7 +489,7 @@ def test_numbers_a_fitted_law_has_merged_are_shown_as_one_constant():
     """A straight line reached through the beam's c0*cos(c1): one number, with a finite error."""
     import sympy
 
-    from core.fitting import noise_level
+    from core.noise import noise_level
     from nsode.digits import identifiable_form
 
     t = np.linspace(0, 2, 50)
