@@ -158,19 +158,19 @@ def test_a_plot_name_without_an_ending_gets_png_and_says_so(tmp_path, capsys, ov
 
 
 def test_r2_far_off_reads_in_scientific_notation():
-    from nsode.__main__ import r2_text
+    from nsode.report import r2_text
 
     assert r2_text(0.9876543) == "0.987654" and r2_text(-1.6e270) == "-1.6e+270"
 
 
 def test_candidates_outside_the_model_s_vocabulary_are_shown_too():
-    from nsode.__main__ import shown
+    from nsode.report import shown
 
     assert shown("-0.502251234*Abs(y)") == "-0.5023*Abs(y)"  # abs comes from the search, not the model
 
 
 def test_times_are_written_to_a_fraction_of_the_span_however_late_the_clock_starts():
-    from nsode.__main__ import time_text
+    from nsode.report import time_text
 
     unix = 1700003600 + np.linspace(0, 2592000, 80)  # a month of Unix seconds
     assert time_text(unix[0], unix) == "1.7000036e+09"  # 1.7e+09 would be an hour off
@@ -182,7 +182,7 @@ def test_when_every_fit_fails_the_stability_check_the_user_is_told(capsys):
     from types import SimpleNamespace
 
     from core.expressions import parse
-    from nsode.__main__ import beyond_the_data
+    from nsode.report import beyond_the_data
     from nsode.predict import Predictor
     from nsode.search import Settings
 

@@ -124,7 +124,7 @@ def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path
 
 def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
     import matplotlib.figure
-    from nsode.__main__ import plot
+    from nsode.plots import plot
 
     drawn = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
@@ -178,7 +178,7 @@ def test_the_paper_s_model_in_the_harness_warns_on_data_outside_its_training_ran
 def test_the_fitted_form_numbers_its_constants_in_the_order_they_are_read():
     import sympy
 
-    from nsode.__main__ import numbered_as_read
+    from nsode.report import numbered_as_read
 
     c0, c1 = sympy.symbols("c0 c1", real=True)
     form, constants = numbered_as_read(c1 + c0 * Y, (c0, c1), [(-0.5, 0.01), (1.2, 0.02)])

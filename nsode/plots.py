@@ -1,0 +1,80 @@
+"""The figures of `nsode predict --plot`: one record against its law over twice the observed span,
+or several records against their joint law."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from nsode.report import shown
+
+DENSE_POINTS = 1000  # a plot draws more observations than this small and faint
+
+
+def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None,
+         rivals: tuple[np.ndarray, list[np.ndarray]] | None = None, aside=None) -> None:
+    """Data against y' = `expression` from y0 over twice the observed span; the legend reads
+    `label`. `rivals` (a grid and trajectories on it) are drawn thin and grey beneath, points set
+    `aside` (t, y) as crosses."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from core.expressions import compile_scalar
+    from core.solving import SolveError, solve
+    from core.expressions import parse
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    dense = len(t) > DENSE_POINTS  # a long record drawn as small, faint points: the fit stays visible through it
+    ax.plot(t, y, ".", ms=1 if dense else 3, alpha=max(0.1, DENSE_POINTS / len(t)) if dense else 1.0, color="k",
+            label="data")
+    if aside is not None and len(aside[0]):
+        ax.plot(*aside, "x", ms=5, color="tab:red", label="set aside")
+    for i, path_ in enumerate(rivals[1] if rivals else []):
+        ax.plot(rivals[0], path_, color="0.6", lw=0.8, label="fits as good on the data" if i == 0 else None)
+    if expression:
+        grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
+        f = compile_scalar(parse(expression))
+        start = y[0] if y0 is None else y0
+        label = f"y' = {label or shown(expression)}"
+        try:
+            ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label, zorder=3)
+        except SolveError:  # blows up in the extrapolation: draw the fitted part only
+            ax.plot(t, solve(f, start, t, time_limit=5.0), label=label, zorder=3)
+        ax.axvline(t[-1], color="0.7", ls="--", lw=1)
+    ax.set(xlabel="t", ylabel="y")
+    legend = ax.legend(fontsize=8)
+    if dense:  # the legend's marker as a sparse record's, so that it can be seen
+        legend.legend_handles[0].set(alpha=1.0, markersize=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_records(path: Path, result, names: list[str], law: str, values, y0s) -> None:
+    """Each record's data against the joint law's course from its own initial value, over twice
+    its observed span (one colour per record)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from core.fitting import SOLVE_FAILURES, trajectory
+
+    chosen = result.chosen
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for k, (name, record, y0) in enumerate(zip(names, result.records, y0s)):
+        colour = f"C{k % 10}"
+        ax.plot(record.t, record.y, ".", ms=3, color=colour, label=Path(name).name)
+        grid = np.linspace(record.t[0], record.t[0] + 2 * (record.t[-1] - record.t[0]), 512)
+        for times in (grid, record.t):  # where it fails beyond the data: the fitted part only
+            try:
+                ax.plot(times, trajectory(chosen.template, values, y0, times), color=colour, lw=1.2)
+                break
+            except SOLVE_FAILURES:
+                continue
+    ax.set(xlabel="t", ylabel="y", title=f"y' = {law}")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,158 @@
+"""What `nsode predict` prints about a pick besides the law itself: constants to the digits that
+can be read, times and noise levels in words, how far the fits the data cannot tell apart part
+beyond the data, and the notes a reader of the pick must know (glitches, a record that turns, a
+law that misses its data).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+
+def shown(expression: str, digits: int = 4) -> str:
+    """The expression with its constants rounded to `digits` significant digits, for reading."""
+    import sympy
+
+    from core.expressions import parse
+    from nsode.data.tokens import EncodingError, parse_infix, to_infix
+
+    try:
+        expr = parse_infix(expression)  # products kept as the model wrote them
+    except EncodingError:  # outside the model's vocabulary (abs from the search's variants)
+        expr = parse(expression)
+    return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
+
+
+def numbered_as_read(expr, params, constants) -> tuple[str, list]:
+    """The fitted form as text with its constants renamed c0, c1, ... in the order they are read
+    (`c0 + c1*y`, not `c1 + c0*y`), and the (value, error) pairs in that order."""
+    import sympy
+
+    from core.expressions import to_string
+
+    text = to_string(expr)
+    position = {p: m.start() for p in params for m in [re.search(rf"\b{p}\b", text)] if m}
+    order = sorted(range(len(params)), key=lambda i: position.get(params[i], len(text)))
+    renamed = expr.xreplace({params[i]: sympy.Symbol(f"c{k}", real=True) for k, i in enumerate(order)})
+    return to_string(renamed), [constants[i] for i in order]
+
+
+def readable(expression: str, y) -> str:
+    """The expression with numbers that only rescale a term folded into its coefficient
+    (`nsode.digits.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
+    from core.expressions import parse, to_string
+    from nsode.digits import identifiable_expression
+
+    try:
+        return to_string(identifiable_expression(parse(expression), y))
+    except (ValueError, TypeError):
+        return expression
+
+
+NUMBER = re.compile(r"(?<![\w.])\d+(\.\d*)?([eE][-+]?\d+)?")
+
+
+def time_text(value: float, t: np.ndarray) -> str:
+    """A time written to about 1e-4 of the observed span, however far from zero the clock starts
+    (Unix seconds, years: 1.7e+09 would hide an hour of a month-long record)."""
+    span = float(t[-1] - t[0])
+    if span <= 0 or value == 0:
+        return f"{value:.4g}"
+    digits = max(4, math.floor(math.log10(abs(value))) - math.floor(math.log10(span)) + 5)
+    return f"{value:.{min(digits, 17)}g}"
+
+
+def noise_text(sigma: float, weighed: bool) -> str:
+    """The noise level behind the printed errors, and whether the choice weighed each residual at its
+    own point's level (version 22: noise that grows with |y|), which a user comparing fits should know."""
+    text = f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y)"
+    if weighed:
+        text = (f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y at the "
+                "record's root mean square)\n(the noise grows with |y| here: the choice and the errors weighed "
+                "each point by its own noise level)")
+    return text
+
+
+def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Print how far the fits the data cannot tell from the pick (`nsode.search.rivals`) part from
+    it over twice the observed span; returns their trajectories for the plot."""
+    from core.metrics import r2
+    from nsode.search import RIVAL_WINDOW, extrapolations
+
+    grid, (pick, *paths) = extrapolations([result.chosen, *result.rivals], t)
+    end = f"to t = {time_text(grid[-1], t)}"
+    if not np.all(np.isfinite(pick)):
+        print(f"beyond the data ({end}): this fit's solution does not reach it")
+        return grid, []
+    if result.info.get("all_rejected"):
+        print(f"beyond the data ({end}): every fit failed the stability check, this one {result.chosen.rejected}; "
+              "it is the best by the criterion, and its course beyond the data is not to be trusted")
+        return grid, paths
+    if not result.rivals:
+        print(f"beyond the data ({end}): no other safe fit is statistically as good (criterion within {RIVAL_WINDOW:g})")
+        return grid, paths
+    agreement = [r2(path, pick) if np.all(np.isfinite(path)) else -np.inf for path in paths]
+    far = int(np.argmin(agreement))
+    reach = f"ends at y = {paths[far][-1]:.4g}" if np.isfinite(agreement[far]) else "fails to reach it"
+    fits = "1 other fit is" if len(paths) == 1 else f"{len(paths)} other fits are"
+    print(f"beyond the data ({end}): {fits} statistically as good (criterion within "
+          f"{RIVAL_WINDOW:g}); the farthest from this one has R^2 {agreement[far]:.4f} against it and {reach} "
+          f"(this one: {pick[-1]:.4g})")
+    return grid, paths
+
+
+# a monotone record's noise reverses it by up to this many noise levels times sqrt(2 log n), the
+# growth of the largest of n noise draws (measured: at most 9.8 levels, n 256, on 8256 records of
+# the built-in datasets at sigma up to 0.05, where 6 sqrt(2 log n) is 20)
+REVERSAL_NOISES = 6.0
+
+
+def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
+    """What a reader of the pick must know besides its R^2: that single points stand apart from the
+    record's course (glitches bend a least-squares fit); that the record turns, which no law
+    y' = f(y) does; that the pick misses the data beyond their noise; and then, when a better fit
+    was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
+    from core.noise import isolated_glitches, noise_level
+    from core.trajectories import largest_reversal
+    from nsode.search import MISFIT_NOISES, misfit
+
+    notes = []
+    glitches = isolated_glitches(t, y)
+    if glitches:
+        several = len(glitches) > 1
+        notes.append(f"note: {len(glitches)} point{'s stand' if several else ' stands'} apart from "
+                     f"{'their' if several else 'its'} neighbours' course (t = {times_text(t[glitches])}): a "
+                     "glitch bends the fit and raises the noise level read from the data; if they are glitches, "
+                     "remove them and fit again")
+    turn, level = largest_reversal(y), noise_level(t, y)
+    if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
+        notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
+                     "times its noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
+    look = result.info.get("second_look")
+    if look:
+        notes.append(f"note: the model's proposals missed the data by {look['missed']:.3g} times their noise, so sums "
+                     f"with the powers y, ..., y**{look['powers']} were fitted too (a second look)")
+    missed = misfit(result.chosen, t, y, sigma, profile)
+    if missed > MISFIT_NOISES:
+        notes.append(f"note: this law misses the data by {missed:.3g} times their noise (root mean square): it "
+                     "approximates them and may not be the law behind them")
+        # the first (by the criterion) fit set aside that leaves a quarter of the pick's misses or less
+        better = [(text, r2) for text, r2 in result.candidates
+                  if text in result.rejected and 1 - r2 <= (1 - result.r2) / 4]
+        if better:
+            text, r2 = better[0]
+            notes.append(f"note: {write(text)} fits better (R^2 {r2_text(r2)}) but was set aside as "
+                         f"unstable beyond the data: {result.rejected[text]}")
+    return notes
+
+
+def times_text(times, shown: int = 5) -> str:
+    """The first `shown` times of a few points, to four digits."""
+    return ", ".join(f"{v:.4g}" for v in times[:shown]) + (", ..." if len(times) > shown else "")
+
+
+def r2_text(value: float) -> str:
+    """R^2 to six decimals, or in scientific notation when a fit is far off (-1.6e+270)."""
+    return f"{value:.6f}" if abs(value) < 1e6 else f"{value:.3g}"
