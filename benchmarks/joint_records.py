@@ -70,7 +70,7 @@ _PREDICTOR = None
 
 
 def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int],
-            powers: int = 0, shared_ranking: bool = True, second_look: str = "always") -> list[dict]:
+            powers: int, shared_ranking: bool, second_look: str) -> list[dict]:
     """Rows (one per record and R) for one law at one noise level: its own pick and the joint law, scored."""
     global _PREDICTOR
     import torch
