@@ -31,7 +31,7 @@ from nsode_quality import heldout_examples, recall, recovery_r2, simple_cases  #
 from core.arguments import existing_folder, whole_number  # noqa: E402
 from nsode.model import load  # noqa: E402
 from nsode.predict import Predictor  # noqa: E402
-from nsode.search import Settings  # noqa: E402
+from nsode.settings import Settings  # noqa: E402
 from nsode.stream import stream_examples  # noqa: E402
 from nsode.train import batches, mean_loss  # noqa: E402
 

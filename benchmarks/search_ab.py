@@ -50,8 +50,9 @@ import pandas as pd
 
 from core.arguments import (existing_file, existing_folder, nonnegative_number, positive_number, relative_noise,
                             whole_number)
+from nsode.choice import tie_cost
 from nsode.options import setting_value
-from nsode.search import Settings, tie_cost
+from nsode.settings import Settings
 from nsode_quality import LAW_SETS, SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
 from selection_study import generated_cases
 
@@ -173,7 +174,8 @@ def _window(job) -> dict:
     [0, 4] as "r2"), the criterion's pick first."""
     (name, truth, y, _), exprs, overrides, index, wide = job
     from core.expressions import complexity, nested_functions, to_string
-    from nsode.search import forecast_error, rivals, search
+    from nsode.choice import forecast_error, rivals
+    from nsode.search import search
 
     settings = Settings(**overrides)
     t = SIMPLE_T[index]
@@ -242,7 +244,7 @@ def window(members: list[dict], settings: Settings) -> list[dict]:
 
 def tie_pick(members: list[dict], settings: Settings) -> dict:
     """The member a tie-break with `settings` picks (its window, forecast weight, node and nesting
-    costs): the shipped rule of nsode.search._best_forecast, replayed on recorded numbers."""
+    costs): the shipped rule of nsode.choice._best_forecast, replayed on recorded numbers."""
     return min(window(members, settings), key=lambda m: (
         tie_cost(m["score"], m["forecast"], m["nodes"], m["nested"], settings), m["constants"]))
 
@@ -276,7 +278,7 @@ def ties_table(records: dict[str, list[dict]]) -> pd.DataFrame:
 
 
 def setting(text: str) -> tuple[str, object]:
-    """NAME=VALUE of nsode.search.Settings, the value typed as the field's default."""
+    """NAME=VALUE of nsode.settings.Settings, the value typed as the field's default."""
     name, _, value = text.partition("=")
     fields = {f.name: f.default for f in dataclasses.fields(Settings)}
     if name not in fields:
@@ -316,12 +318,12 @@ def main() -> None:
     r = sub.add_parser("run", help="the search with some settings on a cached draw")
     r.add_argument("beams", type=Path)
     r.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
-                   help="nsode.search.Settings fields (default: the shipped search)")
+                   help="nsode.settings.Settings fields (default: the shipped search)")
     r.add_argument("--out", type=Path, required=True)
     w = sub.add_parser("window", help="record every fit within WIDE criterion units of the pick, per trajectory")
     w.add_argument("beams", type=Path)
     w.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
-                   help="nsode.search.Settings fields (default: the shipped search)")
+                   help="nsode.settings.Settings fields (default: the shipped search)")
     w.add_argument("--wide", type=nonnegative_number, default=12.0, help="criterion units above the pick recorded (default 12)")
     w.add_argument("--out", type=Path, required=True)
     t = sub.add_parser("ties", help="tie-break rules replayed on `window` records, beside a perfect tie-break")

@@ -26,8 +26,10 @@ from core.metrics import r2
 from core.noise import noise_level
 from core.stability import unstable_reason
 from core.solving import solve
+from nsode.choice import FORECAST_SHARE
 from nsode.proposals import propose_with
-from nsode.search import FORECAST_SHARE, SEARCH_BRANCHES, Settings, shortlist, template_of
+from nsode.search import SEARCH_BRANCHES, shortlist, template_of
+from nsode.settings import Settings
 
 T_OBS, T_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 

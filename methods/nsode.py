@@ -56,7 +56,8 @@ from bench.method import Variant, check_kinds, is_whole, require
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, checkpoint_files, default_checkpoint
 from nsode.options import search_settings
 from nsode.scaling import raw_range_text
-from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Settings
+from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES
+from nsode.settings import Settings
 
 SETTINGS = {f.name for f in dataclasses.fields(Settings)}  # parameters checked as the search's flags
 
@@ -98,7 +99,7 @@ class NSODE(Method):
     from where it was at 0; with `lead_added` that start's uncertainty is its noise plus the lead's
     motion, not the larger), and `decade_weights` (such a record's fits weigh residuals by the noise
     profile, unclipped) with `decade_reweight` (that profile fitted by reweighted least squares;
-    nsode.search.Settings); `threads` are torch's CPU threads per worker."""
+    nsode.settings.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"

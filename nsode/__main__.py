@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     from nsode.predict import Predictor
     from nsode.scaling import raw_range_text
     from nsode.digits import identifiable_form, supported
-    from nsode.search import choice_profile
+    from nsode.choice import choice_profile
 
     torch.set_num_threads(args.threads)  # the model is small: one thread is as fast, and not slowed by load
     search = None if args.paper else settings_from(args)
@@ -275,7 +275,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     from core.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.joint import predict_records, record_misses, supported_values
-    from nsode.search import MISFIT_NOISES
+    from nsode.settings import MISFIT_NOISES
 
     result = predict_records(predictor, records)
     chosen = result.chosen

@@ -24,14 +24,17 @@ from core.fitting import bin_means
 from core.noise import isolated_glitches
 from core.trajectories import observed
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
+from nsode.choice import rivals
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
+from nsode.fits import Found, restate
 from nsode.model import NSODEModel, load
 from nsode.options import checked
 from nsode.scaling import Scale, in_raw_range
-from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, Found, Settings, restate, rivals, search
+from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, search
 from nsode.select import EXACT_TOP, select
+from nsode.settings import Settings
 
 
 @dataclass

@@ -27,7 +27,6 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy
@@ -37,9 +36,7 @@ from scipy.optimize import least_squares
 from core.expressions import Y, complexity, evaluate
 from core.fitting import Template, abstract, fit_integral, information_criterion
 from nsode.data.science import fixes_unit
-
-if TYPE_CHECKING:
-    from nsode.search import Settings
+from nsode.settings import Settings
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 MAX_CONSTANTS = 7  # skeletons with more free constants are dropped

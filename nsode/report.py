@@ -76,10 +76,11 @@ def noise_text(sigma: float, weighed: bool) -> str:
 
 
 def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Print how far the fits the data cannot tell from the pick (`nsode.search.rivals`) part from
+    """Print how far the fits the data cannot tell from the pick (`nsode.choice.rivals`) part from
     it over twice the observed span; returns their trajectories for the plot."""
     from core.metrics import r2
-    from nsode.search import RIVAL_WINDOW, extrapolations
+    from nsode.choice import RIVAL_WINDOW
+    from nsode.fits import extrapolations
 
     grid, (pick, *paths) = extrapolations([result.chosen, *result.rivals], t)
     end = f"to t = {time_text(grid[-1], t)}"
@@ -116,7 +117,8 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
     from core.noise import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
-    from nsode.search import MISFIT_NOISES, misfit
+    from nsode.fits import misfit
+    from nsode.settings import MISFIT_NOISES
 
     notes = []
     glitches = isolated_glitches(t, y)

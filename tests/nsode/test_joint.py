@@ -80,7 +80,7 @@ def test_the_shared_ranking_fits_more_new_sums_and_keeps_a_law_that_fits(predict
 def test_the_joint_integral_fit_shares_coefficients_and_ranks_the_law_above_a_per_record_stand_in():
     from nsode.joint import _linear_joint, _record
     from nsode.proposals import propose
-    from nsode.search import Settings
+    from nsode.settings import Settings
 
     records = logistic_records()
     read = [_record(t, y, Settings()) for t, y in records]

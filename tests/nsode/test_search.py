@@ -15,13 +15,15 @@ from core.uncertainty import round_to_error
 from core import protocol
 from core.solving import solve, solve_truth
 from bench.tasks import Task, Trajectory
+from nsode.choice import RIVAL_WINDOW, heaviest_course, most_followed, rivals, square_roots, tie_cost
 from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
-from nsode.predict import Predictor
 from nsode.digits import supported
+from nsode.fits import Found, extrapolations
+from nsode.predict import Predictor
 from nsode.proposals import Skeleton, Term, denominator_fitted, skeleton_key
-from nsode.search import (RIVAL_WINDOW, Found, Settings, extrapolations, heaviest_course,
-                          most_followed, multiplicity_charge, rivals, search, shortlist, square_roots, tie_cost)
+from nsode.search import multiplicity_charge, search, shortlist
+from nsode.settings import Settings
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -747,7 +749,7 @@ def test_noise_that_grows_with_y_is_weighed_in_the_choice():
 def test_a_hidden_pause_makes_a_fit_unsafe():
     # the law with a bump that nearly stops it midway between two samples: it integrates from
     # every start the check tries, so only `hidden_pause` tells it apart
-    from nsode.search import _unsafe
+    from nsode.choice import _unsafe
     t = np.linspace(0, 600, 60)
     law = -0.05 * Y / (0.4 + Y)
     middle = 4.9433  # midway between the 11th and 12th samples of the law's course from 10
