@@ -10,6 +10,7 @@ from pathlib import Path
 from bench import datasets, registry
 from core import processes, protocol
 from core.arguments import output_path, positive_number, relative_noise, whole_number
+from core.trajectories import TY
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -80,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset", nargs="+", default=["textbook"], metavar="NAME|PATH",
                      help="built-in dataset name (%s), a dataset JSON file, or CSV file/folder "
                           "(default: textbook)" % ", ".join(datasets.builtin_names()))
+    run.add_argument("--columns", nargs=2, default=list(TY), metavar=("TIME", "VALUE"),
+                     help="the columns of CSV datasets read as t and y, for files whose header says hours,OD600 "
+                          "(names read without case or spaces; default: t y)")
     run.add_argument("--noise", nargs="+", type=relative_noise, default=[0.0], metavar="SIGMA",
                      help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
     run.add_argument("--n", nargs="+", type=_point_count, default=[128], metavar="N",
@@ -293,15 +297,18 @@ def _run(args) -> int:
                 raise UserError(f"method {spec.name} is unavailable here: {reason}")
     else:
         selected = [s for s in specs.values() if registry.unavailable_reason(s) is None]
-    for name in args.dataset:
-        datasets.resolve(name)
+    paths = [datasets.resolve(name) for name in args.dataset]
+    if tuple(args.columns) != TY and not any(map(datasets.is_csv, paths)):
+        raise UserError(f"--columns {' '.join(args.columns)}: names the columns of CSV datasets, and this sweep has "
+                        "none (a JSON dataset's trajectories are solved from its laws)")
     # a path is stored absolute, so `bench score` finds the data from any folder
     args.dataset = [str(Path(name).resolve()) if Path(name).exists() else name for name in args.dataset]
     sweep = runner.Sweep(
         datasets=tuple(args.dataset), methods=tuple(selected), noise=tuple(args.noise), n=tuple(args.n),
         seeds=tuple(args.seeds), jobs=args.jobs, time_limit=args.time_limit, out=args.out,
         memory_limit=int(args.memory_limit * 2**30) if args.memory_limit else None,
-        method_files=tuple(args.method_file), backend=args.backend, scheduler=args.scheduler)
+        method_files=tuple(args.method_file), backend=args.backend, scheduler=args.scheduler,
+        columns=tuple(args.columns))
     store = runner.run(sweep, progress=not args.quiet)
     rows = store.read()
     mine = runner.sweep_rows(sweep, rows)

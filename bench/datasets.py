@@ -2,7 +2,8 @@
 
 A dataset is a JSON file under `datasets/` (or anywhere, given by path) listing equations with
 their initial values; or a CSV file or folder of CSV files of observed trajectories (columns t
-and y, optional column `expression`), for which the data are the only truth. Ground-truth
+and y, or the two a sweep names with `columns`; optional column `expression`), for which the
+data are the only truth. Ground-truth
 solutions are computed with LSODA on the protocol's grids and cached on disk, keyed by a hash
 of everything they depend on.
 """
@@ -23,7 +24,7 @@ from bench.tasks import Trajectory
 from core import protocol
 from core.expressions import ExpressionError, complexity, parse
 from core.solving import SolveError, is_valid_initial_value, solve_truth
-from core.trajectories import TrajectoryFileError, read_trajectory
+from core.trajectories import TY, TrajectoryFileError, read_trajectory
 
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
 CACHE_DIR = Path(os.environ.get("BENCH_CACHE") or DATASETS_DIR / "cache")  # solved truths
@@ -54,17 +55,23 @@ def resolve(name_or_path: str) -> Path:
     raise DatasetError(f"unknown dataset {name_or_path!r}: use one of {', '.join(builtin_names())} or a path")
 
 
-def load(name_or_path: str) -> list[Trajectory]:
-    """All ground-truth trajectories of a dataset (solving and caching them on first use)."""
+def is_csv(path: Path) -> bool:
+    """Whether a resolved dataset argument holds CSV trajectories (a folder, or a .csv file)."""
+    return path.is_dir() or path.suffix.lower() == ".csv"
+
+
+def load(name_or_path: str, columns: tuple[str, str] = TY) -> list[Trajectory]:
+    """All ground-truth trajectories of a dataset (solving and caching them on first use); a CSV
+    dataset's t and y are read from `columns` (a JSON dataset has none to choose)."""
     path = resolve(name_or_path)
-    csv = path.is_dir() or path.suffix.lower() == ".csv"
+    csv = is_csv(path)
     spec = None if csv else read_spec(path)
     name = csv_name(path) if csv else spec["name"]
     builtin = DATASETS_DIR / f"{name}.json"
     if builtin.exists() and builtin.resolve() != path.resolve():  # its rows would mix with the built-in's
         raise DatasetError(f"{path}: the name {name!r} is a built-in dataset's; give yours another name")
     if csv:
-        return load_csv(path)
+        return load_csv(path, columns)
     try:
         return load_spec_trajectories(spec)
     except DatasetError as err:  # a truth that cannot be solved: name the file too
@@ -128,7 +135,7 @@ def data_files(name_or_path: str) -> dict[str, Path]:
     """{what its rows are keyed by: the file} ("name" for a JSON dataset, a built-in one too: a
     regenerated large.json is other data; "name/stem" for each CSV trajectory)."""
     path = resolve(name_or_path)
-    if path.is_dir() or path.suffix.lower() == ".csv":
+    if is_csv(path):
         return {f"{csv_name(path)}/{f.stem}": f for f in csv_files(path)}
     return {read_spec(path)["name"]: path}
 
@@ -168,12 +175,13 @@ def draw_initial_values(expression: str, count: int, low: float, high: float, se
         low, high = low / 2, high / 2
 
 
-def load_csv(path: Path) -> list[Trajectory]:
-    """Trajectories from a CSV file or a folder of CSV files (columns t, y; optional expression)."""
+def load_csv(path: Path, columns: tuple[str, str] = TY) -> list[Trajectory]:
+    """Trajectories from a CSV file or a folder of CSV files (t and y from `columns`; optional
+    column `expression`)."""
     files = csv_files(path)
     if not files:
         raise DatasetError(f"{path}: no .csv files in this folder")
-    return [_read_csv_trajectory(f, dataset=csv_name(path)) for f in files]
+    return [_read_csv_trajectory(f, csv_name(path), columns) for f in files]
 
 
 def csv_name(path: Path) -> str:
@@ -196,11 +204,12 @@ def csv_files(path: Path) -> list[Path]:
     return files
 
 
-def _read_csv_trajectory(file: Path, dataset: str) -> Trajectory:
+def _read_csv_trajectory(file: Path, dataset: str, columns: tuple[str, str]) -> Trajectory:
     try:
-        data = read_trajectory(file, sort=False)
+        data = read_trajectory(file, sort=False, columns=columns)
     except TrajectoryFileError as err:
-        raise DatasetError(str(err)) from None
+        hint = "; or name the file's own: --columns TIME VALUE" if "needs a first line naming columns" in str(err) else ""
+        raise DatasetError(f"{err}{hint}") from None
     empty = np.empty(0)
     return Trajectory(dataset=dataset, equation_id=file.stem, y0_index=0, expression=data.expression,
                       y0=float(data.y[0]), t=data.t, y=data.y, t_extra=empty, y_extra=empty, has_truth=False,

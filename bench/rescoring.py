@@ -31,14 +31,16 @@ def rescore(folder: Path, jobs: int = 1) -> int:
                              "writes") from None
     except ValueError as err:
         raise SweepFileError(f"{sweep}: not valid JSON ({err})") from None
-    data_digests.check_unchanged(data_digests.digests(config["datasets"], missing_ok=True),
-                                 config.get("data_digests", {}), folder,
+    stored = config.get("data_digests", {})
+    columns = {name: data_digests.stored_columns(name, stored) for name in config["datasets"]}  # as they were read
+    data_digests.check_unchanged(data_digests.digests(config["datasets"], missing_ok=True, columns=columns),
+                                 stored, folder,
                                  advice="restore the data the rows were computed on, or run the sweep into a new folder")
     trajectories = {}
     gone = {}
     for name in config["datasets"]:
         try:
-            loaded = datasets.load(name)
+            loaded = datasets.load(name, columns[name])
         except datasets.DatasetError as err:  # only an error if rows need it (below)
             gone[name] = str(err)
             continue

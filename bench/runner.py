@@ -34,6 +34,7 @@ from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import processes, protocol
 from core.files import write_text_atomic
+from core.trajectories import TY
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Sweep:
     method_files: tuple[str, ...] = field(default=())
     backend: str = "joblib"  # "joblib" (this machine) or "dask" (a cluster, or a LocalCluster)
     scheduler: str | None = None  # tcp://HOST:PORT of a running Dask scheduler (dask backend)
+    columns: tuple[str, str] = TY  # the columns a CSV dataset's t and y are read from
 
 
 def evenly_spread(items: list, count: int | None) -> list:
@@ -68,7 +70,7 @@ def build_tasks(sweep: Sweep) -> list[Task]:
     tasks, origin = {}, {}
     for name in sweep.datasets:
         source = datasets.resolve(name).resolve()
-        for trajectory in evenly_spread(datasets.load(name), sweep.subset.get(name)):
+        for trajectory in evenly_spread(datasets.load(name, sweep.columns), sweep.subset.get(name)):
             identity = (trajectory.dataset, trajectory.equation_id, trajectory.y0_index)
             if origin.setdefault(identity, source) != source:
                 raise datasets.DatasetError(
@@ -223,7 +225,7 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
-    digests = data_digests.digests(sweep.datasets)
+    digests = data_digests.digests(sweep.datasets, columns=dict.fromkeys(sweep.datasets, sweep.columns))
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     previous = _previous_config(store.folder)
     if resuming and not previous:  # nothing to check the stored rows' data against
@@ -269,7 +271,7 @@ def _previous_config(folder: Path) -> dict:
         return {}
 
 
-def _new_data(digests: dict[str, dict[str, str]], before: dict) -> dict[str, dict[str, str]]:
+def _new_data(digests: dict[str, dict], before: dict) -> dict[str, dict]:
     """The entries of `digests` that are not the stored data: a resume from a copy of a file at
     another path keeps the first file on record, so an edit of that file reads "changed since"."""
     return {key: entry for key, entry in digests.items()
@@ -282,7 +284,7 @@ def _grid(config: dict) -> dict:
     return {key: config[key] for key in keys}
 
 
-def _write_config(sweep: Sweep, folder: Path, grid: dict, pending: int, digests: dict[str, dict[str, str]]) -> None:
+def _write_config(sweep: Sweep, folder: Path, grid: dict, pending: int, digests: dict[str, dict]) -> None:
     """sweep.json: the last sweep's settings, and under "runs" the commit, machine, start time,
     grid and pending pairs of every start that had tasks to run (a resume adds one; a start with
     nothing to do does not; `_mark_finished` adds the time a start ran to its end), so a folder

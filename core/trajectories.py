@@ -53,10 +53,10 @@ def read_records(path: str | Path, by: str, *, sort: bool = True, min_points: in
     Raises TrajectoryFileError."""
     path = Path(path)
     frame, t, y = _columns(path, columns)
-    return _records(path, frame, t, y, by, sort, min_points, _names(columns))
+    return _records(path, frame, t, y, by, sort, min_points, column_names(columns))
 
 
-def _names(columns: tuple[str, str]) -> tuple[str, str]:
+def column_names(columns: tuple[str, str]) -> tuple[str, str]:
     """The names of t's and y's columns as the reader compares them: without case or spaces."""
     return tuple(name.strip().lower() for name in columns)
 
@@ -66,7 +66,7 @@ def _columns(path: Path, columns: tuple[str, str]):
     trajectory's own (`check_trajectory`)."""
     import pandas as pd
 
-    columns = _names(columns)
+    columns = column_names(columns)
     if len(set(columns)) < 2 or not all(columns):
         raise TrajectoryFileError(f"{path}: t and y need two different, named columns (given {columns[0]!r} and "
                                   f"{columns[1]!r})")

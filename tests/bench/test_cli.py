@@ -111,6 +111,27 @@ def test_csv_without_columns_is_refused(tmp_path):
     assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "t and y")
 
 
+def test_csv_columns_named_on_the_command_line_are_kept_with_the_rows(tmp_path, trajectory):
+    folder = tmp_path / "plates"
+    folder.mkdir()
+    pd.DataFrame({"Hours": trajectory[0], "OD600": trajectory[1],
+                  "expression": ["0.1*y"] * len(trajectory[0])}).to_csv(folder / "a1.csv", index=False)
+    out = tmp_path / "o"
+    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "truth", "--out", out),
+                          "naming columns t and y", "--columns TIME VALUE")
+    result = bench("run", "--dataset", folder, "--columns", "hours", "od600", "--methods", "truth", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert pd.read_csv(out / "medians.csv")["r2_interp"].iloc[0] > 0.9999
+    again = bench("run", "--dataset", folder, "--columns", " HOURS", "od600", "--methods", "truth", "--out", out)
+    assert again.returncode == 0 and "resuming" in again.stderr, again.stderr  # the same columns, named alike
+    assert_one_line_error(bench("run", "--dataset", folder, "--columns", "od600", "hours", "--methods", "truth",
+                                "--out", out), "was read as t = hours, y = od600", "--columns hours od600")
+    rescored = bench("score", out)  # read from the columns the rows were computed on
+    assert rescored.returncode == 0 and "re-scored 1 " in rescored.stdout, rescored.stderr
+    assert_one_line_error(bench("run", "--columns", "hours", "od600", "--methods", "truth", "--out", tmp_path / "p"),
+                          "names the columns of CSV datasets")
+
+
 def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
     folder = tmp_path / "mine"
     folder.mkdir()
