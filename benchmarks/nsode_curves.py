@@ -33,7 +33,8 @@ from nsode.model import load  # noqa: E402
 from nsode.predict import Predictor  # noqa: E402
 from nsode.settings import Settings  # noqa: E402
 from nsode.stream import stream_examples  # noqa: E402
-from nsode.train import batches, mean_loss  # noqa: E402
+from nsode.train_data import batches  # noqa: E402
+from nsode.validation import mean_loss  # noqa: E402
 
 
 def validation_loss(model, folder: str, limit: int, batch_size: int = 32) -> tuple[float, float]:

@@ -23,7 +23,8 @@ from core.arguments import existing_folder, whole_number
 from nsode import model as nsode_model
 from nsode.batching import two_hot_loss
 from nsode.stream import stream_examples
-from nsode.train import batches, cpu_has_bf16
+from nsode.train import cpu_has_bf16
+from nsode.train_data import batches
 
 
 def batch_stream(data, batch_size, scaling, seed=0):

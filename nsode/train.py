@@ -1,8 +1,9 @@
 """Train NSODE: python -m nsode.train --data DIR --preset small --variant nsode-eps --out DIR
 
-Streams the generator's parquet shards (nsode.data), holds out whole skeletons for validation,
-minimises the two-hot cross-entropy with AdamW and a linear warm-up, and checkpoints as it goes
-(`OUT/last` for resuming, `OUT/best` by validation loss; safetensors only). Logs loss and token
+Streams the generator's parquet shards (nsode.data; the batches: nsode.train_data), holds out
+whole skeletons for validation (nsode.validation), minimises the two-hot cross-entropy with AdamW
+and a linear warm-up, and checkpoints as it goes (`OUT/last` for resuming, `OUT/best` by
+validation loss; safetensors only: nsode.run_checkpoints). Logs loss and token
 accuracy to OUT/log.csv with the validation R^2 of decoded expressions (beam 4, best of the
 beam by R^2), and draws OUT/loss_curve.png. Ctrl-C (or SIGTERM) saves OUT/last before it stops.
 
@@ -22,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
-import shutil
 import signal
 import sys
 import time
@@ -32,17 +31,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
 from core.arguments import output_path, positive_number, probability_below_one, share, whole_number
 from core.processes import signal_handled
 from nsode import model as nsode_model
-from nsode.checkpoint_files import share_weights
-from nsode.batching import VARIANTS, collate, model_view, observe, two_hot_loss
-from nsode.scaling import MODES as SCALING_MODES
+from nsode.batching import VARIANTS, two_hot_loss
 from nsode.data.shards import CONFIG_FILE, read_config, shard_paths
-from nsode.stream import folder_weights, list_shards, stream_examples
+from nsode.run_checkpoints import load_optimizer, read_training_state, recover_checkpoint, save_checkpoint
+from nsode.scaling import MODES as SCALING_MODES
+from nsode.stream import folder_weights
+from nsode.train_data import training_stream
+from nsode.validation import Validation
 
 DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "mini": 4e-4, "tiny": 5e-4}
 
@@ -134,189 +134,9 @@ def lr_at(step: int, peak: float, warmup: int, *, start: int = 0, total: int = 0
     return peak * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, frac))))
 
 
-def save_checkpoint(folder: Path, model, opt, state: dict) -> None:
-    """Weights via save_pretrained; optimizer moments (unless opt is None: a folder that is never
-    resumed) flattened into safetensors; counters as JSON. Written to a sibling folder and then
-    swapped in, so a kill mid-save never leaves weights and counters of different steps."""
-    fresh, old = folder.with_name(folder.name + ".tmp"), folder.with_name(folder.name + ".old")
-    shutil.rmtree(fresh, ignore_errors=True)
-    fresh.mkdir(parents=True)
-    model.save_pretrained(fresh)
-    share_weights(fresh)
-    if opt is not None:
-        tensors = {}
-        for i, (p, s) in enumerate(((p, opt.state[p]) for g in opt.param_groups for p in g["params"])):
-            for k, v in s.items():
-                tensors[f"{i}.{k}"] = torch.as_tensor(v).detach().cpu().contiguous()
-        save_file(tensors, str(fresh / "optimizer.safetensors"))
-    (fresh / "training_state.json").write_text(json.dumps(state, indent=1))
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
-        folder.rename(old)
-    fresh.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def recover_checkpoint(folder: Path) -> None:
-    """Finish a save_checkpoint that was killed between its two renames (SIGKILL, power loss): the
-    new folder is complete once it holds training_state.json (written last), else the old one
-    goes back."""
-    fresh, old = folder.with_name(folder.name + ".tmp"), folder.with_name(folder.name + ".old")
-    if folder.exists():
-        return
-    if (fresh / "training_state.json").is_file():
-        fresh.rename(folder)
-    elif old.is_dir():
-        old.rename(folder)
-
-
 def annealed_before(state: dict, schedule: str) -> float:
     """Wall seconds a resumed run already spent in its cosine-time anneal (0 when it starts one)."""
     return state.get("anneal_s", 0.0) if schedule == state.get("schedule") == "cosine-time" else 0.0
-
-
-def load_optimizer(folder: Path, opt) -> None:
-    try:
-        tensors = load_file(str(folder / "optimizer.safetensors"))
-    except Exception as err:  # safetensors raises its own SafetensorError on a damaged file
-        raise nsode_model.CheckpointError(
-            f"{folder / 'optimizer.safetensors'} cannot be read ({str(err).splitlines()[0][:120]}): delete it to "
-            "resume with a fresh optimizer") from None
-    params = [p for g in opt.param_groups for p in g["params"]]
-    for i, p in enumerate(params):
-        # AdamW keeps its step counters on the CPU (not capturable or fused): on the GPU each update would sync per tensor
-        state = {name: v if name == "step" else v.to(p.device) for name, v in
-                 ((k.split(".", 1)[1], v) for k, v in tensors.items() if k.split(".", 1)[0] == str(i))}
-        if state:
-            opt.state[p] = state
-
-
-def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, keep_last: bool = False,
-            off_grid: float | None = None, scaling: str = "none"):
-    """Batches of observed examples (observation points and noise drawn per variant, then the
-    model's view of them: `batching.model_view`); an example whose scaled target cannot be
-    encoded is skipped."""
-    buf = []
-    for ex in examples:
-        view = model_view(*observe(ex.t, ex.y, variant, rng, off_grid), ex.expression, ex.rows, scaling)
-        if view is None:
-            continue
-        buf.append(view)
-        if len(buf) == batch_size:
-            yield collate([(t, y) for t, y, _ in buf], [r for _, _, r in buf], bos, pad)
-            buf = []
-    if buf and keep_last:
-        yield collate([(t, y) for t, y, _ in buf], [r for _, _, r in buf], bos, pad)
-
-
-class TrainingBatches(torch.utils.data.IterableDataset):
-    """The training stream of one data worker: its own share of the shards (`stream.in_part`), so
-    each worker computes and caches the scaled targets of its share only, with its own seeds."""
-
-    def __init__(self, data: list[Path], args, cfg, step: int):
-        self.data, self.args, self.cfg, self.step = data, args, cfg, step
-
-    def __iter__(self):
-        info = torch.utils.data.get_worker_info()
-        k, n = (info.id, info.num_workers) if info is not None else (0, 1)
-        a, cfg = self.args, self.cfg
-        rng = np.random.default_rng([a.seed, self.step, k])
-        while True:  # a folder still being written: waits for shards, then for its own share
-            part = (k, n) if list_shards(self.data, part=(k, n)) else (0, 1)  # an empty share reads all
-            yield from training_batches(self.data, a, cfg, rng, int(rng.integers(2**31)), part)
-            time.sleep(10)
-
-
-def training_batches(data: list[Path], args, cfg, rng, seed: int, part: tuple[int, int] = (0, 1)):
-    """The endless training batches of `part` of the shards (shard order and buffer from `seed`,
-    observation points and noise from `rng`)."""
-    examples = stream_examples(data, split="train", val_percent=args.val_percent, seed=seed, repeat=True,
-                               max_rows=cfg.max_tokens, weights=args.weights, part=part)
-    return batches(examples, args.variant, args.batch_size, cfg.bos_token_id, cfg.pad_token_id, rng,
-                   off_grid=args.off_grid, scaling=args.input_scaling)
-
-
-def training_stream(data: list[Path], args, cfg, step: int, device):
-    """Batches for the loop: prepared in this process (`--workers 0`, the default: the measured
-    best on two CPU cores) or by `--workers` processes (a GPU outruns one process's preparation)."""
-    if args.workers == 0:  # a resumed run sees new noise and points
-        return training_batches(data, args, cfg, np.random.default_rng([args.seed, step]), args.seed + step)
-    loader = torch.utils.data.DataLoader(TrainingBatches(data, args, cfg, step), batch_size=None,
-                                         num_workers=args.workers, prefetch_factor=4,
-                                         pin_memory=device.type == "cuda")
-    return worker_batches(loader)
-
-
-def worker_batches(loader):
-    """The loader's batches, its worker processes stopped when this generator is closed: left to
-    the garbage collector, they outlive training, and their slow join can end up interrupted at exit."""
-    workers = iter(loader)
-    try:
-        yield from workers
-    finally:
-        del workers  # the last reference: torch joins the workers here
-
-
-@torch.no_grad()
-def mean_loss(model, batches, device) -> tuple[float, float]:
-    """Two-hot loss and token accuracy over batches, each batch weighted by its size."""
-    losses, accs, sizes = [], [], []
-    for b in batches:
-        b = b.to(device)
-        loss, acc = two_hot_loss(model(b.bits, b.dec_ids, b.dec_w, b.mask), b.tgt_ids, b.tgt_w)
-        losses.append(float(loss))
-        accs.append(float(acc))
-        sizes.append(len(b.bits))
-    return float(np.average(losses, weights=sizes)), float(np.average(accs, weights=sizes))
-
-
-class Validation:
-    """A fixed validation set of held-out skeletons: batches for loss/accuracy and observed
-    trajectories for the R^2 of decoded expressions (beam 4, best of the beam by R^2).
-
-    An equal share comes from each data folder (two families are two folders): filled in folder
-    order, as until session 21, the first family dominated it and the best checkpoint by its loss
-    was worse on the other. Built from the shards present at the start; rebuilt at an evaluation
-    while smaller than asked for (training may start while the generator is still writing shards).
-    """
-
-    def __init__(self, data: list[Path], args, bos: int, pad: int, max_rows: int):
-        self.data, self.args, self.bos, self.pad, self.max_rows = data, args, bos, pad, max_rows
-        self.wanted = args.val_batches * args.batch_size
-        self.build()
-
-    def build(self) -> None:
-        a = self.args
-        per_folder = -(-4 * self.wanted // len(self.data))  # each folder (family) its share, not the first's all
-        examples = [e for folder in self.data
-                    for e in stream_examples(folder, split="val", val_percent=a.val_percent, limit=per_folder,
-                                             max_rows=self.max_rows)]
-        rng = np.random.default_rng(12345)  # the same observations at every evaluation
-        # spread over many ODEs: consecutive rows are initial values of one ODE
-        pick = rng.permutation(len(examples))[: self.wanted]
-        examples = [examples[i] for i in sorted(pick)] if len(examples) > self.wanted else examples
-        rng.shuffle(examples)
-        self.batches = list(batches(examples, a.variant, a.batch_size, self.bos, self.pad, rng, keep_last=True,
-                                    off_grid=a.off_grid, scaling=a.input_scaling))
-        self.decode = [observe(e.t, e.y, a.variant, rng, a.off_grid) for e in examples[: a.val_decode]]  # user units
-        self.size = len(examples)
-
-    @torch.no_grad()
-    def __call__(self, model, device) -> dict:
-        if self.size < self.wanted:
-            self.build()
-        if not self.batches:
-            return {"val_n": 0}
-        model.eval()
-        val_loss, val_acc = mean_loss(model, self.batches, device)
-        from nsode.predict import Predictor  # decoding is kept out of the training imports
-
-        predictor = Predictor(model, beam=4, exact=2)
-        r2 = np.array([predictor.predict(t, y).r2 for t, y in self.decode])  # -inf: nothing integrable
-        model.train()
-        return {"val_n": self.size, "val_loss": val_loss, "val_acc": val_acc,
-                "val_r2_median": float(np.median(r2)) if len(r2) else math.nan,
-                "val_r2_above_0.9": float(np.mean(r2 > 0.9)) if len(r2) else math.nan}
 
 
 def plot_curve(log_path: Path, out: Path) -> None:
@@ -387,7 +207,7 @@ def start(args, out: Path, device) -> tuple:
         raise UsageError(f"{out} already holds a run ({out / 'last'}): add --resume to continue it, or give a new --out")
     if resuming:
         model = nsode_model.load(out / "last", device)
-        state.update(_training_state(out / "last"))
+        state.update(read_training_state(out / "last"))
         for flag, given in (("variant", args.variant), ("off_grid", args.off_grid)):
             if given is not None and state.get(flag) is not None and given != state[flag]:
                 raise UsageError(f"--{flag.replace('_', '-')} {given}: the run in {out} was trained with "
@@ -404,7 +224,7 @@ def start(args, out: Path, device) -> tuple:
     elif args.init:
         model = nsode_model.load(args.init, device)
         if (Path(args.init) / "training_state.json").is_file():
-            old = _training_state(Path(args.init))
+            old = read_training_state(Path(args.init))
             state.update(step=old.get("step", 0), samples=old.get("samples", 0),
                          elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
             if args.variant is None and old.get("variant") in VARIANTS:  # continue as the weights were trained
@@ -435,23 +255,6 @@ def start(args, out: Path, device) -> tuple:
     model.config.input_scaling = args.input_scaling  # saved with every checkpoint; predict reads it
     state["input_scaling"] = args.input_scaling
     return model, state
-
-
-def _training_state(folder: Path) -> dict:
-    """A checkpoint's training_state.json; UsageError naming it when it cannot be read."""
-    try:
-        state = json.loads((folder / "training_state.json").read_text())
-    except (OSError, ValueError) as err:
-        raise UsageError(f"{folder / 'training_state.json'} cannot be read ({err})") from None
-    if not isinstance(state, dict):
-        raise UsageError(f"{folder / 'training_state.json'} is not a training state (a JSON object)")
-    for key, kinds, what in (("step", int, "a count"), ("samples", int, "a count"), ("warmup_start", int, "a count"),
-                             ("elapsed_s", (int, float), "seconds"), ("anneal_s", (int, float), "seconds"),
-                             ("best_val_loss", (int, float), "a loss")):  # what the loop computes with
-        value = state.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, kinds) or not 0 <= value <= math.inf:
-            raise UsageError(f"{folder / 'training_state.json'}: {key} is {value!r}, not {what}")
-    return state
 
 
 class Logger:

@@ -12,7 +12,9 @@ import torch
 from safetensors.torch import load_file
 
 from nsode import train
+from nsode import validation as validation_module
 from nsode.train import default_warmup, lr_at, main
+from nsode.validation import Validation
 
 VAL_PERCENT = 30
 
@@ -245,12 +247,12 @@ def test_validation_draws_from_every_data_folder(training_data, tmp_path, monkey
         read[str(folder)] = len(examples)
         return examples
 
-    monkeypatch.setattr(train, "stream_examples", spy)
+    monkeypatch.setattr(validation_module, "stream_examples", spy)
     args = train.parse_args(["--data", str(training_data), str(other), "--out", str(tmp_path / "r"),
                              "--batch-size", "4", "--val-batches", "1", "--val-decode", "0",
                              ])
     args.off_grid, args.input_scaling, args.variant, args.val_percent = 0.5, "none", "nsode-eps", 100  # all held out
-    validation = train.Validation([training_data, other], args, bos=1, pad=0, max_rows=63)
+    validation = Validation([training_data, other], args, bos=1, pad=0, max_rows=63)
     assert validation.size == 4
     assert read == {str(training_data): 8, str(other): 8}  # 4 x 4 wanted, half from each folder
 
