@@ -19,6 +19,7 @@ EXAMPLES = """examples:
   python -m bench run --dataset textbook classic --noise 0 0.01 0.02 --n 128 192 \\
       --methods sindy truth --seeds 0 1 -j 2 --out results/my-sweep
   python -m bench run --dataset my_trajectories/ --methods sindy     (a folder of t,y CSV files)
+  python -m bench run --dataset plates/ --columns hours od600        (CSV files headed Hours,OD600)
   python -m bench list
   python -m bench report results/my-sweep
   python -m bench compare results/my-sweep --methods nsode-eps+refine proged

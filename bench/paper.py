@@ -16,9 +16,7 @@ from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
 from core import protocol
 from core.arguments import positive_number, relative_noise, whole_number
-
-GRID_KEYS = ("out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "time_limits", "subset", "figures")
-
+from core.trajectories import TY
 
 class ConfigError(ValueError):
     """A paper config that cannot be used; the message names the file and the problem."""
@@ -80,7 +78,8 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
                         time_limits={name: _limit(value, f"time_limits: {name}")
                                      for name, value in _mapping(config, "time_limits", float).items()},
                         subset=_mapping(config, "subset", _count), out=str(config["out"]),
-                        method_files=tuple(method_files), backend=backend, scheduler=scheduler)
+                        method_files=tuple(method_files), backend=backend, scheduler=scheduler,
+                        columns=_columns(config))
 
 
 def _grid(config: dict, key: str, kind) -> tuple:
@@ -106,6 +105,15 @@ def _names(config: dict, key: str, example: str) -> list[str]:
     if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
         raise ConfigError(f"'{key}' must be a list of names, e.g. {key}: {example} (got {values!r})")
     return values
+
+
+def _columns(config: dict) -> tuple[str, str]:
+    """The columns CSV datasets are read from (`bench run --columns`): t and y unless given."""
+    value = config.get("columns", list(TY))
+    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"'columns' must name a CSV file's time and value columns, e.g. columns: [hours, od600] "
+                          f"(got {value!r})")
+    return tuple(value)
 
 
 def _limit(value, key: str) -> float | None:

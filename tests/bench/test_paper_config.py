@@ -59,7 +59,8 @@ def test_a_malformed_subset_is_a_config_error(tmp_path):
     ("noise: [2]", "0.01 for 1%"), ("seeds: [0.5]", "not a whole number"),
     ("n: [5]", "at least"), ("methods: truth", "list of names"), ("methods: [truth, 3]", "list of names"),
     ("datasets: textbook", "list of names"), ("time_limit: -1", "seconds above 0"),
-    ("subset: {classic: 0}", "whole numbers of at least 1"),
+    ("subset: {classic: 0}", "whole numbers of at least 1"), ("columns: hours", "time and value columns"),
+    ("columns: [hours]", "time and value columns"),
 ])
 def test_a_grid_the_command_line_would_refuse_is_a_config_error(tmp_path, setting, problem):
     path = tmp_path / "config.yaml"
@@ -96,3 +97,11 @@ def test_a_malformed_yaml_file_is_named_in_one_line(tmp_path):
     with pytest.raises(paper.ConfigError, match="not a readable YAML config") as err:
         paper.load_config(tmp_path / "bad.yaml")
     assert "\n" not in str(err.value)
+
+
+def test_columns_of_csv_datasets_come_from_the_config(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out") + "columns: [Hours, OD600]\n")
+    assert paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None).columns == ("Hours", "OD600")
+    path.write_text(CONFIG.format(out=tmp_path / "out"))
+    assert paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None).columns == ("t", "y")
