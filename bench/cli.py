@@ -20,6 +20,7 @@ EXAMPLES = """examples:
       --methods sindy truth --seeds 0 1 -j 2 --out results/my-sweep
   python -m bench run --dataset my_trajectories/ --methods sindy     (a folder of t,y CSV files)
   python -m bench run --dataset plates/ --columns hours od600        (CSV files headed Hours,OD600)
+  python -m bench run --dataset plate1.csv --by well                 (one file, a record per well)
   python -m bench list
   python -m bench report results/my-sweep
   python -m bench compare results/my-sweep --methods nsode-eps+refine proged
@@ -85,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--columns", nargs=2, default=list(TY), metavar=("TIME", "VALUE"),
                      help="the columns of CSV datasets read as t and y, for files whose header says hours,OD600 "
                           "(names read without case or spaces; default: t y)")
+    run.add_argument("--by", metavar="COLUMN", help="CSV files that hold several records (wells, runs) told apart by "
+                     "this column: each record is a trajectory of its file's law, its label in the rows' `record`")
     run.add_argument("--noise", nargs="+", type=relative_noise, default=[0.0], metavar="SIGMA",
                      help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
     run.add_argument("--n", nargs="+", type=_point_count, default=[128], metavar="N",
@@ -299,9 +302,11 @@ def _run(args) -> int:
     else:
         selected = [s for s in specs.values() if registry.unavailable_reason(s) is None]
     paths = [datasets.resolve(name) for name in args.dataset]
-    if tuple(args.columns) != TY and not any(map(datasets.is_csv, paths)):
-        raise UserError(f"--columns {' '.join(args.columns)}: names the columns of CSV datasets, and this sweep has "
-                        "none (a JSON dataset's trajectories are solved from its laws)")
+    csv_options = [*([f"--columns {' '.join(args.columns)}"] if tuple(args.columns) != TY else []),
+                   *([f"--by {args.by}"] if args.by else [])]
+    if csv_options and not any(map(datasets.is_csv, paths)):
+        raise UserError(f"{' '.join(csv_options)}: tells how to read CSV datasets, and this sweep has none (a JSON "
+                        "dataset's trajectories are solved from its laws)")
     # a path is stored absolute, so `bench score` finds the data from any folder
     args.dataset = [str(Path(name).resolve()) if Path(name).exists() else name for name in args.dataset]
     sweep = runner.Sweep(
@@ -309,7 +314,7 @@ def _run(args) -> int:
         seeds=tuple(args.seeds), jobs=args.jobs, time_limit=args.time_limit, out=args.out,
         memory_limit=int(args.memory_limit * 2**30) if args.memory_limit else None,
         method_files=tuple(args.method_file), backend=args.backend, scheduler=args.scheduler,
-        columns=tuple(args.columns))
+        columns=tuple(args.columns), by=args.by)
     store = runner.run(sweep, progress=not args.quiet)
     rows = store.read()
     mine = runner.sweep_rows(sweep, rows)

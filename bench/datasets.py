@@ -2,8 +2,8 @@
 
 A dataset is a JSON file under `datasets/` (or anywhere, given by path) listing equations with
 their initial values; or a CSV file or folder of CSV files of observed trajectories (columns t
-and y, or the two a sweep names with `columns`; optional column `expression`), for which the
-data are the only truth. Ground-truth
+and y, or the two a sweep names; optional column `expression`; with a column that tells records
+apart, several per file: `CsvReading`), for which the data are the only truth. Ground-truth
 solutions are computed with LSODA on the protocol's grids and cached on disk, keyed by a hash
 of everything they depend on.
 """
@@ -16,6 +16,7 @@ import re
 import warnings
 import zlib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from bench.tasks import Trajectory
 from core import protocol
 from core.expressions import ExpressionError, complexity, parse
 from core.solving import SolveError, is_valid_initial_value, solve_truth
-from core.trajectories import TY, TrajectoryFileError, read_trajectory
+from core.trajectories import TY, TrajectoryFileError, column_names, read_records, read_trajectory
 
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
 CACHE_DIR = Path(os.environ.get("BENCH_CACHE") or DATASETS_DIR / "cache")  # solved truths
@@ -34,6 +35,25 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a dataset name is also 
 
 class DatasetError(ValueError):
     """A dataset that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class CsvReading:
+    """How a sweep reads CSV trajectories: t and y from `columns`; with `by`, each file holds
+    several records told apart by that column (wells, runs), each a trajectory of the file's law
+    (its y0_index the record's place in the file, `record` its label). JSON datasets ignore it."""
+    columns: tuple[str, str] = TY
+    by: str | None = None
+
+    def as_entry(self) -> dict:
+        """What a result folder records of it beside each CSV file's digest (names as compared)."""
+        entry = {"columns": list(column_names(self.columns))}
+        return {**entry, "by": self.by.strip().lower()} if self.by else entry
+
+    @classmethod
+    def of_entry(cls, entry: dict) -> CsvReading:
+        """The reading a digest entry records (t and y, one record a file, where it records none)."""
+        return cls(tuple(entry.get("columns", TY)), entry.get("by"))
 
 
 def builtin_names() -> list[str]:
@@ -60,9 +80,9 @@ def is_csv(path: Path) -> bool:
     return path.is_dir() or path.suffix.lower() == ".csv"
 
 
-def load(name_or_path: str, columns: tuple[str, str] = TY) -> list[Trajectory]:
+def load(name_or_path: str, reading: CsvReading = CsvReading()) -> list[Trajectory]:
     """All ground-truth trajectories of a dataset (solving and caching them on first use); a CSV
-    dataset's t and y are read from `columns` (a JSON dataset has none to choose)."""
+    dataset is read as `reading` says (a JSON dataset has nothing to choose)."""
     path = resolve(name_or_path)
     csv = is_csv(path)
     spec = None if csv else read_spec(path)
@@ -71,7 +91,7 @@ def load(name_or_path: str, columns: tuple[str, str] = TY) -> list[Trajectory]:
     if builtin.exists() and builtin.resolve() != path.resolve():  # its rows would mix with the built-in's
         raise DatasetError(f"{path}: the name {name!r} is a built-in dataset's; give yours another name")
     if csv:
-        return load_csv(path, columns)
+        return load_csv(path, reading)
     try:
         return load_spec_trajectories(spec)
     except DatasetError as err:  # a truth that cannot be solved: name the file too
@@ -175,13 +195,15 @@ def draw_initial_values(expression: str, count: int, low: float, high: float, se
         low, high = low / 2, high / 2
 
 
-def load_csv(path: Path, columns: tuple[str, str] = TY) -> list[Trajectory]:
-    """Trajectories from a CSV file or a folder of CSV files (t and y from `columns`; optional
-    column `expression`)."""
+def load_csv(path: Path, reading: CsvReading = CsvReading()) -> list[Trajectory]:
+    """Trajectories from a CSV file or a folder of CSV files, read as `reading` says (optional
+    column `expression`, the law, where each file is one trajectory)."""
     files = csv_files(path)
     if not files:
         raise DatasetError(f"{path}: no .csv files in this folder")
-    return [_read_csv_trajectory(f, csv_name(path), columns) for f in files]
+    if reading.by:
+        return [tr for f in files for tr in _read_csv_records(f, csv_name(path), reading)]
+    return [_read_csv_trajectory(f, csv_name(path), reading.columns) for f in files]
 
 
 def csv_name(path: Path) -> str:
@@ -208,12 +230,32 @@ def _read_csv_trajectory(file: Path, dataset: str, columns: tuple[str, str]) -> 
     try:
         data = read_trajectory(file, sort=False, columns=columns)
     except TrajectoryFileError as err:
-        hint = "; or name the file's own: --columns TIME VALUE" if "needs a first line naming columns" in str(err) else ""
-        raise DatasetError(f"{err}{hint}") from None
+        raise DatasetError(_hinted(str(err))) from None
     empty = np.empty(0)
     return Trajectory(dataset=dataset, equation_id=file.stem, y0_index=0, expression=data.expression,
                       y0=float(data.y[0]), t=data.t, y=data.y, t_extra=empty, y_extra=empty, has_truth=False,
                       complexity=complexity(parse(data.expression)) if data.expression else None)
+
+
+def _read_csv_records(file: Path, dataset: str, reading: CsvReading) -> list[Trajectory]:
+    """Each record of a file that holds several (`reading.by`), a trajectory of the file's law."""
+    try:
+        records = read_records(file, reading.by, sort=False, columns=reading.columns, min_records=1)
+    except TrajectoryFileError as err:
+        raise DatasetError(_hinted(str(err))) from None
+    empty = np.empty(0)
+    return [Trajectory(dataset=dataset, equation_id=file.stem, y0_index=i, expression=None, y0=float(data.y[0]),
+                       t=data.t, y=data.y, t_extra=empty, y_extra=empty, has_truth=False, record=label)
+            for i, (label, data) in enumerate(records.items())]
+
+
+def _hinted(message: str) -> str:
+    """A CSV file's error with the `bench run` option that fixes it, where one does."""
+    if "needs a first line naming columns" in message:
+        return message + "; or name the file's own: --columns TIME VALUE"
+    if "duplicate time" in message:
+        return message + " (several runs in one file? --by COLUMN reads each as a trajectory)"
+    return message
 
 
 def _cached_solutions(spec: dict) -> dict:

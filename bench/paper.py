@@ -79,7 +79,7 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
                                      for name, value in _mapping(config, "time_limits", float).items()},
                         subset=_mapping(config, "subset", _count), out=str(config["out"]),
                         method_files=tuple(method_files), backend=backend, scheduler=scheduler,
-                        columns=_columns(config))
+                        columns=_columns(config), by=_by(config))
 
 
 def _grid(config: dict, key: str, kind) -> tuple:
@@ -114,6 +114,15 @@ def _columns(config: dict) -> tuple[str, str]:
         raise ConfigError(f"'columns' must name a CSV file's time and value columns, e.g. columns: [hours, od600] "
                           f"(got {value!r})")
     return tuple(value)
+
+
+def _by(config: dict) -> str | None:
+    """The column that tells several records in a CSV file apart (`bench run --by`), or None."""
+    value = config.get("by")
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise ConfigError(f"'by' must name the column that tells a CSV file's records apart, e.g. by: well "
+                          f"(got {value!r})")
+    return value
 
 
 def _limit(value, key: str) -> float | None:

@@ -32,15 +32,15 @@ def rescore(folder: Path, jobs: int = 1) -> int:
     except ValueError as err:
         raise SweepFileError(f"{sweep}: not valid JSON ({err})") from None
     stored = config.get("data_digests", {})
-    columns = {name: data_digests.stored_columns(name, stored) for name in config["datasets"]}  # as they were read
-    data_digests.check_unchanged(data_digests.digests(config["datasets"], missing_ok=True, columns=columns),
+    readings = {name: data_digests.stored_reading(name, stored) for name in config["datasets"]}  # as they were read
+    data_digests.check_unchanged(data_digests.digests(config["datasets"], missing_ok=True, readings=readings),
                                  stored, folder,
                                  advice="restore the data the rows were computed on, or run the sweep into a new folder")
     trajectories = {}
     gone = {}
     for name in config["datasets"]:
         try:
-            loaded = datasets.load(name, columns[name])
+            loaded = datasets.load(name, readings[name])
         except datasets.DatasetError as err:  # only an error if rows need it (below)
             gone[name] = str(err)
             continue

@@ -12,7 +12,7 @@ from core.metrics import METRICS
 
 KEY = ("dataset", "equation_id", "y0_index", "noise", "n", "seed", "method")
 TASK_FIELDS = ("method_version", "truth_expression", "truth_kind", "truth_complexity", "y0", "n_observed",
-               "time_limit")
+               "time_limit", "record")
 RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fit_time", "setup_time", "warnings",
                  "output")
 SCORE_FIELDS = ("score_status", "score_reason", "complexity",
@@ -22,7 +22,8 @@ EXTRAP_DIVERGED = "diverged-extrap"  # score_status of a prediction that fails o
 # stored types, the same in every part whatever its rows hold (a part of timeouts alone has no
 # expressions, and would otherwise store them as nulls that no other part's text can join)
 TEXT_COLUMNS = ("dataset", "equation_id", "method", "method_version", "truth_expression", "truth_kind", "status",
-                "reason", "expression", "candidates", "metadata", "warnings", "output", "score_status", "score_reason")
+                "reason", "expression", "candidates", "metadata", "warnings", "output", "score_status", "score_reason",
+                "record")
 WHOLE_COLUMNS = ("y0_index", "n", "seed", "n_observed")
 NUMBER_COLUMNS = tuple(c for c in COLUMNS if c not in TEXT_COLUMNS and c not in WHOLE_COLUMNS)
 
@@ -46,6 +47,7 @@ def make_row(task, method: str, version: str, time_limit: float, result: dict, s
         y0=trajectory.y0,
         n_observed=min(task.n, len(trajectory.t)),
         time_limit=time_limit,
+        record=trajectory.record,
     )
     row.update({k: result.get(k) for k in RESULT_FIELDS})
     row.update({k: (scores or {}).get(k) for k in SCORE_FIELDS})

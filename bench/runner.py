@@ -54,6 +54,11 @@ class Sweep:
     backend: str = "joblib"  # "joblib" (this machine) or "dask" (a cluster, or a LocalCluster)
     scheduler: str | None = None  # tcp://HOST:PORT of a running Dask scheduler (dask backend)
     columns: tuple[str, str] = TY  # the columns a CSV dataset's t and y are read from
+    by: str | None = None  # the column that tells several records in one CSV file apart
+
+    @property
+    def reading(self) -> datasets.CsvReading:
+        return datasets.CsvReading(self.columns, self.by)
 
 
 def evenly_spread(items: list, count: int | None) -> list:
@@ -70,7 +75,7 @@ def build_tasks(sweep: Sweep) -> list[Task]:
     tasks, origin = {}, {}
     for name in sweep.datasets:
         source = datasets.resolve(name).resolve()
-        for trajectory in evenly_spread(datasets.load(name, sweep.columns), sweep.subset.get(name)):
+        for trajectory in evenly_spread(datasets.load(name, sweep.reading), sweep.subset.get(name)):
             identity = (trajectory.dataset, trajectory.equation_id, trajectory.y0_index)
             if origin.setdefault(identity, source) != source:
                 raise datasets.DatasetError(
@@ -225,7 +230,7 @@ def finish(pending: Pending, result: dict) -> dict:
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     store = ResultStore(sweep.out)
-    digests = data_digests.digests(sweep.datasets, columns=dict.fromkeys(sweep.datasets, sweep.columns))
+    digests = data_digests.digests(sweep.datasets, readings=dict.fromkeys(sweep.datasets, sweep.reading))
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     previous = _previous_config(store.folder)
     if resuming and not previous:  # nothing to check the stored rows' data against

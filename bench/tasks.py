@@ -33,6 +33,7 @@ class Trajectory:
     y_extra: np.ndarray
     has_truth: bool = True
     complexity: int | None = None
+    record: str | None = None  # the record's label in a CSV file that holds several (`datasets.CsvReading`)
 
     @property
     def key(self) -> str:

@@ -46,14 +46,14 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
 
 
 def read_records(path: str | Path, by: str, *, sort: bool = True, min_points: int = protocol.MIN_POINTS,
-                 columns: tuple[str, str] = TY) -> dict[str, TrajectoryFile]:
+                 columns: tuple[str, str] = TY, min_records: int = 2) -> dict[str, TrajectoryFile]:
     """The records of one CSV file that holds several, told apart by column `by` (a run, an
     experiment): {its value: that record's t and y}, in the order the file first names them, each
-    checked as a file of its own (`read_trajectory`, `columns` as there); two or more are needed.
-    Raises TrajectoryFileError."""
+    checked as a file of its own (`read_trajectory`, `columns` as there); `min_records` or more are
+    needed (two to read one law from several). Raises TrajectoryFileError."""
     path = Path(path)
     frame, t, y = _columns(path, columns)
-    return _records(path, frame, t, y, by, sort, min_points, column_names(columns))
+    return _records(path, frame, t, y, by, sort, min_points, column_names(columns), min_records)
 
 
 def column_names(columns: tuple[str, str]) -> tuple[str, str]:
@@ -128,7 +128,7 @@ def _columns(path: Path, columns: tuple[str, str]):
 
 
 def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: bool,
-             min_points: int, columns: tuple[str, str]) -> dict[str, TrajectoryFile]:
+             min_points: int, columns: tuple[str, str], min_records: int) -> dict[str, TrajectoryFile]:
     column = by.strip().lower()
     if column not in frame.columns or column in columns:
         found = (", ".join(repr(c) for c in frame.columns if c not in columns)
@@ -140,7 +140,7 @@ def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: boo
                                   f"no {column}; give every row its record")
     labels = labels.astype(str).str.strip().to_numpy()
     names = list(dict.fromkeys(labels))
-    if len(names) < 2:
+    if len(names) < min_records:
         raise TrajectoryFileError(f"{path}: column {column} names one record ({names[0]!r}); give two or more")
     return {name: _checked_file(path, t[labels == name], y[labels == name], sort, min_points, None,
                                 where=f"{column} {name}: ") for name in names}

@@ -129,7 +129,35 @@ def test_csv_columns_named_on_the_command_line_are_kept_with_the_rows(tmp_path, 
     rescored = bench("score", out)  # read from the columns the rows were computed on
     assert rescored.returncode == 0 and "re-scored 1 " in rescored.stdout, rescored.stderr
     assert_one_line_error(bench("run", "--columns", "hours", "od600", "--methods", "truth", "--out", tmp_path / "p"),
-                          "names the columns of CSV datasets")
+                          "tells how to read CSV datasets")
+
+
+def test_csv_files_of_several_records_read_each_as_a_trajectory_of_the_file_s_law(tmp_path, trajectory):
+    folder = tmp_path / "plates"
+    folder.mkdir()
+    t, y = trajectory
+    long = lambda wells: pd.DataFrame({"well": np.repeat(wells, len(t)), "t": np.tile(t, len(wells)),  # noqa: E731
+                                       "y": np.concatenate([y * (1 + k) for k in range(len(wells))])})
+    long(["A1", "B1"]).to_csv(folder / "p1.csv", index=False)
+    long(["C1"]).to_csv(folder / "p2.csv", index=False)  # one record is a trajectory too
+    out = tmp_path / "o"
+    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "sindy", "--out", out),
+                          "duplicate time", "--by COLUMN")
+    assert_one_line_error(bench("run", "--dataset", folder, "--by", "plate", "--methods", "sindy", "--out", out),
+                          "no column 'plate'")
+    result = bench("run", "--dataset", folder, "--by", "Well", "--methods", "sindy", "--out", out)
+    assert result.returncode == 0, result.stderr
+    rows = pd.concat(pd.read_parquet(part) for part in (out / "parts").glob("*.parquet"))
+    rows = rows.sort_values(["equation_id", "y0_index"])
+    assert list(zip(rows.equation_id, rows.y0_index, rows.record)) == [("p1", 0, "A1"), ("p1", 1, "B1"), ("p2", 0, "C1")]
+    assert list(rows.y0) == pytest.approx([y[0], 2 * y[0], y[0]])
+    assert (rows.r2_interp > 0.99).all()
+    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "sindy", "--out", out),
+                          "records told apart by well", "--by well")
+    rescored = bench("score", out)
+    assert rescored.returncode == 0 and "re-scored 3 " in rescored.stdout, rescored.stderr
+    assert_one_line_error(bench("run", "--by", "well", "--methods", "truth", "--out", tmp_path / "p"),
+                          "--by well: tells how to read CSV datasets")
 
 
 def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):

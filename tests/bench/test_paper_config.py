@@ -60,7 +60,7 @@ def test_a_malformed_subset_is_a_config_error(tmp_path):
     ("n: [5]", "at least"), ("methods: truth", "list of names"), ("methods: [truth, 3]", "list of names"),
     ("datasets: textbook", "list of names"), ("time_limit: -1", "seconds above 0"),
     ("subset: {classic: 0}", "whole numbers of at least 1"), ("columns: hours", "time and value columns"),
-    ("columns: [hours]", "time and value columns"),
+    ("columns: [hours]", "time and value columns"), ("by: [well]", "tells a CSV file's records apart"),
 ])
 def test_a_grid_the_command_line_would_refuse_is_a_config_error(tmp_path, setting, problem):
     path = tmp_path / "config.yaml"
@@ -99,9 +99,11 @@ def test_a_malformed_yaml_file_is_named_in_one_line(tmp_path):
     assert "\n" not in str(err.value)
 
 
-def test_columns_of_csv_datasets_come_from_the_config(tmp_path):
+def test_how_csv_datasets_are_read_comes_from_the_config(tmp_path):
     path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out") + "columns: [Hours, OD600]\n")
-    assert paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None).columns == ("Hours", "OD600")
+    path.write_text(CONFIG.format(out=tmp_path / "out") + "columns: [Hours, OD600]\nby: well\n")
+    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    assert (sweep.columns, sweep.by) == (("Hours", "OD600"), "well")
     path.write_text(CONFIG.format(out=tmp_path / "out"))
-    assert paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None).columns == ("t", "y")
+    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    assert (sweep.columns, sweep.by) == (("t", "y"), None)
