@@ -25,7 +25,7 @@ from bench.tasks import Trajectory
 from core import protocol
 from core.expressions import ExpressionError, complexity, parse
 from core.solving import SolveError, is_valid_initial_value, solve_truth
-from core.trajectories import TY, TrajectoryFileError, column_names, read_records, read_trajectory
+from core.trajectories import TY, TrajectoryFileError, column_names, hinted, read_records, read_trajectory
 
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
 CACHE_DIR = Path(os.environ.get("BENCH_CACHE") or DATASETS_DIR / "cache")  # solved truths
@@ -230,7 +230,7 @@ def _read_csv_trajectory(file: Path, dataset: str, columns: tuple[str, str]) -> 
     try:
         data = read_trajectory(file, sort=False, columns=columns)
     except TrajectoryFileError as err:
-        raise DatasetError(_hinted(str(err))) from None
+        raise DatasetError(hinted(str(err))) from None
     empty = np.empty(0)
     return Trajectory(dataset=dataset, equation_id=file.stem, y0_index=0, expression=data.expression,
                       y0=float(data.y[0]), t=data.t, y=data.y, t_extra=empty, y_extra=empty, has_truth=False,
@@ -242,20 +242,11 @@ def _read_csv_records(file: Path, dataset: str, reading: CsvReading) -> list[Tra
     try:
         records = read_records(file, reading.by, sort=False, columns=reading.columns, min_records=1)
     except TrajectoryFileError as err:
-        raise DatasetError(_hinted(str(err))) from None
+        raise DatasetError(hinted(str(err))) from None
     empty = np.empty(0)
     return [Trajectory(dataset=dataset, equation_id=file.stem, y0_index=i, expression=None, y0=float(data.y[0]),
                        t=data.t, y=data.y, t_extra=empty, y_extra=empty, has_truth=False, record=label)
             for i, (label, data) in enumerate(records.items())]
-
-
-def _hinted(message: str) -> str:
-    """A CSV file's error with the `bench run` option that fixes it, where one does."""
-    if "needs a first line naming columns" in message:
-        return message + "; or name the file's own: --columns TIME VALUE"
-    if "duplicate time" in message:
-        return message + " (several runs in one file? --by COLUMN reads each as a trajectory)"
-    return message
 
 
 def _cached_solutions(spec: dict) -> dict:

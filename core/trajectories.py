@@ -56,6 +56,16 @@ def read_records(path: str | Path, by: str, *, sort: bool = True, min_points: in
     return _records(path, frame, t, y, by, sort, min_points, column_names(columns), min_records)
 
 
+def hinted(message: str) -> str:
+    """A reader's error with the command-line option that fixes it, where one does (`nsode predict`
+    and `bench run` both name them `--columns` and `--by`)."""
+    if "duplicate time" in message:
+        return message + " (several runs in one file? --by COLUMN reads each run apart)"
+    if "needs a first line naming columns" in message:
+        return message + "; or name the file's own: --columns TIME VALUE"
+    return message
+
+
 def column_names(columns: tuple[str, str]) -> tuple[str, str]:
     """The names of t's and y's columns as the reader compares them: without case or spaces."""
     return tuple(name.strip().lower() for name in columns)

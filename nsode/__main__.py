@@ -42,33 +42,24 @@ class InputError(ValueError):
 def read_trajectory(path: Path, columns: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
     """t and y of the user's CSV file (from `columns`), rows sorted by time (`core.trajectories`,
     the harness's reader); every other column, an `expression` too, is ignored."""
-    from core.trajectories import TrajectoryFileError, read_trajectory as read
+    from core.trajectories import TrajectoryFileError, hinted, read_trajectory as read
 
     try:
         data = read(path, sort=True, law=False, columns=columns)
     except TrajectoryFileError as err:
-        raise InputError(_hinted(str(err))) from None
+        raise InputError(hinted(str(err))) from None
     return data.t, data.y
 
 
 def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The records of one CSV file told apart by column `by` (core.trajectories.read_records; t and y
     from `columns`), each sorted by time: {that column's value: (t, y)}."""
-    from core.trajectories import TrajectoryFileError, read_records as read
+    from core.trajectories import TrajectoryFileError, hinted, read_records as read
 
     try:
         return {name: (data.t, data.y) for name, data in read(path, by, columns=columns).items()}
     except TrajectoryFileError as err:
-        raise InputError(_hinted(str(err))) from None
-
-
-def _hinted(message: str) -> str:
-    """A file error with the flag that fixes it, where one does."""
-    if "duplicate time" in message:
-        return message + " (several runs in one file? --by COLUMN reads each run as a record of one law)"
-    if "naming columns t and y," in message:
-        return message + "; or name the file's own: --columns TIME VALUE"
-    return message
+        raise InputError(hinted(str(err))) from None
 
 
 FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")

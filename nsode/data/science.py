@@ -25,7 +25,6 @@ import numpy as np
 import sympy
 
 from nsode.data import simplify
-from nsode.data import tokens as tok
 from nsode.data.config import Config
 from core.expressions import Y
 
