@@ -153,7 +153,7 @@ def read_spec(path: Path) -> dict:
 
 def data_files(name_or_path: str) -> dict[str, Path]:
     """{what its rows are keyed by: the file} ("name" for a JSON dataset, a built-in one too: a
-    regenerated large.json is other data; "name/stem" for each CSV trajectory)."""
+    regenerated large.json is other data; "name/stem" for each CSV file)."""
     path = resolve(name_or_path)
     if is_csv(path):
         return {f"{csv_name(path)}/{f.stem}": f for f in csv_files(path)}

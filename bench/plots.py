@@ -197,7 +197,11 @@ def dataset_statistics(names, out: Path, data_folder: str | Path | None = None) 
     records = []
     for name in names:
         seen = {}
-        for tr in datasets.load(name):
+        try:
+            trajectories = datasets.load(name)
+        except datasets.DatasetError:  # a CSV dataset read another way (`--columns`, `--by`): no laws to count
+            continue
+        for tr in trajectories:
             if tr.expression:
                 seen.setdefault(tr.equation_id, (tr.expression, tr.complexity))
         records += [{"dataset": name, "expression": e, "complexity": c} for e, c in seen.values()]
