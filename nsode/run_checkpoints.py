@@ -69,7 +69,7 @@ def load_optimizer(folder: Path, opt) -> None:
 
 
 def read_training_state(folder: Path) -> dict:
-    """A checkpoint's training_state.json; UsageError naming it when it cannot be read."""
+    """A checkpoint's training_state.json; CheckpointError naming it when it cannot be read."""
     try:
         state = json.loads((folder / "training_state.json").read_text())
     except (OSError, ValueError) as err:
