@@ -33,9 +33,10 @@ from core.arguments import existing_folder, positive_number, relative_noise, who
 from core.expressions import Y
 from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
-from nsode.proposals import propose, skeleton_key
+from nsode.proposals import propose
 from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, search
 from nsode.settings import Settings
+from nsode.terms import skeleton_key
 from core.noise import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"

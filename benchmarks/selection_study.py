@@ -118,7 +118,7 @@ def term_sizes(expr: sympy.Expr, t, y) -> dict:
     rate max|y| / span (`term_scale`) and of the largest |f| (`cancellation`): a sum of huge
     cancelling terms (1661 sin(y) - 1659) reads far above 1 on both."""
     from core.expressions import evaluate
-    from nsode.proposals import split
+    from nsode.terms import split
 
     with np.errstate(all="ignore"):
         terms = np.array([c * np.broadcast_to(evaluate(rest, y), y.shape) for c, rest in split(expr)], float)

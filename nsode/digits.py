@@ -12,8 +12,8 @@ import sympy
 from core.expressions import Y, evaluate
 from core.fitting import Template, abstract
 from core.uncertainty import round_to_error, standard_errors
-from nsode.proposals import split
 from nsode.fits import Found, trajectory_score
+from nsode.terms import split
 
 
 @dataclass

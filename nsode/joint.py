@@ -41,9 +41,10 @@ from nsode.choice import RIVAL_WINDOW, choice_profile, tie_cost, unsafe_reason
 from nsode.data.tokens import to_infix
 from nsode.fits import Found
 from nsode.predict import Prediction, Predictor
-from nsode.proposals import Skeleton, propose, skeleton_key
+from nsode.proposals import propose
 from nsode.search import template_of
 from nsode.settings import MISFIT_NOISES, Settings
+from nsode.terms import Skeleton, skeleton_key
 
 JOINT_SHORTLIST = 8  # each record's best fits (its search's order) whose skeletons are refitted on all records
 JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them, per ranking asked for (`_recombined`)
@@ -163,7 +164,7 @@ def _check_look(second_look: str) -> None:
 
 
 def _keys(starts: list[Start]) -> set[tuple]:
-    """The skeletons of `starts` (nsode.proposals.skeleton_key)."""
+    """The skeletons of `starts` (nsode.terms.skeleton_key)."""
     return {skeleton_key(start.template.substitute(start.values)) for start in starts}
 
 

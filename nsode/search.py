@@ -42,17 +42,9 @@ from core.fitting import Template, abstract, better_start, bin_means, fit_integr
 from core.noise import noise_level
 from nsode.choice import choice_profile, many_decades, select
 from nsode.fits import Found, misfit, trajectory_score
-from nsode.proposals import (
-    MAX_TERMS,
-    Skeleton,
-    bracketed,
-    propose,
-    propose_with,
-    skeleton_key,
-    snapped,
-    split,
-)
+from nsode.proposals import MAX_TERMS, bracketed, propose, propose_with, snapped
 from nsode.settings import Settings
+from nsode.terms import Skeleton, skeleton_key, split
 
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; docs/search.md)

@@ -10,7 +10,7 @@ from core.solving import solve
 from nsode.data.tokens import parse_infix
 from nsode.joint import joint_choice, predict_records
 from nsode.predict import Predictor
-from nsode.proposals import skeleton_key
+from nsode.terms import skeleton_key
 
 LOGISTIC = 1.3 * Y - 0.4 * Y**2  # K = 3.25
 STARTS = (0.3, 1.0, 5.0)  # below, well below and above K: each record sees another stretch of y

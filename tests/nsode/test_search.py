@@ -18,12 +18,13 @@ from bench.tasks import Task, Trajectory
 from nsode.choice import RIVAL_WINDOW, heaviest_course, most_followed, rivals, square_roots, tie_cost
 from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
+from nsode.denominators import denominator_fitted
 from nsode.digits import supported
 from nsode.fits import Found, extrapolations
 from nsode.predict import Predictor
-from nsode.proposals import Skeleton, Term, denominator_fitted, skeleton_key
 from nsode.search import multiplicity_charge, search, shortlist
 from nsode.settings import Settings
+from nsode.terms import Skeleton, Term, skeleton_key
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -402,7 +403,7 @@ def test_a_law_that_fixes_the_unit_of_y_is_charged_when_asked():
 
 
 def test_a_log_of_y_needs_a_scale_or_a_term_that_absorbs_the_unit():
-    from nsode.proposals import logs_have_scale, split, term_key
+    from nsode.terms import logs_have_scale, split, term_key
 
     def terms(text):
         return [Term(term_key(rest), rest, np.zeros(3), 0) for _, rest in split(parse(text))]
@@ -833,7 +834,7 @@ def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_pa
 
 
 def test_the_exact_path_is_least_squares_with_the_minimum_norm_where_columns_coincide():
-    from nsode.proposals import _least_squares
+    from nsode.integral_fits import least_squares_unit
 
     rng = np.random.default_rng(0)
     design = rng.standard_normal((3, 20, 4))
@@ -841,4 +842,4 @@ def test_the_exact_path_is_least_squares_with_the_minimum_norm_where_columns_coi
     design /= np.linalg.norm(design, axis=1, keepdims=True)
     y = rng.standard_normal(20)
     expected = [np.linalg.lstsq(d, y, rcond=None)[0] for d in design]  # numpy's is the minimum-norm one
-    assert np.allclose(_least_squares(design, y), expected)
+    assert np.allclose(least_squares_unit(design, y), expected)
