@@ -199,8 +199,10 @@ def dataset_statistics(names, out: Path, data_folder: str | Path | None = None) 
         seen = {}
         try:
             trajectories = datasets.load(name)
-        except datasets.DatasetError:  # a CSV dataset read another way (`--columns`, `--by`): no laws to count
-            continue
+        except datasets.DatasetError:
+            if not datasets.is_csv(datasets.resolve(name)):
+                raise  # a JSON dataset that cannot be read is the user's to know
+            continue  # a CSV dataset read another way (`--columns`, `--by`): its laws cannot be told here
         for tr in trajectories:
             if tr.expression:
                 seen.setdefault(tr.equation_id, (tr.expression, tr.complexity))
