@@ -23,7 +23,7 @@ from core.arguments import whole_number
 
 ROOT = Path(__file__).resolve().parents[1]
 SCIENCE_CONFIG = ROOT / "nsode" / "checkpoints" / "data_science.yaml"
-VAL_PERCENT = 5  # the training split's held-out share (nsode.stream)
+VAL_PERCENT = 5  # the training split's held-out share (nsode.train.stream)
 MAX_BLOCKS = 5000  # candidate blocks searched for held-out skeletons before giving up
 CONSTANT_DRAWS = 7  # the spawn-key kind of the constants' streams, apart from the generator's own (0, 1)
 
@@ -55,7 +55,7 @@ def science_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
     from core.expressions import to_string
     from core.solving import is_valid_initial_value
     from nsode.data import config as data_config, generate, tokens
-    from nsode.stream import in_validation
+    from nsode.train.stream import in_validation
 
     config = data_config.load(SCIENCE_CONFIG)
     seen, out = set(), []

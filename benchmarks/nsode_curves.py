@@ -7,7 +7,7 @@ same fixed sets every time:
   (its own input scaling);
 - skeleton recall: the true skeleton among the unique skeletons of a beam of 64, on held-out
   generated ODEs of each folder (one per validation skeleton);
-- recovery: R^2 > 0.99 against the truth on [0, 4] of the searched NSODE (nsode/search.py) on the
+- recovery: R^2 > 0.99 against the truth on [0, 4] of the searched NSODE (nsode/search/funnel.py) on the
   simple-ODE set of `nsode_quality.py --simple`, at sigma 0 and 0.01, and at sigma 0.01 with y in
   other units (x100 and x0.01: the failure mode scale invariance is for).
 
@@ -31,10 +31,10 @@ from nsode_quality import heldout_examples, recall, recovery_r2, simple_cases  #
 from core.arguments import existing_folder, whole_number  # noqa: E402
 from nsode.model import load  # noqa: E402
 from nsode.predict import Predictor  # noqa: E402
-from nsode.settings import Settings  # noqa: E402
-from nsode.stream import stream_examples  # noqa: E402
-from nsode.train_data import batches  # noqa: E402
-from nsode.validation import mean_loss  # noqa: E402
+from nsode.search.settings import Settings  # noqa: E402
+from nsode.train.stream import stream_examples  # noqa: E402
+from nsode.train.loader import batches  # noqa: E402
+from nsode.train.validation import mean_loss  # noqa: E402
 
 
 def validation_loss(model, folder: str, limit: int, batch_size: int = 32) -> tuple[float, float]:

@@ -1,5 +1,5 @@
 """Median R^2 (interpolation and extrapolation) of shipped NSODE checkpoints on the benchmark
-datasets, with the paper's selection and with the skeleton search (nsode/search.py), beside the
+datasets, with the paper's selection and with the skeleton search (nsode/search/funnel.py), beside the
 ProGED-style grammar baseline and the search fed by the grammar instead of (or besides) the model;
 plus skeleton recall and exact-skeleton accuracy on held-out generated ODEs and recovery of
 simple ODEs with random constants. Prints markdown tables.
@@ -33,10 +33,10 @@ from core.arguments import existing_folder, positive_number, relative_noise, who
 from core.expressions import Y
 from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
-from nsode.proposals import propose
-from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, search
-from nsode.settings import Settings
-from nsode.terms import skeleton_key
+from nsode.search.proposals import propose
+from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES, search
+from nsode.search.settings import Settings
+from nsode.search.terms import skeleton_key
 from core.noise import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"
@@ -126,9 +126,9 @@ def recall(searcher: Predictor, t, y, truth: sympy.Expr) -> tuple[bool, bool]:
 def heldout_examples(folder: str, variant: str, limit: int) -> list[tuple[np.ndarray, np.ndarray, sympy.Expr]]:
     """(t, y, f) of the first ODE of each validation skeleton of a data folder, observed as the
     variant observes (seeded)."""
-    from nsode.batching import observe as observe_variant
+    from nsode.train.batching import observe as observe_variant
     from nsode.data import tokens
-    from nsode.stream import stream_examples
+    from nsode.train.stream import stream_examples
 
     rng = np.random.default_rng(0)
     out, seen = [], set()

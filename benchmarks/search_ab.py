@@ -1,4 +1,4 @@
-"""Two search settings, paired on the same beams: does a change to nsode/search.py recover more
+"""Two search settings, paired on the same beams: does a change to nsode/search/funnel.py recover more
 laws? The beam (the model's seconds) is computed once per trajectory and cached; each setting
 then runs only the search, trajectory by trajectory on the same candidates, so the comparison
 is paired and a setting costs minutes, not the beam's hour. Generated ODEs only (the simple ODEs
@@ -50,9 +50,9 @@ import pandas as pd
 
 from core.arguments import (existing_file, existing_folder, nonnegative_number, positive_number, relative_noise,
                             whole_number)
-from nsode.choice import tie_cost
+from nsode.search.choice import tie_cost
 from nsode.options import setting_value
-from nsode.settings import Settings
+from nsode.search.settings import Settings
 from nsode_quality import LAW_SETS, SIMPLE_GRID, SIMPLE_T, generated_observations, simple_cases
 from selection_study import generated_cases
 
@@ -106,7 +106,7 @@ def _beam(job) -> list[str]:
     from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
     from nsode.data.tokens import to_infix
     from nsode.predict import Predictor
-    from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES
+    from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES
 
     if _PREDICTOR is None:
         torch.set_num_threads(1)
@@ -157,7 +157,7 @@ def _search(job) -> tuple[str, str, float, float, float, int]:
     fits the safety check rejected) of one trajectory."""
     (name, truth, y, _), exprs, overrides, index = job
     from core.expressions import to_string
-    from nsode.search import search
+    from nsode.search.funnel import search
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -174,8 +174,8 @@ def _window(job) -> dict:
     [0, 4] as "r2"), the criterion's pick first."""
     (name, truth, y, _), exprs, overrides, index, wide = job
     from core.expressions import complexity, nested_functions, to_string
-    from nsode.choice import forecast_error, rivals
-    from nsode.search import search
+    from nsode.search.choice import forecast_error, rivals
+    from nsode.search.funnel import search
 
     settings = Settings(**overrides)
     t = SIMPLE_T[index]
@@ -205,7 +205,7 @@ def _bound(job) -> dict:
     criterion of f's skeleton fitted alone (the search's fitter, no other candidate) minus that of
     the best safe fit of the `window` record (inf where f's own fits are all unsafe)."""
     (name, truth, y, f), record, index = job
-    from nsode.search import search
+    from nsode.search.funnel import search
     from nsode_quality import refitted_truth
 
     t, y = SIMPLE_T[index], y[index]
@@ -244,7 +244,7 @@ def window(members: list[dict], settings: Settings) -> list[dict]:
 
 def tie_pick(members: list[dict], settings: Settings) -> dict:
     """The member a tie-break with `settings` picks (its window, forecast weight, node and nesting
-    costs): the shipped rule of nsode.choice._best_forecast, replayed on recorded numbers."""
+    costs): the shipped rule of nsode.search.choice._best_forecast, replayed on recorded numbers."""
     return min(window(members, settings), key=lambda m: (
         tie_cost(m["score"], m["forecast"], m["nodes"], m["nested"], settings), m["constants"]))
 
@@ -278,7 +278,7 @@ def ties_table(records: dict[str, list[dict]]) -> pd.DataFrame:
 
 
 def setting(text: str) -> tuple[str, object]:
-    """NAME=VALUE of nsode.settings.Settings, the value typed as the field's default."""
+    """NAME=VALUE of nsode.search.settings.Settings, the value typed as the field's default."""
     name, _, value = text.partition("=")
     fields = {f.name: f.default for f in dataclasses.fields(Settings)}
     if name not in fields:
@@ -318,12 +318,12 @@ def main() -> None:
     r = sub.add_parser("run", help="the search with some settings on a cached draw")
     r.add_argument("beams", type=Path)
     r.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
-                   help="nsode.settings.Settings fields (default: the shipped search)")
+                   help="nsode.search.settings.Settings fields (default: the shipped search)")
     r.add_argument("--out", type=Path, required=True)
     w = sub.add_parser("window", help="record every fit within WIDE criterion units of the pick, per trajectory")
     w.add_argument("beams", type=Path)
     w.add_argument("--set", type=setting, nargs="*", default=[], metavar="NAME=VALUE",
-                   help="nsode.settings.Settings fields (default: the shipped search)")
+                   help="nsode.search.settings.Settings fields (default: the shipped search)")
     w.add_argument("--wide", type=nonnegative_number, default=12.0, help="criterion units above the pick recorded (default 12)")
     w.add_argument("--out", type=Path, required=True)
     t = sub.add_parser("ties", help="tie-break rules replayed on `window` records, beside a perfect tie-break")

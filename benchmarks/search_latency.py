@@ -20,8 +20,8 @@ import torch
 from core.arguments import positive_number, whole_number
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.predict import Predictor
-from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES
-from nsode.settings import Settings
+from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES
+from nsode.search.settings import Settings
 from nsode_quality import SIMPLE_T, simple_cases  # this folder is on the path when run as a script
 
 

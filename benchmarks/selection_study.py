@@ -26,10 +26,10 @@ from core.metrics import r2
 from core.noise import noise_level
 from core.stability import unstable_reason
 from core.solving import solve
-from nsode.choice import FORECAST_SHARE
-from nsode.proposals import propose_with
-from nsode.search import SEARCH_BRANCHES, shortlist, template_of
-from nsode.settings import Settings
+from nsode.search.choice import FORECAST_SHARE
+from nsode.search.proposals import propose_with
+from nsode.search.funnel import SEARCH_BRANCHES, shortlist, template_of
+from nsode.search.settings import Settings
 
 T_OBS, T_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 
@@ -37,7 +37,7 @@ T_OBS, T_GRID = np.linspace(0, 2, 128), np.linspace(0, 4, 256)
 def generated_cases(folder: str, limit: int, seed: int = 0):
     """(name, f) of the first ODE of each held-out skeleton of a data folder, with its y0."""
     from nsode.data import tokens
-    from nsode.stream import stream_examples
+    from nsode.train.stream import stream_examples
 
     out, seen = [], set()
     for ex in stream_examples(folder, split="val"):
@@ -118,7 +118,7 @@ def term_sizes(expr: sympy.Expr, t, y) -> dict:
     rate max|y| / span (`term_scale`) and of the largest |f| (`cancellation`): a sum of huge
     cancelling terms (1661 sin(y) - 1659) reads far above 1 on both."""
     from core.expressions import evaluate
-    from nsode.terms import split
+    from nsode.search.terms import split
 
     with np.errstate(all="ignore"):
         terms = np.array([c * np.broadcast_to(evaluate(rest, y), y.shape) for c, rest in split(expr)], float)

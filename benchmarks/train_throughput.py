@@ -21,10 +21,10 @@ from tabulate import tabulate
 
 from core.arguments import existing_folder, whole_number
 from nsode import model as nsode_model
-from nsode.batching import two_hot_loss
-from nsode.stream import stream_examples
-from nsode.train import cpu_has_bf16
-from nsode.train_data import batches
+from nsode.train.batching import two_hot_loss
+from nsode.train.stream import stream_examples
+from nsode.train.run import cpu_has_bf16
+from nsode.train.loader import batches
 
 
 def batch_stream(data, batch_size, scaling, seed=0):

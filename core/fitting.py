@@ -1,6 +1,6 @@
 """Fit the constants (and the initial value) of a parametrised scalar ODE y' = f(y; c) to one
 observed trajectory, or to several records of one law, and compare fits by an information
-criterion. One fitter for every method that fits skeletons (the NSODE search in nsode/search.py,
+criterion. One fitter for every method that fits skeletons (the NSODE search in nsode/search/funnel.py,
 the ProGED-style grammar baseline in baselines/grammar.py, the `truth-refit` reference).
 
 Two fits, cheap then exact:

@@ -21,7 +21,7 @@ version 17 lets a law that tends to 0 at 0 (y log y) pass the start at rest; ver
 that start only when y0 lies within the noise of 0; version 19 reads a record of more than
 1,024 observations through the means of 1,024 consecutive groups, so that time and memory no
 longer grow with the record) reads the beam as skeletons and lets a fitter decide
-(nsode/search.py, not in the paper): constants and y0 refitted, fits unsafe to extrapolate
+(nsode/search/funnel.py, not in the paper): constants and y0 refitted, fits unsafe to extrapolate
 rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
@@ -56,8 +56,8 @@ from bench.method import Variant, check_kinds, is_whole, require
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, checkpoint_files, default_checkpoint
 from nsode.options import search_settings
 from nsode.scaling import raw_range_text
-from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES
-from nsode.settings import Settings
+from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES
+from nsode.search.settings import Settings
 
 SETTINGS = {f.name for f in dataclasses.fields(Settings)}  # parameters checked as the search's flags
 
@@ -99,7 +99,7 @@ class NSODE(Method):
     from where it was at 0; with `lead_added` that start's uncertainty is its noise plus the lead's
     motion, not the larger), and `decade_weights` (such a record's fits weigh residuals by the noise
     profile, unclipped) with `decade_reweight` (that profile fitted by reweighted least squares;
-    nsode.settings.Settings); `threads` are torch's CPU threads per worker."""
+    nsode.search.settings.Settings); `threads` are torch's CPU threads per worker."""
 
     name = "nsode"
     version = "2"

@@ -1,10 +1,11 @@
 """NSODE: predict a scalar autonomous ODE y' = f(y) in symbolic form from one trajectory.
 
 Modules, in the order data flows: `nsode.data` (random ODEs, their solutions, the token
-vocabulary and two-hot constants), `encoding` (IEEE-754 bits of the observations), `stream` and
-`batching` (training examples from the generator's shards), `model` (the transformer), `train`,
-`decode` (beam search), `select` (candidate choice by R^2), `predict` (the whole pipeline) and
-`export` (shipping checkpoints to nsode/checkpoints/). Nothing here imports `bench`.
+vocabulary and two-hot constants), `nsode.train` (training on them), `encoding` (IEEE-754 bits
+of the observations) and `scaling` (scale-invariant input), `model` (the transformer), `decode`
+(beam search), `select` (the paper's pick by R^2), `nsode.search` (the model proposes, a fitter
+decides), `predict` (the whole pipeline), `joint` (one law from several records) and `export`
+(shipping checkpoints to nsode/checkpoints/). Nothing here imports `bench`.
 """
 from pathlib import Path
 

@@ -6,7 +6,7 @@ data against the predicted trajectory, extrapolated to twice the observed time s
 --joint, several files are records of one system (other starts, other runs): one law is read from
 them all, its constants shared and an initial value fitted for each (nsode/joint.py).
 
-By default NSODE proposes skeletons and a fitter decides (nsode/search.py): the shipped nsode-eps
+By default NSODE proposes skeletons and a fitter decides (nsode/search/funnel.py): the shipped nsode-eps
 reads a trajectory like its training data (times within [0, 2] spanning most of it, max |y|
 within 2^3 of 4), the scale-invariant nsode-eps-scaled any other; constants and the initial value
 are refitted, fits that fail from a perturbed initial value or on twice the span are rejected,
@@ -87,7 +87,7 @@ def _figure_path(path: Path) -> Path:
 
 def main(argv=None) -> int:
     from nsode.options import add_search_arguments, changed_flags, settings_from
-    from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES
+    from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES
 
     p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -173,8 +173,8 @@ def main(argv=None) -> int:
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
     from nsode.scaling import raw_range_text
-    from nsode.digits import identifiable_form, supported
-    from nsode.choice import choice_profile
+    from nsode.search.digits import identifiable_form, supported
+    from nsode.search.choice import choice_profile
 
     torch.set_num_threads(args.threads)  # the model is small: one thread is as fast, and not slowed by load
     search = None if args.paper else settings_from(args)
@@ -266,7 +266,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     from core.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.joint import predict_records, record_misses, supported_values
-    from nsode.settings import MISFIT_NOISES
+    from nsode.search.settings import MISFIT_NOISES
 
     result = predict_records(predictor, records)
     chosen = result.chosen

@@ -7,7 +7,7 @@ fits, and new sums of the terms those fits write between them (records in other 
 show other terms of one law); all are refitted on every record at once (core.fitting.fit_records,
 each residual in its own record's noise), and a joint information criterion (the law's constants plus one
 initial value per record, each charged log of all observations) ranks the fits. The best one
-whose course is safe from every record's start wins (nsode.choice.unsafe_reason), unless a safe
+whose course is safe from every record's start wins (nsode.search.choice.unsafe_reason), unless a safe
 fit within RIVAL_WINDOW of it is the shorter law (the single search's node and nesting costs;
 no forecast: the other records are the test that a forecast stands in for). A law must hold
 over every record's range of y, so a curve that follows one record (a sine standing in for a
@@ -37,14 +37,14 @@ from core.metrics import r2
 from core.noise import noise_level
 from core.uncertainty import round_to_error
 from core.trajectories import observed
-from nsode.choice import RIVAL_WINDOW, choice_profile, tie_cost, unsafe_reason
+from nsode.search.choice import RIVAL_WINDOW, choice_profile, tie_cost, unsafe_reason
 from nsode.data.tokens import to_infix
-from nsode.fits import Found
+from nsode.search.fits import Found
 from nsode.predict import Prediction, Predictor
-from nsode.proposals import propose
-from nsode.search import template_of
-from nsode.settings import MISFIT_NOISES, Settings
-from nsode.terms import Skeleton, skeleton_key
+from nsode.search.proposals import propose
+from nsode.search.funnel import template_of
+from nsode.search.settings import MISFIT_NOISES, Settings
+from nsode.search.terms import Skeleton, skeleton_key
 
 JOINT_SHORTLIST = 8  # each record's best fits (its search's order) whose skeletons are refitted on all records
 JOINT_COMBINED = 8  # new sums of the records' terms fitted jointly besides them, per ranking asked for (`_recombined`)
@@ -164,7 +164,7 @@ def _check_look(second_look: str) -> None:
 
 
 def _keys(starts: list[Start]) -> set[tuple]:
-    """The skeletons of `starts` (nsode.terms.skeleton_key)."""
+    """The skeletons of `starts` (nsode.search.terms.skeleton_key)."""
     return {skeleton_key(start.template.substitute(start.values)) for start in starts}
 
 

@@ -1,4 +1,4 @@
-"""The search's settings as command-line options: one table gives each `nsode.settings.Settings` field
+"""The search's settings as command-line options: one table gives each `nsode.search.settings.Settings` field
 its flag and help, for `python -m nsode predict` and `benchmarks/nsode_quality.py` alike, so a
 new setting is written once (its default stays in Settings); `search_settings` builds Settings from
 named values, the method's parameters included."""
@@ -9,7 +9,7 @@ from dataclasses import asdict, fields
 
 from core import protocol
 from core.arguments import nonnegative_number, positive_number, share, whole_number
-from nsode.settings import Settings
+from nsode.search.settings import Settings
 
 # field: (argparse type, a tuple of choices, or bool for an on/off switch; help). A switch whose
 # default is on is written --no-FIELD.

@@ -1,5 +1,5 @@
 """Inference: trajectory -> beam of candidate ODEs -> selection by R^2, or (with `search`) the
-skeleton search of nsode/search.py: constants and y0 refitted, unsafe fits rejected, parsimony.
+skeleton search of nsode/search/funnel.py: constants and y0 refitted, unsafe fits rejected, parsimony.
 
 `Predictor` holds a loaded model and the decoding settings; `predict(t, y)` returns a
 `Prediction` with the chosen expression, its R^2 on the data, all candidates best first and the
@@ -24,17 +24,17 @@ from core.fitting import bin_means
 from core.noise import isolated_glitches
 from core.trajectories import observed
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
-from nsode.choice import rivals
+from nsode.search.choice import rivals
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
-from nsode.fits import Found, restate
+from nsode.search.fits import Found, restate
 from nsode.model import NSODEModel, load
 from nsode.options import checked
 from nsode.scaling import Scale, in_raw_range
-from nsode.search import SEARCH_BEAM, SEARCH_BRANCHES, search
+from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES, search
 from nsode.select import EXACT_TOP, select
-from nsode.settings import Settings
+from nsode.search.settings import Settings
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Prediction:
     timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
     info: dict = field(default_factory=dict)  # the search's counts, noise level, safety-net flag, set_aside (indices)
     y0: float | None = None  # the fitted initial value (search only; else the first observation)
-    chosen: Found | None = None  # the search's pick with its template (nsode.digits.supported rounds it for display)
+    chosen: Found | None = None  # the search's pick with its template (nsode.search.digits.supported rounds it for display)
     rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
     rejected: dict[str, str] = field(default_factory=dict)  # candidate -> why it is unsafe to extrapolate (search only)
     fits: list[Found] = field(default_factory=list)  # the fit behind each candidate, in their order (search only)

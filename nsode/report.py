@@ -41,9 +41,9 @@ def numbered_as_read(expr, params, constants) -> tuple[str, list]:
 
 def readable(expression: str, y) -> str:
     """The expression with numbers that only rescale a term folded into its coefficient
-    (`nsode.digits.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
+    (`nsode.search.digits.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
     from core.expressions import parse, to_string
-    from nsode.digits import identifiable_expression
+    from nsode.search.digits import identifiable_expression
 
     try:
         return to_string(identifiable_expression(parse(expression), y))
@@ -76,11 +76,11 @@ def noise_text(sigma: float, weighed: bool) -> str:
 
 
 def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Print how far the fits the data cannot tell from the pick (`nsode.choice.rivals`) part from
+    """Print how far the fits the data cannot tell from the pick (`nsode.search.choice.rivals`) part from
     it over twice the observed span; returns their trajectories for the plot."""
     from core.metrics import r2
-    from nsode.choice import RIVAL_WINDOW
-    from nsode.fits import extrapolations
+    from nsode.search.choice import RIVAL_WINDOW
+    from nsode.search.fits import extrapolations
 
     grid, (pick, *paths) = extrapolations([result.chosen, *result.rivals], t)
     end = f"to t = {time_text(grid[-1], t)}"
@@ -117,8 +117,8 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
     from core.noise import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
-    from nsode.fits import misfit
-    from nsode.settings import MISFIT_NOISES
+    from nsode.search.fits import misfit
+    from nsode.search.settings import MISFIT_NOISES
 
     notes = []
     glitches = isolated_glitches(t, y)

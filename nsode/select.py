@@ -9,7 +9,7 @@ cheap pass with the integral form of the ODE,
 evaluated on the observed y with the trapezoid rule (one vectorised evaluation of f per
 candidate, no solver and no derivative estimates), then integrates only the `exact` best of that
 ranking with LSODA. This is the paper's selection; refitting constants and choosing with
-parsimony (not in the paper) is nsode/search.py, on the shared fitter core/fitting.py.
+parsimony (not in the paper) is nsode/search/funnel.py, on the shared fitter core/fitting.py.
 """
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ cmd=${1:?start, watch or fixed}
 if [ "$cmd" = fixed ]; then
   shift
   for d in "$@"; do
-    echo "$(basename "$d"): $($PY -c "import sys; from nsode.stream import held_out_copy
+    echo "$(basename "$d"): $($PY -c "import sys; from nsode.train.stream import held_out_copy
 print(held_out_copy(sys.argv[1], sys.argv[2]))" "$d" ".gpu/fixed/$(basename "$d")") held-out solutions in .gpu/fixed"
   done
   exit 0

@@ -4,7 +4,7 @@ import pytest
 import sympy
 import torch
 
-from nsode.batching import collate, two_hot_loss
+from nsode.train.batching import collate, two_hot_loss
 from nsode.data import tokens
 from core.expressions import Y, compile_scalar
 from core.solving import solve

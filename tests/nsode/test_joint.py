@@ -10,7 +10,7 @@ from core.solving import solve
 from nsode.data.tokens import parse_infix
 from nsode.joint import joint_choice, predict_records
 from nsode.predict import Predictor
-from nsode.terms import skeleton_key
+from nsode.search.terms import skeleton_key
 
 LOGISTIC = 1.3 * Y - 0.4 * Y**2  # K = 3.25
 STARTS = (0.3, 1.0, 5.0)  # below, well below and above K: each record sees another stretch of y
@@ -79,8 +79,8 @@ def test_the_shared_ranking_fits_more_new_sums_and_keeps_a_law_that_fits(predict
 
 def test_the_joint_integral_fit_shares_coefficients_and_ranks_the_law_above_a_per_record_stand_in():
     from nsode.joint import _linear_joint, _record
-    from nsode.proposals import propose
-    from nsode.settings import Settings
+    from nsode.search.proposals import propose
+    from nsode.search.settings import Settings
 
     records = logistic_records()
     read = [_record(t, y, Settings()) for t, y in records]

@@ -6,7 +6,7 @@ import pytest
 
 from methods.nsode import NSODE
 from nsode.options import SEARCH_OPTIONS, add_search_arguments, changed_flags, flag, search_settings, settings_from
-from nsode.settings import Settings
+from nsode.search.settings import Settings
 
 
 def parse(*argv):

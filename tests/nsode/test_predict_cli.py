@@ -184,7 +184,7 @@ def test_when_every_fit_fails_the_stability_check_the_user_is_told(capsys):
     from core.expressions import parse
     from nsode.predict import Predictor
     from nsode.report import beyond_the_data
-    from nsode.settings import Settings
+    from nsode.search.settings import Settings
 
     t = np.linspace(0, 2, 40)
     y = np.sqrt(1e-4 + t) + 0.01 * np.random.default_rng(0).normal(size=t.size)  # y' = 0.5/y from 0.01

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import sympy
 
-from nsode.batching import model_view, scaled_targets
+from nsode.train.batching import model_view, scaled_targets
 from core.expressions import Y
 from nsode.data.tokens import decode, encode, parse_infix, targets
 from nsode.encoding import encode_observations

@@ -23,8 +23,8 @@ def test_fast_ranking_picks_the_same_expression_as_integrating_every_candidate()
 
 
 def test_search_refits_a_perturbed_constant():
-    from nsode.search import search
-    from nsode.settings import Settings
+    from nsode.search.funnel import search
+    from nsode.search.settings import Settings
 
     t = np.linspace(0, 2, 128)
     y = solve(compile_scalar(-0.5 * Y), 3.0, t)

@@ -1,12 +1,12 @@
 """NSODE proposes, a fitter decides: from beam candidates to one fitted, safe, parsimonious ODE.
 
-nsode.proposals reads the beam's expressions as skeletons (stage 1 below: sub-sums, added
+nsode.search.proposals reads the beam's expressions as skeletons (stage 1 below: sub-sums, added
 constants, snapped exponents, per-capita readings, recombined terms, y' = 0) and scores them all
-at once; this module fits the best of them (stages 2 and 3), nsode.choice chooses one (stage 4),
-and nsode.digits shows the pick with the digits the data support.
+at once; this module fits the best of them (stages 2 and 3), nsode.search.choice chooses one (stage 4),
+and nsode.search.digits shows the pick with the digits the data support.
 
-A funnel with counted budgets (core.fitting does every fit; nsode.settings holds the budgets):
-1. every skeleton (nsode.proposals): its term coefficients and y0 by linear least squares on the
+A funnel with counted budgets (core.fitting does every fit; nsode.search.settings holds the budgets):
+1. every skeleton (nsode.search.proposals): its term coefficients and y0 by linear least squares on the
    integral form, inner constants at the model's values (one numpy evaluation per term: cheap);
 2. the `top_k` best by information criterion: all constants and y0 on the integral form (where
    none of them can be integrated over the observations, the next ones, `fallback_fits`);
@@ -21,7 +21,7 @@ A funnel with counted budgets (core.fitting does every fit; nsode.settings holds
    (`robust`, `turn_back`, `origin`), and whose law does not nearly stop between two observations
    of its course (`hidden_pause`), wins, unless another safe one within `forecast` of its criterion
    does better on criterion plus forecast error (fitted on the first 70% of the observations,
-   scored on the rest) plus `node_cost` per node of its expression tree (nsode.choice.select).
+   scored on the rest) plus `node_cost` per node of its expression tree (nsode.search.choice.select).
 With `misfit_powers` (off: measured in session 76, not kept), a pick that misses the data by more
 than `misfit_gate` noise levels gets a second look: stage 1 again with powers of y recombined, the
 new skeletons through stages 2 and 3 (`fitted`), stage 4 (`select`) over all the fits.
@@ -40,11 +40,11 @@ import sympy
 from core.expressions import Y
 from core.fitting import Template, abstract, better_start, bin_means, fit_integral, fit_trajectory, information_criterion
 from core.noise import noise_level
-from nsode.choice import choice_profile, many_decades, select
-from nsode.fits import Found, misfit, trajectory_score
-from nsode.proposals import MAX_TERMS, bracketed, propose, propose_with, snapped
-from nsode.settings import Settings
-from nsode.terms import Skeleton, skeleton_key, split
+from nsode.search.choice import choice_profile, many_decades, select
+from nsode.search.fits import Found, misfit, trajectory_score
+from nsode.search.proposals import MAX_TERMS, bracketed, propose, propose_with, snapped
+from nsode.search.settings import Settings
+from nsode.search.terms import Skeleton, skeleton_key, split
 
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; docs/search.md)
@@ -125,7 +125,7 @@ def fit_candidates(skeletons: list[Skeleton], t, y, sigma: float, settings: Sett
     """Stages 2 and 3: all constants and y0 on the integral form for each skeleton, then least
     squares on the trajectory for the `settings.refit` best of those (by criterion plus
     multiplicity `charge`); unsorted. A noise `profile` weighs the final criterion, and the
-    trajectory fits too on a record that spans many decades (`nsode.choice.many_decades`)."""
+    trajectory fits too on a record that spans many decades (`nsode.search.choice.many_decades`)."""
     charge = charge or {}
     fitted = []
     for skeleton in skeletons:

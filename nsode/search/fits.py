@@ -1,7 +1,7 @@
 """One fitted candidate of the search (`Found`) and what is measured of it on a record: its
 trajectory's R^2 and information criterion, its residuals in noise levels, its course beyond the
-data. Shared by the fits (nsode.search), the choice (nsode.choice), the joint read (nsode.joint)
-and what `nsode predict` prints (nsode.report, nsode.digits).
+data. Shared by the fits (nsode.search), the choice (nsode.search.choice), the joint read (nsode.joint)
+and what `nsode predict` prints (nsode.report, nsode.search.digits).
 """
 from __future__ import annotations
 

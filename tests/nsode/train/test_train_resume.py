@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 
 from nsode.data import config, generate, shards, tokens
-from nsode.stream import held_out_copy, in_validation, stream_examples
+from nsode.train.stream import held_out_copy, in_validation, stream_examples
 import torch
 from safetensors.torch import load_file
 
-from nsode import train
-from nsode import validation as validation_module
-from nsode.train import default_warmup, lr_at, main
-from nsode.validation import Validation
+from nsode.train import run as train
+from nsode.train import validation as validation_module
+from nsode.train.run import default_warmup, lr_at, main
+from nsode.train.validation import Validation
 
 VAL_PERCENT = 30
 
@@ -97,9 +97,9 @@ def test_a_data_folder_that_cannot_be_read_is_one_line_not_skipped(training_data
 
 
 def test_data_without_training_examples_is_one_line(training_data, tmp_path, capsys, monkeypatch):
-    import nsode.stream
+    import nsode.train.stream
 
-    monkeypatch.setattr(nsode.stream, "excluded_skeletons", lambda: _Everything())
+    monkeypatch.setattr(nsode.train.stream, "excluded_skeletons", lambda: _Everything())
     assert main(["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--steps", "2",
                  "--val-batches", "1", "--out", str(tmp_path / "run")]) == 2
     assert "no training examples" in capsys.readouterr().err
@@ -173,11 +173,11 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, 
 
 
 def test_skeletons_of_the_large_test_set_are_never_streamed(training_data, monkeypatch):
-    import nsode.stream
+    import nsode.train.stream
 
     everything = list(stream_examples(training_data, split="train", val_percent=0))
     banned = everything[0].skeleton
-    monkeypatch.setattr(nsode.stream, "excluded_skeletons", lambda: frozenset({banned}))
+    monkeypatch.setattr(nsode.train.stream, "excluded_skeletons", lambda: frozenset({banned}))
     kept = list(stream_examples(training_data, split="train", val_percent=0))
     assert banned not in {e.skeleton for e in kept}
     assert len(kept) == sum(e.skeleton != banned for e in everything)
@@ -210,7 +210,7 @@ def test_cosine_time_anneals_over_the_wall_clock_budget(training_data, tmp_path)
 
 
 def test_data_workers_read_disjoint_shares_of_the_shards(training_data):
-    from nsode.stream import list_shards
+    from nsode.train.stream import list_shards
 
     everything = [p for p, _ in list_shards(training_data)]
     shares = [[p for p, _ in list_shards(training_data, part=(k, 3))] for k in range(3)]

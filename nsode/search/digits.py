@@ -12,8 +12,8 @@ import sympy
 from core.expressions import Y, evaluate
 from core.fitting import Template, abstract
 from core.uncertainty import round_to_error, standard_errors
-from nsode.fits import Found, trajectory_score
-from nsode.terms import split
+from nsode.search.fits import Found, trajectory_score
+from nsode.search.terms import split
 
 
 @dataclass
@@ -30,7 +30,7 @@ def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = Non
     support (core.uncertainty.standard_errors, round_to_error), and to as many more as it takes for
     the rounded law to fit within one noise variance of the unrounded one: constants that move
     together (c and p of c*y**p) each have a large error alone, yet rounding both at it would
-    change the law. With the choice's noise `profile` (`nsode.choice.choice_profile`), each point
+    change the law. With the choice's noise `profile` (`nsode.search.choice.choice_profile`), each point
     counts in its own noise, as in the choice. What is printed and plotted."""
     if found.template is None:
         return Supported(found.expr, found.y0, math.inf, ())

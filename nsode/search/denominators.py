@@ -10,8 +10,8 @@ from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares
 
 from core.expressions import Y, evaluate
-from nsode.integral_fits import column_norms, least_squares_unit
-from nsode.terms import split
+from nsode.search.integral_fits import column_norms, least_squares_unit
+from nsode.search.terms import split
 
 DENOMINATOR_NFEV = 20  # Levenberg-Marquardt steps of a fitted denominator (each len(d) + 1 evaluations)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import sympy
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 from search_ab import bound_table  # noqa: E402
 

@@ -1,7 +1,7 @@
 """How the search reads an expression: a sum of terms, each a free coefficient times a rest whose
 numbers become free constants (integer and structural exponents such as y**2, 1/y, sqrt(y) stay
 structure), and the skeleton, the sorted keys of its terms. `Term` carries its integral along the
-observations, `Skeleton` a sum of terms with its cheap integral-form score (nsode.proposals).
+observations, `Skeleton` a sum of terms with its cheap integral-form score (nsode.search.proposals).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from scipy.integrate import cumulative_trapezoid
 from core.expressions import Y, complexity, evaluate
 from core.fitting import abstract
 from nsode.data.science import fixes_unit
-from nsode.settings import Settings
+from nsode.search.settings import Settings
 
 MAX_CONSTANTS = 7  # skeletons with more free constants are dropped
 

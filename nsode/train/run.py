@@ -1,9 +1,9 @@
 """Train NSODE: python -m nsode.train --data DIR --preset small --variant nsode-eps --out DIR
 
-Streams the generator's parquet shards (nsode.data; the batches: nsode.train_data), holds out
-whole skeletons for validation (nsode.validation), minimises the two-hot cross-entropy with AdamW
+Streams the generator's parquet shards (nsode.data; the batches: nsode.train.loader), holds out
+whole skeletons for validation (nsode.train.validation), minimises the two-hot cross-entropy with AdamW
 and a linear warm-up, and checkpoints as it goes (`OUT/last` for resuming, `OUT/best` by
-validation loss; safetensors only: nsode.run_checkpoints). Logs loss and token
+validation loss; safetensors only: nsode.train.checkpoints). Logs loss and token
 accuracy to OUT/log.csv with the validation R^2 of decoded expressions (beam 4, best of the
 beam by R^2), and draws OUT/loss_curve.png. Ctrl-C (or SIGTERM) saves OUT/last before it stops.
 
@@ -36,13 +36,13 @@ from transformers.utils import logging as hf_logging
 from core.arguments import output_path, positive_number, probability_below_one, share, whole_number
 from core.processes import signal_handled
 from nsode import model as nsode_model
-from nsode.batching import VARIANTS, two_hot_loss
+from nsode.train.batching import VARIANTS, two_hot_loss
 from nsode.data.shards import CONFIG_FILE, read_config, shard_paths
-from nsode.run_checkpoints import load_optimizer, read_training_state, recover_checkpoint, save_checkpoint
+from nsode.train.checkpoints import load_optimizer, read_training_state, recover_checkpoint, save_checkpoint
 from nsode.scaling import MODES as SCALING_MODES
-from nsode.stream import folder_weights
-from nsode.train_data import training_stream
-from nsode.validation import Validation
+from nsode.train.stream import folder_weights
+from nsode.train.loader import training_stream
+from nsode.train.validation import Validation
 
 DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "mini": 4e-4, "tiny": 5e-4}
 
@@ -436,6 +436,3 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     finally:
         stream.close()  # data worker processes stop with the loop
 
-
-if __name__ == "__main__":
-    sys.exit(main())

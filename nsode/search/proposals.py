@@ -1,7 +1,7 @@
 """Stage 1 of the search (nsode.search): the beam's expressions read as skeletons, every one
-scored at once (by linear least squares on the integral form: nsode.integral_fits).
+scored at once (by linear least squares on the integral form: nsode.search.integral_fits).
 
-Each expression is expanded into a sum of terms (nsode.terms), every term
+Each expression is expanded into a sum of terms (nsode.search.terms), every term
 gets a free coefficient and every other number inside it becomes a free constant (integer and
 structural exponents such as y**2, 1/y, sqrt(y) stay structure). Sub-sums (one term dropped)
 and sums with a constant term added are proposed as well, because the model often writes the
@@ -10,7 +10,7 @@ Each expression is also read with its exponents near an integer or +-1/2 snapped
 the beam reads `y**2.03`, the law has `y**2`), and so is each fitted candidate (`snap_fitted`:
 the fit moves the beam's `y**2.6` to `y**2.98`, refitted as `y**3`) before the choice; the beam
 that feeds the search branches into one constant interval per hypothesis
-(nsode.search.SEARCH_BRANCHES), so its width goes to distinct skeletons.
+(nsode.search.funnel.SEARCH_BRANCHES), so its width goes to distinct skeletons.
 The first `per_capita` beam expressions g are also read as y' = y*g: growth laws are written per
 capita (logistic y*(a - b*y), Gompertz y*log(K/y)), and the model often writes the bracket alone
 (`4.46 - log(y)`), which as a sum of terms no recombination turns into y*log(y).
@@ -31,10 +31,10 @@ import sympy
 
 from core.expressions import Y
 from core.fitting import Template, abstract, fit_integral
-from nsode.denominators import with_denominators
-from nsode.integral_fits import linear_fits
-from nsode.settings import Settings
-from nsode.terms import Skeleton, Term, split, term_of
+from nsode.search.denominators import with_denominators
+from nsode.search.integral_fits import linear_fits
+from nsode.search.settings import Settings
+from nsode.search.terms import Skeleton, Term, split, term_of
 
 MAX_TERMS = 6  # sums with more terms are not split into sub-sums
 SNAP = 0.1  # with `snap`, a beam exponent this close to an integer or to +-1/2 is also read as that exponent

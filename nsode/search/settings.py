@@ -1,6 +1,6 @@
-"""The search's settings: every budget and rule of nsode.search and nsode.choice in one dataclass.
+"""The search's settings: every budget and rule of the search (nsode.search) in one dataclass.
 
-A module of its own so that each stage (nsode.proposals, nsode.search, nsode.choice) and every
+A module of its own so that each stage (proposals, funnel, choice) and every
 caller (the CLI's options, the harness's methods, the benchmarks) reads the same fields without
 importing the stages that use them. Fields measured and not kept stay, off, so a study can turn
 them on again (docs/search.md says what each measured).

@@ -1,5 +1,5 @@
 """Stage 1's cheap score: every sum of terms fitted at once by linear least squares on the integral
-form y(t) - y(t_0) = sum_k c_k integral(term_k), batched by size (nsode.proposals).
+form y(t) - y(t_0) = sum_k c_k integral(term_k), batched by size (nsode.search.proposals).
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from core.fitting import information_criterion
-from nsode.terms import MAX_CONSTANTS, Term, free_constants
+from nsode.search.terms import MAX_CONSTANTS, Term, free_constants
 
 RIDGE = 1e-12  # of the integral form's normal equations (unit-norm columns), for collinear terms
 LSQ_RCOND = 1e-10  # where that would bend a fit, least squares drops directions this much weaker than the strongest

@@ -1,7 +1,7 @@
 """What the model sees of a stored solution, per variant."""
 import numpy as np
 
-from nsode.batching import observe
+from nsode.train.batching import observe
 
 T = np.linspace(0, 2, 1024)
 Y = 3 * np.exp(-0.5 * T)

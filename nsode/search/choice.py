@@ -20,8 +20,8 @@ from core.metrics import r2
 from core.noise import noise_level, noise_profile
 from core.stability import MANY_DECADES, hidden_pause, record_growth, unstable_reason
 from core.uncertainty import predictive_error
-from nsode.fits import Found, extrapolations, weighted
-from nsode.settings import Settings
+from nsode.search.fits import Found, extrapolations, weighted
+from nsode.search.settings import Settings
 
 PROFILE_ROUNDS = 3  # reweighting rounds of the noise profile of a record that spans many decades
 FORECAST_SHARE = 0.7  # the forecast check fits the first 70% of the observations, scores the rest

@@ -1,4 +1,4 @@
-"""The skeleton search (nsode/search.py): the fitter decides among the model's proposals."""
+"""The skeleton search (nsode/search/funnel.py): the fitter decides among the model's proposals."""
 import copy
 import math
 import re
@@ -15,16 +15,16 @@ from core.uncertainty import round_to_error
 from core import protocol
 from core.solving import solve, solve_truth
 from bench.tasks import Task, Trajectory
-from nsode.choice import RIVAL_WINDOW, heaviest_course, most_followed, rivals, square_roots, tie_cost
+from nsode.search.choice import RIVAL_WINDOW, heaviest_course, most_followed, rivals, square_roots, tie_cost
 from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
-from nsode.denominators import denominator_fitted
-from nsode.digits import supported
-from nsode.fits import Found, extrapolations
+from nsode.search.denominators import denominator_fitted
+from nsode.search.digits import supported
+from nsode.search.fits import Found, extrapolations
 from nsode.predict import Predictor
-from nsode.search import multiplicity_charge, search, shortlist
-from nsode.settings import Settings
-from nsode.terms import Skeleton, Term, skeleton_key
+from nsode.search.funnel import multiplicity_charge, search, shortlist
+from nsode.search.settings import Settings
+from nsode.search.terms import Skeleton, Term, skeleton_key
 
 T = np.linspace(0, 2, 64)
 DECAY = 3 * np.exp(-0.5 * T)
@@ -242,7 +242,7 @@ def test_a_search_whose_shortlist_cannot_be_integrated_still_answers(monkeypatch
     found, info = search([*poles, -0.1 - 2 * Y], t, y, settings)
     assert skeleton_key(found[0].expr) == skeleton_key(-0.1 - 2 * Y) and found[0].r2 > 0.9, found[0].expr
     assert info["fitted"] == 4 and sum(not math.isfinite(f.r2) for f in found) == 2  # the shortlist, the rest, y' = 0
-    monkeypatch.setattr("nsode.search.FALLBACK_TIERS", 0)
+    monkeypatch.setattr("nsode.search.funnel.FALLBACK_TIERS", 0)
     found, _ = search([*poles, -0.1 - 2 * Y], t, y, replace(settings, steady=False))
     assert not any(math.isfinite(f.r2) for f in found)  # what the search answered before version 30: nothing
 
@@ -403,7 +403,7 @@ def test_a_law_that_fixes_the_unit_of_y_is_charged_when_asked():
 
 
 def test_a_log_of_y_needs_a_scale_or_a_term_that_absorbs_the_unit():
-    from nsode.terms import logs_have_scale, split, term_key
+    from nsode.search.terms import logs_have_scale, split, term_key
 
     def terms(text):
         return [Term(term_key(rest), rest, np.zeros(3), 0) for _, rest in split(parse(text))]
@@ -471,7 +471,7 @@ def test_a_long_record_is_searched_through_group_means_and_answered_for_every_ob
 
 def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
     from core.noise import noise_level
-    from nsode.digits import identifiable, identifiable_form
+    from nsode.search.digits import identifiable, identifiable_form
 
     assert identifiable(parse_infix("y*exp(0.5*y - 1.2)")) == parse_infix("y*exp(0.5*y)")
     inner = parse_infix("sin(1/(1 + 2*y))")  # a denominator inside a function is structure
@@ -493,7 +493,7 @@ def test_numbers_a_fitted_law_has_merged_are_shown_as_one_constant():
     import sympy
 
     from core.noise import noise_level
-    from nsode.digits import identifiable_form
+    from nsode.search.digits import identifiable_form
 
     t = np.linspace(0, 2, 50)
     y = (1 + 0.5 * t) * (1 + 0.005 * np.random.default_rng(0).normal(size=t.size))
@@ -519,7 +519,7 @@ def test_a_logistic_is_not_read_as_nested_functions(predictor):
 
 
 def test_snapped_reads_exponents_near_an_integer_or_a_half_as_structure():
-    from nsode.proposals import snapped
+    from nsode.search.proposals import snapped
 
     assert snapped(Y ** sympy.Float(2.03)) == Y**2
     assert snapped(3 * Y ** sympy.Float(0.47)) == 3 * sympy.sqrt(Y)
@@ -540,7 +540,7 @@ def test_fitted_exponents_near_an_integer_are_refitted_as_structure():
 
 
 def test_bracketed_sets_one_free_exponent_at_a_time_to_the_integers_and_half_beside_it():
-    from nsode.proposals import bracketed
+    from nsode.search.proposals import bracketed
 
     expr = 1.2 * Y - Y ** sympy.Float(3.4)
     assert bracketed(expr) == [1.2 * Y - Y**3, 1.2 * Y - Y ** sympy.Rational(7, 2), 1.2 * Y - Y**4]
@@ -750,7 +750,7 @@ def test_noise_that_grows_with_y_is_weighed_in_the_choice():
 def test_a_hidden_pause_makes_a_fit_unsafe():
     # the law with a bump that nearly stops it midway between two samples: it integrates from
     # every start the check tries, so only `hidden_pause` tells it apart
-    from nsode.choice import _unsafe
+    from nsode.search.choice import _unsafe
     t = np.linspace(0, 600, 60)
     law = -0.05 * Y / (0.4 + Y)
     middle = 4.9433  # midway between the 11th and 12th samples of the law's course from 10
@@ -822,7 +822,7 @@ def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_pa
     from scipy.integrate import cumulative_trapezoid
 
     from core.fitting import information_criterion
-    from nsode.proposals import propose
+    from nsode.search.proposals import propose
 
     t = np.linspace(0, 20, 64)  # pressure in Pa relaxing by 30 Pa, read to 0.05 Pa
     y = 101325 + 30 * np.exp(-0.2 * t) + 0.05 * np.random.default_rng(4).standard_normal(64)
@@ -834,7 +834,7 @@ def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_pa
 
 
 def test_the_exact_path_is_least_squares_with_the_minimum_norm_where_columns_coincide():
-    from nsode.integral_fits import least_squares_unit
+    from nsode.search.integral_fits import least_squares_unit
 
     rng = np.random.default_rng(0)
     design = rng.standard_normal((3, 20, 4))

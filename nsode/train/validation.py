@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nsode.batching import observe, two_hot_loss
-from nsode.stream import stream_examples
-from nsode.train_data import batches
+from nsode.train.batching import observe, two_hot_loss
+from nsode.train.stream import stream_examples
+from nsode.train.loader import batches
 
 
 @torch.no_grad()

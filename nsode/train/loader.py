@@ -1,4 +1,4 @@
-"""The batches training reads: the generator's shards streamed (nsode.stream), each example
+"""The batches training reads: the generator's shards streamed (nsode.train.stream), each example
 observed as the variant says (points and noise drawn afresh: `batching.observe`) and put in the
 model's view (`batching.model_view`); in this process or in `--workers` data processes.
 """
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nsode.batching import collate, model_view, observe
-from nsode.stream import list_shards, stream_examples
+from nsode.train.batching import collate, model_view, observe
+from nsode.train.stream import list_shards, stream_examples
 
 
 def batches(examples, variant: str, batch_size: int, bos: int, pad: int, rng, keep_last: bool = False,
