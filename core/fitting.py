@@ -120,6 +120,27 @@ def refit_numbers(expr: sympy.Expr, t: np.ndarray, y: np.ndarray, *,
     return (template.substitute(fit.values), fit.y0) if fit.ok else None
 
 
+def levenberg_marquardt(fun, x0: np.ndarray, *, jac=None, max_nfev: int) -> tuple[np.ndarray, int]:
+    """scipy's `least_squares(method="lm")` made repeatable: (x, nfev).
+
+    scipy 1.17's MINPACK reads one number past the Jacobian when it recomputes the norm of the
+    column in the last pivot place after cancellation (fixed in scipy 1.18, scipy PR #24323, which
+    needs Python 3.12), so an ill-conditioned fit depended on what the process had allocated
+    before it (docs/search.md, "Session 82"). An extra parameter that the residual ignores adds an
+    all-zero column, which pivoting keeps in the last place and never recomputes.
+    """
+    def padded(x):
+        return fun(x[:-1])
+
+    def padded_jac(x):
+        j = np.asarray(jac(x[:-1]), dtype=float)
+        return np.column_stack([j, np.zeros(len(j))])
+
+    fit = least_squares(padded, np.append(np.asarray(x0, dtype=float), 0.0),
+                        jac="2-point" if jac is None else padded_jac, method="lm", max_nfev=max_nfev)
+    return fit.x[:-1], int(fit.nfev)
+
+
 def fit_integral(template: Template, t: np.ndarray, y: np.ndarray, start, *, max_nfev: int = 30) -> Fit:
     """Constants and y0 minimising the integral-form residual (cheap: no solver, see module doc)."""
     k = len(template.params)
@@ -139,9 +160,8 @@ def fit_integral(template: Template, t: np.ndarray, y: np.ndarray, start, *, max
             x = x0 - np.linalg.lstsq(jac, residual, rcond=None)[0]
             nfev = 1
         else:
-            fit = least_squares(lambda x: parts(x)[0], x0, jac=lambda x: parts(x)[1], method="lm",
-                                max_nfev=max_nfev * (k + 1))
-            x, nfev = fit.x, int(fit.nfev)
+            x, nfev = levenberg_marquardt(lambda x: parts(x)[0], x0, jac=lambda x: parts(x)[1],
+                                          max_nfev=max_nfev * (k + 1))
         residual = parts(x)[0]
     except (ValueError, np.linalg.LinAlgError, OverflowError, ZeroDivisionError, TypeError):
         return Fit(tuple(map(float, start)), float(y[0]), math.inf)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
-from scipy.optimize import least_squares
 
 from core.expressions import Y, evaluate
+from core.fitting import levenberg_marquardt
 from nsode.search.integral_fits import column_norms, least_squares_unit
 from nsode.search.terms import split
 
@@ -129,7 +129,8 @@ def _denominator_polished(over, plain, lead: int, lower: list[int], t, y) -> np.
         if not np.all(np.isfinite(start)):
             return None
         try:
-            fit = least_squares(residual, start, method="lm", max_nfev=DENOMINATOR_NFEV * (len(start) + 1))
+            x, _ = levenberg_marquardt(residual, np.asarray(start, dtype=float),
+                                       max_nfev=DENOMINATOR_NFEV * (len(start) + 1))
         except (ValueError, np.linalg.LinAlgError):
             return start
-        return fit.x if np.all(np.isfinite(fit.x)) else start
+        return x if np.all(np.isfinite(x)) else start
