@@ -5,8 +5,11 @@ import numpy as np
 import pytest
 import sympy
 
+from scipy.integrate import cumulative_trapezoid
+from scipy.optimize import least_squares
+
 from core.fitting import (Template, better_start, bin_means, fit_integral, fit_records, fit_trajectory,
-                          information_criterion)
+                          information_criterion, levenberg_marquardt)
 from core.noise import estimate_noise, noise_profile
 from core.uncertainty import standard_errors
 from core.expressions import Y, compile_scalar
@@ -139,3 +142,52 @@ def test_a_blow_up_is_placed_where_it_happens_after_earlier_solves():
     solve(lambda v: -0.3 * v, 2.5, t)
     with pytest.raises(SolveError, match=r"near t = 1 "):  # not at t = 4, where the earlier solves got to
         solve(lambda v: v * v, 1.0, t)  # y' = y**2 from 1 blows up at t = 1
+
+
+def _nearly_collinear_fit():
+    """An integral-form fit whose Jacobian columns nearly coincide (sin(y) and sin(c3 + y) with c3
+    near 2 pi, constants near 1e3): where scipy 1.17's MINPACK recomputes a column norm."""
+    c = sympy.symbols("c0:5", real=True)
+    template = Template(c[0] * sympy.sin(Y) + c[1] * sympy.cos(Y) / Y + c[2] * sympy.sin(c[3] + Y) + c[4], c)
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 2, 128)
+    y = (1 + 2 * np.exp(-t)) * (1 + 0.01 * rng.standard_normal(128))
+
+    def parts(x):
+        f, grad = template.values_and_gradients(y, x[1:])
+        return (x[0] + cumulative_trapezoid(f, t, initial=0.0) - y,
+                np.column_stack([np.ones_like(y), *(cumulative_trapezoid(g, t, initial=0.0) for g in grad)]))
+
+    return parts, np.array([y[0], -1137.5, -2334.4, 1017.2, 5.778, 246.4])
+
+
+def test_an_ill_conditioned_fit_gives_one_answer_whatever_the_process_allocated_before():
+    parts, x0 = _nearly_collinear_fit()
+    rng = np.random.default_rng(1)
+    answers = set()
+    for _ in range(20):
+        for n in rng.integers(100, 2000, 8):  # leave other numbers where the fit's arrays will lie
+            junk = np.empty(n)
+            junk[:] = rng.standard_normal(n)
+            del junk
+        x, nfev = levenberg_marquardt(lambda x: parts(x)[0], x0, jac=lambda x: parts(x)[1], max_nfev=180)
+        answers.add((x.tobytes(), nfev))
+    assert len(answers) == 1  # scipy's least_squares(method="lm") gave two answers here (13 of 40 the other)
+
+
+def test_levenberg_marquardt_is_scipys_fit_where_scipys_is_well_defined():
+    t = np.linspace(0, 2, 50)
+    y = 3 * np.exp(-0.7 * t) + 0.5
+
+    def residual(x):
+        return x[0] * np.exp(-x[1] * t) + x[2] - y
+
+    def jac(x):
+        e = np.exp(-x[1] * t)
+        return np.column_stack([e, -x[0] * t * e, np.ones_like(t)])
+
+    for derivative in (jac, None):  # analytic and finite differences
+        x, nfev = levenberg_marquardt(residual, np.array([1.0, 1.0, 0.0]), jac=derivative, max_nfev=200)
+        reference = least_squares(residual, np.array([1.0, 1.0, 0.0]), jac=derivative or "2-point", method="lm")
+        assert np.allclose(x, [3.0, 0.7, 0.5], atol=1e-6) and np.allclose(x, reference.x, atol=1e-8)
+        assert 0 < nfev <= 200
