@@ -323,11 +323,21 @@ def _run(args) -> int:
         return 0
     paths = report.write(rows, Path(args.out))  # the folder's tables: every row it holds, as `bench report`
     print(report.format_markdown(report.medians(mine)))
-    if (mine.get("truth_kind") == "observations").any():
-        print("\n" + report.OBSERVATIONS_NOTE)
+    _print_observed_laws(mine)
     others = f" (they also hold the folder's {len(rows) - len(mine)} rows of other sweeps)" if len(rows) > len(mine) else ""
     print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}{others}")
     return 0
+
+
+def _print_observed_laws(rows) -> None:
+    """For a user's own records (no true law) the law found in each is the result: print them."""
+    from bench import report
+
+    observed = rows[rows["truth_kind"] == "observations"] if "truth_kind" in rows else rows.iloc[:0]
+    if not observed.empty:
+        print("\n" + report.OBSERVATIONS_NOTE)
+        print(f"\nThe laws found (constants to {report.LAW_DIGITS} digits; laws.csv has them in full):\n")
+        print(report.format_laws(report.laws(observed)))
 
 
 def _list(args) -> int:
@@ -369,6 +379,7 @@ def _report(args) -> int:
     rows = _read_results([Path(p) for p in args.results])
     paths = report.write(rows, _output_folder(args, ""))
     print(report.format_markdown(report.medians(rows)))
+    _print_observed_laws(rows)
     print("\ntables: " + ", ".join(str(v) for v in paths.values()))
     return 0
 

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import sympy
 
 from bench.rows import EXTRAP_DIVERGED, METRIC_COLUMNS
 from core import protocol
+from core.expressions import parse
 
 GROUP = ["dataset", "method", "noise", "n"]
 TABLE_METRICS = ("r2_interp", "r2_extrap", "complexity", "fit_time")  # columns of the paper-style tables
@@ -178,13 +180,55 @@ def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp"
     return shown.to_markdown(index=False, floatfmt=".4g")
 
 
+TASK = ["dataset", "equation_id", "record", "y0_index", "noise", "n", "seed"]
+LAW_DIGITS = 4  # significant digits of each constant in the printed laws (laws.csv keeps them all)
+SHOWN_LAWS = 40  # rows of the laws table printed after a sweep of user data
+
+
+def laws(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per task and method: the law it wrote (empty where it wrote none, with the status that
+    says why) and its scores as stored (missing where it failed). A task's `record` column is kept
+    where a CSV file held several records (`bench run --by`)."""
+    task = [c for c in TASK if c in rows.columns and (c != "record" or rows[c].notna().any())]
+    status = rows["status"].where(rows["status"] != "ok", rows["score_status"].fillna("ok"))
+    law = rows["expression"].fillna("") if "expression" in rows else ""
+    table = rows[task + ["method"]].assign(status=status, law=law)
+    for col in ("r2_interp", "r2_extrap", "fit_time"):
+        table[col] = pd.to_numeric(rows[col], errors="coerce")
+    return table.sort_values(task + ["method"], kind="stable").reset_index(drop=True)
+
+
+def _short(law: str) -> str:
+    """A law with each constant written to LAW_DIGITS significant digits, for reading."""
+    try:
+        expr = parse(law)
+    except ValueError:
+        return law
+    return str(expr.xreplace({c: sympy.Float(c, LAW_DIGITS) for c in expr.atoms(sympy.Float)}))
+
+
+def format_laws(table: pd.DataFrame, limit: int = SHOWN_LAWS) -> str:
+    """The laws table in markdown, constants to LAW_DIGITS digits, at most `limit` rows."""
+    shown = table.head(limit).drop(columns=["n", "seed", "fit_time"], errors="ignore")
+    if "record" not in shown and (shown["y0_index"] == 0).all():
+        shown = shown.drop(columns="y0_index")  # a file of one record: its place says nothing
+    shown = shown.assign(law=shown["law"].map(lambda law: _short(law) if law else ""))
+    shown = shown.dropna(axis=1, how="all")  # no extrapolation window in user data
+    text = shown.to_markdown(index=False, floatfmt=".4g")
+    if len(table) > limit:
+        more = len(table) - limit
+        text += f"\n\n... and {more} more row{'s' if more > 1 else ''}: laws.csv holds every one."
+    return text
+
+
 OBSERVATIONS_NOTE = ("Rows of user CSV trajectories are scored against the observations themselves, an "
                      "`expression` column or not (interpolation only; noise above 0 is added on top of them).")
 
 
 def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
-    """Write medians.csv, medians.md and failures.csv, plus medians_iqr.md, medians.tex and
-    failures.md (medians with interquartile ranges, failure counts) into `folder`; returns their paths."""
+    """Write medians.csv, medians.md and failures.csv, plus medians_iqr.md, medians.tex,
+    failures.md (medians with interquartile ranges, failure counts) and laws.csv (each task's law
+    and scores, one row per task and method) into `folder`; returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     table = medians(rows)
     paths = {"csv": folder / "medians.csv", "markdown": folder / "medians.md", "failures": folder / "failures.csv"}
@@ -199,4 +243,6 @@ def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
     paths["iqr_markdown"].write_text(format_iqr_markdown(rows) + "\n" + notes)
     paths["latex"].write_text(format_latex(rows))
     paths["failures_markdown"].write_text(format_failures_markdown(rows))
+    paths["laws"] = folder / "laws.csv"
+    laws(rows).to_csv(paths["laws"], index=False)
     return paths

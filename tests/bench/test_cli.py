@@ -1,5 +1,6 @@
 """User errors get one line naming the problem, never a traceback, and nothing stored is lost."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,7 @@ def test_csv_files_of_several_records_read_each_as_a_trajectory_of_the_file_s_la
                           "no column 'plate'")
     result = bench("run", "--dataset", folder, "--by", "Well", "--methods", "sindy", "--out", out)
     assert result.returncode == 0, result.stderr
+    assert "The laws found" in result.stdout and re.search(r"\| p1 +\| A1 +\| +0 \|", result.stdout)
     rows = pd.concat(pd.read_parquet(part) for part in (out / "parts").glob("*.parquet"))
     rows = rows.sort_values(["equation_id", "y0_index"])
     assert list(zip(rows.equation_id, rows.y0_index, rows.record)) == [("p1", 0, "A1"), ("p1", 1, "B1"), ("p2", 0, "C1")]

@@ -102,6 +102,26 @@ def test_tables_give_medians_with_interquartile_ranges_and_failure_counts(rows, 
     assert "RuntimeError: boom" in paths["failures_markdown"].read_text()
 
 
+def test_laws_csv_holds_each_task_s_law_and_the_printed_table_rounds_its_constants(tmp_path):
+    frame = pd.DataFrame([
+        dict(dataset="mine", equation_id=eq, record=None, y0_index=0, noise=0.0, n=64, seed=0, method=m,
+             status=status, score_status=score, expression=law, r2_interp=r2, r2_extrap=np.nan, fit_time=1.0,
+             truth_kind="observations", reason="", score_reason="")
+        for eq, m, status, score, law, r2 in [
+            ("growth", "b", "ok", "ok", "1.9974*y - 1.99512345*y**2", 0.9995),
+            ("growth", "a", "timeout", None, None, np.nan),
+            ("decay", "a", "ok", "diverged", "-0.50099464007*y", np.nan)]])
+    paths = report.write(frame, tmp_path)
+    table = pd.read_csv(paths["laws"])
+    assert list(zip(table.equation_id, table.method, table.status)) == [
+        ("decay", "a", "diverged"), ("growth", "a", "timeout"), ("growth", "b", "ok")]
+    assert table.law[2] == "1.9974*y - 1.99512345*y**2" and "record" not in table  # in full; no records here
+    shown = report.format_laws(report.laws(frame))
+    assert "-1.995*y**2 + 1.997*y" in shown and "-0.501*y" in shown and "y0_index" not in shown
+    assert "r2_extrap" not in shown  # user data has no extrapolation window
+    assert "and 1 more row:" in report.format_laws(report.laws(frame), limit=2)
+
+
 def test_failures_md_counts_each_kind_of_reason_once_and_the_csv_keeps_them_in_full(rows, tmp_path):
     """Reasons that differ only in their numbers (the time a solve stopped) are one kind."""
     failed = rows.copy()
