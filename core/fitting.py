@@ -126,7 +126,7 @@ def levenberg_marquardt(fun, x0: np.ndarray, *, jac=None, max_nfev: int) -> tupl
     scipy 1.17's MINPACK reads one number past the Jacobian when it recomputes the norm of the
     column in the last pivot place after cancellation (fixed in scipy 1.18, scipy PR #24323, which
     needs Python 3.12), so an ill-conditioned fit depended on what the process had allocated
-    before it (docs/search.md, "Session 82"). An extra parameter that the residual ignores adds an
+    before it (docs/search.md, "Version 34"). An extra parameter that the residual ignores adds an
     all-zero column, which pivoting keeps in the last place and never recomputes.
     """
     def padded(x):
