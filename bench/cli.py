@@ -333,7 +333,7 @@ def _print_observed_laws(rows) -> None:
     """For a user's own records (no true law) the law found in each is the result: print them."""
     from bench import report
 
-    observed = rows[rows["truth_kind"] == "observations"] if "truth_kind" in rows else rows.iloc[:0]
+    observed = rows[rows["truth_kind"] == "observations"]
     if not observed.empty:
         print("\n" + report.OBSERVATIONS_NOTE)
         print(f"\nThe laws found (constants to {report.LAW_DIGITS} digits; laws.csv has them in full):\n")
