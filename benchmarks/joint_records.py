@@ -17,6 +17,10 @@ Science-family laws take minutes to find; write them once and read the file:
     python benchmarks/generated_dataset.py --simple 48 --science 48 --starts 3 --seed 80 --out gen80.json
     python benchmarks/joint_records.py --dataset gen80.json --seed 80 --records 3 --noise 0.01 0.02 -j 2
 
+Short records (records of 8 points, which `nsode predict` refuses; docs/search.md, "Session 83"):
+
+    python benchmarks/joint_records.py --dataset gen86.json --seed 86 --records 3 --n 8 --pooled-noise -j 2
+
 Prints, per dataset, noise level and R: the records scored, how many have R^2 > 0.9 on [0, 2]
 (interp) and on [2, 4] (extrap) and how many are recovered (both above 0.99), alone / joint,
 and the median seconds per law (the joint read includes its records' own searches).
@@ -36,6 +40,7 @@ from core.arguments import nonnegative_number, whole_number
 
 HERE = Path(__file__).resolve().parent
 GOOD, RECOVERED = 0.9, 0.99
+SHORTEST = 5  # observations per record this script reads at the least (the noise level reads 3 misses)
 
 
 def generated_spec(simple: int, science: int, starts: int, seed: int) -> dict:
@@ -70,7 +75,7 @@ _PREDICTOR = None
 
 
 def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads: list[int],
-            powers: int, shared_ranking: bool, second_look: str) -> list[dict]:
+            powers: int, shared_ranking: bool, second_look: str, pooled_noise: bool = False) -> list[dict]:
     """Rows (one per record and R) for one law at one noise level: its own pick and the joint law, scored."""
     global _PREDICTOR
     import torch
@@ -85,7 +90,7 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
         _PREDICTOR = Predictor.searching()
     records = [observe(tr, noise, n, seed) for tr in trajectories[: max(reads)]]
     start = time.process_time()
-    own = [_PREDICTOR.predict(t, y) for t, y in records]
+    own = [_PREDICTOR.predict(t, y, min_points=SHORTEST) for t, y in records]
     alone = time.process_time() - start
     mine = [_scores(score(p.expression, tr)) if p.expression else (-np.inf, -np.inf)
             for p, tr in zip(own, trajectories)]  # each record's own pick, scored once for every R
@@ -95,7 +100,7 @@ def one_law(law: str, trajectories: list, noise: float, n: int, seed: int, reads
             continue
         start = time.process_time()
         joint = joint_choice(own[:r], records[:r], _PREDICTOR.search, powers=powers, shared_ranking=shared_ranking,
-                             second_look=second_look)
+                             second_look=second_look, pooled_noise=pooled_noise)
         seconds = time.process_time() - start + alone * r / len(records)
         law_text = joint.expression
         for k in range(r):
@@ -144,7 +149,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=whole_number(0), default=0, help="draws the simple laws and the noise (default 0)")
     p.add_argument("--noise", type=nonnegative_number, nargs="+", default=[0.01], metavar="SIGMA",
                    help="noise levels (default 0.01)")
-    p.add_argument("--n", type=whole_number(10), default=128, help="observations per record (default 128)")
+    p.add_argument("--n", type=whole_number(SHORTEST), default=128,
+                   help=f"observations per record (default 128; {SHORTEST} or more: records under 10 points, which "
+                        "nsode predict refuses, are read here for the study of short records)")
     p.add_argument("--records", type=whole_number(2), nargs="+", default=[2], metavar="R",
                    help="read the first R records of each law as one (default 2)")
     p.add_argument("--powers", type=whole_number(0), default=None,
@@ -156,6 +163,9 @@ def main(argv=None) -> int:
     p.add_argument("--second-look", choices=("always", "missed"), default="always",
                    help="when the joint read looks again with powers of y: always (default), or only where its "
                         "pick misses a record (as until session 79)")
+    p.add_argument("--pooled-noise", action="store_true",
+                   help="read every record's noise from all of them together (core.noise.pooled_levels; measured "
+                        "for short records and not kept: docs/search.md, 'Session 83')")
     p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")
     p.add_argument("--out", type=Path, default=None, help="CSV of every record's scores")
@@ -177,7 +187,7 @@ def main(argv=None) -> int:
                 "(classic) or generated laws (--simple N, --science N)")
     work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
     calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers, args.shared_ranking,
-                              args.second_look)
+                              args.second_look, args.pooled_noise)
              for law, trs, noise in work)
     rows = []
     for part in tqdm(Parallel(n_jobs=args.jobs, return_as="generator_unordered")(calls), total=len(work),

@@ -1,7 +1,8 @@
 """The noise level of one observed trajectory, read from the data alone: every criterion and
 stability check of a fit is in units of it. Each point's miss of the curve through its
 neighbours measures the noise (irregular times allowed); `noise_profile` says whether it grows
-with |y|, and `isolated_glitches` finds single readings that stand apart from their course.
+with |y|, `pooled_levels` reads it from several short records together, and `isolated_glitches`
+finds single readings that stand apart from their course.
 """
 from __future__ import annotations
 
@@ -73,6 +74,23 @@ def noise_profile(t: np.ndarray, y: np.ndarray, clip: float = PROFILE_CLIP, rewe
         return None
     profile = np.sqrt(level / level.mean())
     return np.clip(profile, 1 / clip, clip)
+
+
+def pooled_levels(records: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """Each point's noise level, read from all `records` together (runs of one instrument, each too
+    short to read its own: on 8 points the line's miss is mostly curvature, and the noise level it
+    reads is over 2.6 times the truth in a quarter of records): sigma_i^2 = a + b y_i^2, additive and
+    relative noise alike, fitted by non-negative least squares to the squared misses of the cubic
+    through each point's four nearest neighbours in every record; never below NOISE_FLOOR of each
+    record's scale."""
+    design, squared = [], []
+    for t, y in records:
+        t, y = np.asarray(t, float), np.asarray(y, float)
+        if len(y) >= 5:
+            design.append(np.column_stack([np.ones(len(y) - 4), y[2:-2] ** 2]))
+            squared.append(_interpolation_misses(t, y, 2) ** 2)
+    (a, b), _ = nnls(np.vstack(design), np.concatenate(squared)) if design else ((0.0, 0.0), None)
+    return [np.maximum(np.sqrt(a + b * np.asarray(y, float) ** 2), noise_floor(y)) for _, y in records]
 
 
 def _interpolation_misses(t: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:

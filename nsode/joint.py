@@ -31,10 +31,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import sympy
 
+from core import protocol
 from core.expressions import complexity, nested_functions
 from core.fitting import SOLVE_FAILURES, RecordsFit, Template, bin_means, fit_records, trajectory
 from core.metrics import r2
-from core.noise import noise_level
+from core.noise import noise_level, pooled_levels
 from core.uncertainty import round_to_error
 from core.trajectories import observed
 from nsode.search.choice import RIVAL_WINDOW, choice_profile, tie_cost, unsafe_reason
@@ -106,31 +107,37 @@ class JointPrediction:
 
 def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHORTLIST,
                     powers: int = JOINT_POWERS, shared_ranking: bool = True,
-                    second_look: str = "always") -> JointPrediction:
+                    second_look: str = "always", min_points: int = protocol.MIN_POINTS,
+                    pooled_noise: bool = False) -> JointPrediction:
     """One law y' = f(y) for all `records` ((t, y) pairs of one system); ValueError naming the
-    problem when a record is not one (core.trajectories.observed) or fewer than two are given."""
+    problem when a record is not one (core.trajectories.observed, at least `min_points` points) or
+    fewer than two are given. `min_points` below 10 and `pooled_noise` are for the study of short
+    records (docs/search.md, "Session 83"; measured, not what `nsode predict` does)."""
     if predictor.search is None:
         raise ValueError("a joint fit needs the search: a Predictor with search settings (Predictor.searching)")
     if len(records) < 2:
         raise ValueError(f"a joint fit needs two or more records, got {len(records)}")
     _check_look(second_look)  # before the searches, not after
-    records = [_checked(t, y, i) for i, (t, y) in enumerate(records)]
-    return joint_choice([predictor.predict(t, y) for t, y in records], records, predictor.search, shortlist=shortlist,
-                        powers=powers, shared_ranking=shared_ranking, second_look=second_look)
+    records = [_checked(t, y, i, min_points) for i, (t, y) in enumerate(records)]
+    own = [predictor.predict(t, y, min_points=min_points) for t, y in records]
+    return joint_choice(own, records, predictor.search, shortlist=shortlist, powers=powers,
+                        shared_ranking=shared_ranking, second_look=second_look, pooled_noise=pooled_noise)
 
 
 def joint_choice(own: list[Prediction], records, settings: Settings, *,
                  shortlist: int = JOINT_SHORTLIST, powers: int = JOINT_POWERS,
-                 shared_ranking: bool = True, second_look: str = "always") -> JointPrediction:
+                 shared_ranking: bool = True, second_look: str = "always",
+                 pooled_noise: bool = False) -> JointPrediction:
     """The joint fit and choice given each record's own search `own` (its points set aside stay
     aside): what `predict_records` does after the searches. With `powers` N, a second look: the
     records' terms recombined again with the powers y, ..., y**N beside them, and the choice again
     over all fits (`second_look` "missed": only where the first pick misses some record by more than
     MISFIT_NOISES, as until session 79). `shared_ranking` recombines more sums (`_recombined`;
-    False: the summed ranking alone, as until session 79)."""
+    False: the summed ranking alone, as until session 79). `pooled_noise` reads every record's noise
+    from all records together (`_pooled_records`; measured for short records, not kept)."""
     _check_look(second_look)
-    read = [_record(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"]), settings)
-            for (t, y), p in zip(records, own)]
+    kept = [(np.delete(t, p.info["set_aside"]), np.delete(y, p.info["set_aside"])) for (t, y), p in zip(records, own)]
+    read = _pooled_records(kept, settings) if pooled_noise else [_record(t, y, settings) for t, y in kept]
     proposed = _proposals(own, read, shortlist)
     with warnings.catch_warnings():  # a wild iterate overflows inside scipy: its fit fails and is left out
         warnings.simplefilter("ignore")
@@ -154,7 +161,7 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
         fits.insert(0, chosen)
     info = {"records": len(records), "skeletons": len(proposed), "fitted": len(fits), "safety_checked": checked,
             "all_rejected": bool(fits) and chosen is None, "nfev": sum(f.fit.nfev for f in fits),
-            "points": sum(len(r.t) for r in read), "second_look": looked}
+            "points": sum(len(r.t) for r in read), "second_look": looked, "pooled_noise": pooled_noise}
     return JointPrediction(fits[0].text if fits else "", fits, own, read, info)
 
 
@@ -168,9 +175,9 @@ def _keys(starts: list[Start]) -> set[tuple]:
     return {skeleton_key(start.template.substitute(start.values)) for start in starts}
 
 
-def _checked(t, y, index: int) -> tuple[np.ndarray, np.ndarray]:
+def _checked(t, y, index: int, min_points: int) -> tuple[np.ndarray, np.ndarray]:
     try:
-        return observed(t, y)
+        return observed(t, y, min_points)
     except ValueError as err:
         raise ValueError(f"record {index + 1}: {err}") from None
 
@@ -180,6 +187,14 @@ def _record(t: np.ndarray, y: np.ndarray, settings: Settings) -> Record:
     sigma = noise_level(t, y)
     profile = choice_profile(t, y, settings)
     return Record(t, y, sigma, sigma if profile is None else sigma * profile)
+
+
+def _pooled_records(records, settings: Settings) -> list[Record]:
+    """The records, each point's noise read from all of them together (core.noise.pooled_levels):
+    for records too short to read their own."""
+    records = [bin_means(t, y, settings.max_points) for t, y in records]
+    return [Record(t, y, float(np.sqrt(np.mean(level**2))), level)
+            for (t, y), level in zip(records, pooled_levels(records))]
 
 
 def _proposals(own: list[Prediction], read: list[Record], shortlist: int) -> list[Start]:

@@ -160,10 +160,11 @@ class Predictor:
             timings["decode_s"] = time.perf_counter() - start
         return out
 
-    def predict(self, t: np.ndarray, y: np.ndarray) -> Prediction:
+    def predict(self, t: np.ndarray, y: np.ndarray, *, min_points: int = protocol.MIN_POINTS) -> Prediction:
         """y' = f(y) for one record; ValueError naming the problem when t and y are not one
-        (`core.trajectories.observed`: NaN, unsorted or repeated times, too few points, dates)."""
-        t, y = observed(t, y)
+        (`core.trajectories.observed`: NaN, unsorted or repeated times, fewer than `min_points`
+        points, dates)."""
+        t, y = observed(t, y, min_points)
         aside = self.glitches(t, y)
         t, y = np.delete(t, aside), np.delete(y, aside)
         timings = {}

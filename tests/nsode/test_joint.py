@@ -77,6 +77,19 @@ def test_the_shared_ranking_fits_more_new_sums_and_keeps_a_law_that_fits(predict
     assert skeleton_key(parse_infix(both.expression)) == skeleton_key(LOGISTIC)
 
 
+def test_pooled_noise_reads_every_record_at_its_own_level_and_keeps_the_law(predictor, logistic_read):
+    """The study of short records (docs/search.md, "Session 83"): noise read from all records
+    together, relative noise found to grow with y, and the logistic still read."""
+    records, own = logistic_read
+    pooled = joint_choice(own, records, predictor.search, powers=0, pooled_noise=True)
+    assert pooled.info["pooled_noise"] and skeleton_key(parse_infix(pooled.expression)) == skeleton_key(LOGISTIC)
+    for record in pooled.records:  # 1% of y: the level follows y, within a factor of 1.4 at the median
+        ratio = np.asarray(record.noise) / (0.01 * np.abs(record.y))
+        assert 1 / 1.4 < np.median(ratio) < 1.4
+    levels = np.concatenate([r.noise for r in pooled.records])
+    assert levels.max() > 3 * levels.min()  # y spans 0.3 to 5: the level grows with it
+
+
 def test_the_joint_integral_fit_shares_coefficients_and_ranks_the_law_above_a_per_record_stand_in():
     from nsode.joint import _linear_joint, _record
     from nsode.search.proposals import propose
