@@ -61,8 +61,7 @@ def noise_profile(t: np.ndarray, y: np.ndarray, clip: float = PROFILE_CLIP, rewe
     t, y = np.asarray(t, float), np.asarray(y, float)
     if len(y) < PROFILE_MIN_POINTS:
         return None
-    design = np.column_stack([np.ones(len(y) - 4), y[2:-2] ** 2])
-    squared = _interpolation_misses(t, y, 2) ** 2
+    design, squared = _level_data(t, y)
     (a, b), _ = nnls(design, squared)
     for _ in range(reweight):
         inner = a + b * y[2:-2] ** 2
@@ -83,14 +82,18 @@ def pooled_levels(records: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarr
     relative noise alike, fitted by non-negative least squares to the squared misses of the cubic
     through each point's four nearest neighbours in every record; never below NOISE_FLOOR of each
     record's scale."""
-    design, squared = [], []
-    for t, y in records:
-        t, y = np.asarray(t, float), np.asarray(y, float)
-        if len(y) >= 5:
-            design.append(np.column_stack([np.ones(len(y) - 4), y[2:-2] ** 2]))
-            squared.append(_interpolation_misses(t, y, 2) ** 2)
-    (a, b), _ = nnls(np.vstack(design), np.concatenate(squared)) if design else ((0.0, 0.0), None)
+    data = [_level_data(np.asarray(t, float), np.asarray(y, float)) for t, y in records if len(y) >= 5]
+    a = b = 0.0
+    if data:
+        designs, squares = zip(*data)
+        (a, b), _ = nnls(np.vstack(designs), np.concatenate(squares))
     return [np.maximum(np.sqrt(a + b * np.asarray(y, float) ** 2), noise_floor(y)) for _, y in records]
+
+
+def _level_data(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The design [1, y_i^2] and the squared cubic misses of a record's inner points: what
+    sigma_i^2 = a + b y_i^2 is fitted to (`noise_profile`, `pooled_levels`)."""
+    return np.column_stack([np.ones(len(y) - 4), y[2:-2] ** 2]), _interpolation_misses(t, y, 2) ** 2
 
 
 def _interpolation_misses(t: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:
