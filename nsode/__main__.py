@@ -1,8 +1,10 @@
 """Command line: python -m nsode predict FILE.csv [MORE.csv ... --joint] [--checkpoint DIR] [--beam N] [--plot out.png]
+[--json out.json]
 
 Reads a CSV with columns t and y (one observed trajectory of a scalar autonomous ODE), prints
 the predicted y' = f(y), its R^2 on the data and the best candidates, and optionally plots the
-data against the predicted trajectory, extrapolated to twice the observed time span. With
+data against the predicted trajectory, extrapolated to twice the observed time span, and writes
+what it printed as JSON for scripts (--json; constants and initial values at full precision). With
 --joint, several files are records of one system (other starts, other runs): one law is read from
 them all, its constants shared and an initial value fitted for each (nsode/joint.py).
 
@@ -24,6 +26,8 @@ not determine the extrapolation, whichever law is chosen.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 from pathlib import Path
 
@@ -72,17 +76,42 @@ def _figure_path(path: Path) -> Path:
         raise InputError(f"--plot {path}: that is a folder; give a file name such as {path / 'fit.png'}")
     if path.suffix.lower() not in FIGURE_ENDINGS:
         path = path.with_name(path.name + ".png")
+    return _writable(path, "--plot")
+
+
+def _writable(path: Path, flag: str) -> Path:
+    """`path`, once it is known that a file can be written there: checked before the fit, not
+    after it, so that a place that cannot take the file is refused now (and no empty file is left)."""
+    if path.is_dir():
+        raise InputError(f"{flag} {path}: that is a folder; give a file name")
     if not path.parent.is_dir():
-        raise InputError(f"--plot {path}: the folder {path.parent} does not exist")
+        raise InputError(f"{flag} {path}: the folder {path.parent} does not exist")
     existed = path.exists()
-    try:  # before the fit, not after it: a place that cannot take the file is refused now
+    try:
         with open(path, "ab"):
             pass
     except OSError as err:
-        raise InputError(f"--plot {path}: cannot write there ({err.strerror or err})") from None
+        raise InputError(f"{flag} {path}: cannot write there ({err.strerror or err})") from None
     if not existed:
         path.unlink()
     return path
+
+
+def _write_json(path: Path, reading: dict) -> None:
+    """`reading` as JSON, a number that is not finite (an R^2 of -inf) as null, so that any
+    JSON reader takes the file."""
+    def finite(value):
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        if isinstance(value, (float, np.floating)):
+            return float(value) if math.isfinite(value) else None
+        if isinstance(value, np.integer):
+            return int(value)
+        return value
+
+    path.write_text(json.dumps(finite(reading), indent=2) + "\n")
 
 
 def main(argv=None) -> int:
@@ -116,6 +145,10 @@ def main(argv=None) -> int:
                     help="write a figure of the data, the prediction over twice the observed span and, in grey, "
                          "the fits as good on the data (PNG; PDF, SVG or JPEG when the name ends so; a name "
                          "with another ending or none gets .png added: fit.txt writes fit.txt.png)")
+    pr.add_argument("--json", type=Path, default=None, metavar="FILE",
+                    help="also write what is printed to FILE as JSON, for scripts: the law and its form, each "
+                         "constant and initial value with its standard error, R^2, the noise level, the "
+                         "candidates, the fits as good on the data, the notes (with --joint each record's too)")
     pr.add_argument("--joint", action="store_true",
                     help="read several files as records of one system (other starts, other runs): one law, its "
                          "constants shared and an initial value fitted for each (nsode/joint.py; measured against "
@@ -154,6 +187,10 @@ def main(argv=None) -> int:
     try:  # the user's file first: its errors should not wait for torch to load
         if args.plot:
             args.plot = _figure_path(args.plot)
+        if args.json:
+            args.json = _writable(args.json, "--json")
+            if args.plot and args.json.resolve() == args.plot.resolve():
+                raise InputError(f"--json {args.json}: --plot writes that file too; give two names")
         if args.by is None:
             records = [read_trajectory(path, args.columns) for path in args.file]
             names = [str(path) for path in args.file]
@@ -209,47 +246,60 @@ def main(argv=None) -> int:
     fit = chosen and supported(chosen, t, y, sigma, profile)
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
+    reading = {"file": names[0], "law": label, "expression": result.expression, "r2": result.r2,
+               "method": "paper" if args.paper else "search", "proposer": _proposer(args, result)}
     if fit:
         print(f"y({time_text(t[0], t)}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
+        reading["initial_value"] = {"t": t[0], "value": result.y0, "error": fit.y0_error}
         if fit.constants:
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
             print(f"as fitted: y' = {form} with {named}")
+            reading |= {"form": form, "constants": constant_rows(constants)}
         print(noise_text(sigma, profile is not None))
+        reading["noise"] = {"sigma": sigma, "grows_with_y": profile is not None}
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
-    listed: dict[str, tuple[str, str, str]] = {}  # each law once as printed (0 and 0.0 are one law)
+    listed: dict[str, tuple[str, float, str]] = {}  # each law once as printed (0 and 0.0 are one law)
     fits = dict(zip((expr for expr, _ in result.candidates), result.fits))  # none with --paper
 
+    def written(f) -> str:
+        """A fit of the search as the pick is printed: constants one by one, to the digits the data support."""
+        return to_infix(supported(identifiable_form(f, t, y, sigma), t, y, sigma, profile).expr)
+
     def as_listed(expr: str) -> str:
-        """The search's fits as the pick is printed (constants one by one, to the digits the data
-        support), so that each listed law gives its R^2; the beam's candidates (--paper) to 4 digits."""
-        if expr not in fits:
-            return shown(readable(expr, y))
-        return to_infix(supported(identifiable_form(fits[expr], t, y, sigma), t, y, sigma, profile).expr)
+        """The search's fits as the pick is printed, so that each listed law gives its R^2; the
+        beam's candidates (--paper) to 4 digits."""
+        return written(fits[expr]) if expr in fits else shown(readable(expr, y))
 
     for expr, r2 in result.candidates:
         if len(listed) == args.top:
             break
         text = as_listed(expr)
         unsafe = "  [unstable beyond the data]" if expr in result.rejected else ""
-        listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2_text(r2), unsafe))
+        listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2, unsafe))
     if listed:  # --top 0: none asked for
         print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
     for text, r2, unsafe in listed.values():
-        print(f"  {r2:>10}  {text}{unsafe}")
+        print(f"  {r2_text(r2):>10}  {text}{unsafe}")
+    reading["candidates"] = [{"law": text, "r2": r2, "unstable": bool(unsafe)} for text, r2, unsafe in listed.values()]
+    notes = []
     if aside:
-        print(f"note: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside (t = {times_text(set_aside[0])}): "
-              f"{'each stands' if len(aside) > 1 else 'it stands'} apart from its neighbours' course, as a glitch "
-              "does, and the law is fitted to the rest (--no-glitches keeps every point)")
-    for note in fit_notes(result, t, y, sigma, profile, as_listed) if result.chosen is not None else ():
-        print(note)
+        notes.append(f"note: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside (t = {times_text(set_aside[0])}): "
+                     f"{'each stands' if len(aside) > 1 else 'it stands'} apart from its neighbours' course, as a "
+                     "glitch does, and the law is fitted to the rest (--no-glitches keeps every point)")
+    notes += fit_notes(result, t, y, sigma, profile, as_listed) if result.chosen is not None else []
     if result.info.get("safety_net"):
-        print("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
+        notes.append("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.paper and not args.checkpoint and result.timings.get("outside_range"):
-        print(f"note: the paper's model was trained on {raw_range_text()}; these data lie outside, where the default "
-              "search reads them with its scale-invariant model")
+        notes.append(f"note: the paper's model was trained on {raw_range_text()}; these data lie outside, where the "
+                     "default search reads them with its scale-invariant model")
+    for note in notes:
+        print(note)
+    reading |= {"set_aside_times": set_aside[0].tolist(), "notes": [note.removeprefix("note: ") for note in notes]}
     others = beyond_the_data(result, t) if result.chosen is not None else None
+    if result.chosen is not None:
+        reading["as_good_on_the_data"] = [{"law": written(f), "r2": f.r2} for f in result.rivals]
     if args.plot:
         try:
             plot(args.plot, t, y, result.expression, result.y0, label, others, set_aside)
@@ -257,6 +307,35 @@ def main(argv=None) -> int:
             print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
             return 1
         print(f"plot written to {args.plot}")
+    return _written(args.json, reading)
+
+
+def _proposer(args, result) -> str:
+    """The checkpoint whose beam proposed the candidates: the user's, or the shipped one that read the record."""
+    from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT
+
+    if args.checkpoint:
+        return str(args.checkpoint)
+    if args.paper:
+        return "nsode-eps"
+    return SCALED_CHECKPOINT if result.timings.get("reader") == "scaled" else SEARCH_CHECKPOINT
+
+
+def constant_rows(constants: list[tuple[float, float]]) -> list[dict]:
+    """The fitted constants c0, c1, ... as JSON rows: name, value, standard error."""
+    return [{"name": f"c{k}", "value": v, "error": e} for k, (v, e) in enumerate(constants)]
+
+
+def _written(path: Path | None, reading: dict) -> int:
+    """Write `reading` as JSON to `path` (--json), if given; the exit status."""
+    if path is None:
+        return 0
+    try:
+        _write_json(path, reading)
+    except OSError as err:
+        print(f"error: --json {path}: cannot write there ({err.strerror or err})", file=sys.stderr)
+        return 1
+    print(f"JSON written to {path}")
     return 0
 
 
@@ -278,24 +357,30 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     law = to_infix(chosen.template.substitute(values))
     print(f"y' = {law}")
     print(f"one law for {len(records)} records: constants shared, an initial value each")
+    reading = {"files": names, "law": law, "method": "search, joint"}
     if values:
         form, constants = numbered_as_read(chosen.template.expr, chosen.template.params,
                                            list(zip(chosen.fit.values, errors[len(y0s):])))
         named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
         print(f"as fitted: y' = {form} with {named}")
+        reading |= {"form": form, "constants": constant_rows(constants)}
     width = max(map(len, names))
+    reading["records"] = []
     for name, record, y0, error, r2 in zip(names, result.records, chosen.fit.y0s, errors, chosen.r2s):
         start = f"y({time_text(record.t[0], record.t)}) = {written_to_error(y0, error)} +- {error:.2g}"
         print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(record.t)} points)")
+        reading["records"].append({"name": name, "initial_value": {"t": record.t[0], "value": y0, "error": error},
+                                   "r2": r2, "points": len(record.t), "noise_sigma": record.sigma})
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
-    for name, missed in zip(names, record_misses(chosen, result.records)):
-        if missed > MISFIT_NOISES:
-            print(f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
-                  "not follow one law y' = f(y) (other conditions), or the law is none of the proposals")
+    notes = [f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
+             "not follow one law y' = f(y) (other conditions), or the law is none of the proposals"
+             for name, missed in zip(names, record_misses(chosen, result.records)) if missed > MISFIT_NOISES]
     if result.info["all_rejected"]:
-        print(f"note: every joint fit failed the stability check, this one {chosen.rejected}; its course beyond "
-              "the data is not to be trusted")
+        notes.append(f"note: every joint fit failed the stability check, this one {chosen.rejected}; its course "
+                     "beyond the data is not to be trusted")
+    for note in notes:
+        print(note)
     listed = result.fits[: args.top]
     if listed:
         print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} (joint criterion, the shorter law among "
@@ -303,14 +388,19 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     for f in listed:
         unsafe = "  [unstable beyond the data]" if f.rejected else ""
         print(f"  {' '.join(r2_text(v) for v in f.r2s)}  {shown(f.text)}{unsafe}")
+    reading["candidates"] = [{"law": shown(f.text), "r2": list(f.r2s), "unstable": bool(f.rejected)} for f in listed]
     print("each record alone (its own search):")
     for name, own in zip(names, result.own):
         print(f"  {name:<{width}}  y' = {shown(own.expression) if own.expression else '(none)'}")
+    for record, own in zip(reading["records"], result.own):
+        record["alone"] = shown(own.expression) if own.expression else None
     for name, own in zip(names, result.own):
         aside = own.info.get("set_aside", [])
         if aside:
-            print(f"note: {name}: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside as glitches "
-                  "(--no-glitches keeps every point)")
+            notes.append(f"note: {name}: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside as glitches "
+                         "(--no-glitches keeps every point)")
+            print(notes[-1])
+    reading["notes"] = [note.removeprefix("note: ") for note in notes]
     if args.plot:
         try:
             plot_records(args.plot, result, names, law, values, y0s)
@@ -318,7 +408,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
             print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
             return 1
         print(f"plot written to {args.plot}")
-    return 0
+    return _written(args.json, reading)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """One law for several records (nsode/joint.py and `nsode predict` with several files)."""
+import json
 import re
 
 import numpy as np
@@ -130,13 +131,19 @@ def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, 
         rows += [f"{float(a)!r},{float(b)!r},{k}\n" for a, b in zip(t, y)]
     (tmp_path / "runs.csv").write_text("t,y,run\n" + "".join(rows))
     given = [str(tmp_path / "runs.csv"), "--by", "run"] if one_file else [*map(str, paths), "--joint"]
-    assert main(["predict", *given, "--plot", str(tmp_path / "runs.png")]) == 0
+    assert main(["predict", *given, "--plot", str(tmp_path / "runs.png"), "--json", str(tmp_path / "runs.json")]) == 0
     out = capsys.readouterr().out
     assert "one law for 3 records" in out and (tmp_path / "runs.png").is_file()
     law = parse_infix(re.match(r"y' = (.*)\n", out).group(1))
     assert skeleton_key(law) == skeleton_key(LOGISTIC)
     assert out.count("R^2 0.99") == 3 and "each record alone" in out  # every record's own R^2, then its own read
     assert ("run 2  y(0) = 4.9" if one_file else "run2.csv  y(0) = 4.9") in out
+    reading = json.loads((tmp_path / "runs.json").read_text())  # the same, for scripts
+    assert reading["law"] == re.match(r"y' = (.*)\n", out).group(1) and len(reading["constants"]) == 2
+    names = ["run 0", "run 1", "run 2"] if one_file else [str(path) for path in paths]
+    assert [record["name"] for record in reading["records"]] == names == reading["files"]
+    assert all(record["r2"] > 0.99 and record["points"] == 128 and record["alone"] for record in reading["records"])
+    assert abs(reading["records"][2]["initial_value"]["value"] - 4.9) < 0.1
 
 
 def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tmp_path, capsys):

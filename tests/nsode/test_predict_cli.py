@@ -125,6 +125,12 @@ def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_sea
         assert stop.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
     assert main(["predict", str(path), "--plot", str(tmp_path / "nowhere" / "p.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["predict", str(path), "--json", str(tmp_path / "nowhere" / "fit.json")]) == 2
+    assert "--json" in capsys.readouterr().err
+    assert main(["predict", str(path), "--json", str(tmp_path)]) == 2
+    assert "that is a folder" in capsys.readouterr().err
+    assert main(["predict", str(path), "--plot", str(tmp_path / "fit.png"), "--json", str(tmp_path / "fit.png")]) == 2
+    assert "--plot writes that file too" in capsys.readouterr().err
     if Path("/proc/self").is_dir():  # a folder that takes no new files, even from root
         assert main(["predict", str(path), "--plot", "/proc/nsode-fit.png"]) == 2
         assert "cannot write there" in capsys.readouterr().err

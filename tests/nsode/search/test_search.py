@@ -1,5 +1,6 @@
 """The skeleton search (nsode/search/funnel.py): the fitter decides among the model's proposals."""
 import copy
+import json
 import math
 import re
 from dataclasses import replace
@@ -72,11 +73,18 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
 
     path = tmp_path / "decay.csv"
     path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, DECAY)))
-    assert main(["predict", str(path), "--plot", str(tmp_path / "p.png")]) == 0
+    assert main(["predict", str(path), "--plot", str(tmp_path / "p.png"), "--json", str(tmp_path / "fit.json")]) == 0
     out = capsys.readouterr().out
     # numbers written with the digits the data support, trailing zeros included
     assert out.startswith("y' = -0.5*y\n") and "y(0) = 3.0000" in out and "c0 = -0.5000" in out and (tmp_path / "p.png").is_file()
     assert "beyond the data (to t = 4)" in out
+    reading = json.loads((tmp_path / "fit.json").read_text())  # what is printed, for scripts, at full precision
+    assert reading["law"] == "-0.5*y" and reading["form"] == "c0*y" and reading["proposer"] == "nsode-eps"
+    (constant,) = reading["constants"]
+    assert constant["name"] == "c0" and abs(constant["value"] + 0.5) < 1e-5 and 0 < constant["error"] < 1e-3
+    assert abs(reading["initial_value"]["value"] - 3) < 1e-4 and reading["initial_value"]["t"] == 0
+    assert reading["candidates"][0] == {"law": "-0.5*y", "r2": reading["r2"], "unstable": False} and reading["r2"] > 0.9999
+    assert reading["notes"] == [] and reading["set_aside_times"] == [] and reading["noise"]["sigma"] > 0
 
 
 def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys):
