@@ -203,15 +203,9 @@ def main(argv=None) -> int:
 
     import torch
 
-    from core.noise import noise_level
-    from core.uncertainty import written_to_error
     from nsode import default_checkpoint
-    from nsode.data.tokens import to_infix
     from nsode.model import CheckpointError
     from nsode.predict import Predictor
-    from nsode.scaling import raw_range_text
-    from nsode.search.digits import identifiable_form, supported
-    from nsode.search.choice import choice_profile
 
     torch.set_num_threads(args.threads)  # the model is small: one thread is as fast, and not slowed by load
     search = None if args.paper else settings_from(args)
@@ -225,7 +219,19 @@ def main(argv=None) -> int:
         return 2
     if args.joint:
         return predict_jointly(predictor, records, names, args)
-    t, y = records[0]
+    return predict_alone(predictor, *records[0], names[0], args)
+
+
+def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> int:
+    """`nsode predict` on the one record `name`: the law, its constants and initial value to the digits
+    the data support, the candidates, the notes, how far the fits as good part beyond the data."""
+    from core.noise import noise_level
+    from core.uncertainty import written_to_error
+    from nsode.data.tokens import to_infix
+    from nsode.scaling import raw_range_text
+    from nsode.search.choice import choice_profile
+    from nsode.search.digits import identifiable_form, supported
+
     result = predictor.predict(t, y)
     aside = result.info.get("set_aside", [])
     set_aside = t[aside], y[aside]
@@ -239,6 +245,7 @@ def main(argv=None) -> int:
     # the noise alone, curvature removed: the search's own level also covers its integral form's
     # trapezoid error, which on a dozen clean points would make every printed error wide; where the
     # choice weighed each point by its own noise, the level that weighting is relative to
+    search = predictor.search  # None with --paper
     profile = choice_profile(t, y, search) if search and result.info.get("noise_profile") else None
     sigma = noise_level(t, y, curvature=True, profile=profile)
 
@@ -246,11 +253,11 @@ def main(argv=None) -> int:
     fit = chosen and supported(chosen, t, y, sigma, profile)
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
-    reading = {"file": names[0], "law": label, "expression": result.expression, "r2": result.r2,
+    reading = {"file": name, "law": label, "expression": result.expression, "r2": result.r2,
                "method": "paper" if args.paper else "search", "proposer": _proposer(args, result)}
     if fit:
         print(f"y({time_text(t[0], t)}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
-        reading["initial_value"] = {"t": t[0], "value": result.y0, "error": fit.y0_error}
+        reading["initial_value"] = {"t": t[0], "value": chosen.y0, "error": fit.y0_error}
         if fit.constants:
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
