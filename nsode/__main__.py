@@ -262,7 +262,7 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
             print(f"as fitted: y' = {form} with {named}")
-            reading |= {"form": form, "constants": constant_rows(constants)}
+            reading |= {"form": form, "constants": _constant_rows(constants)}
         print(noise_text(sigma, profile is not None))
         reading["noise"] = {"sigma": sigma, "grows_with_y": profile is not None}
     print(f"R^2 on the data: {r2_text(result.r2)}")
@@ -328,7 +328,7 @@ def _proposer(args, result) -> str:
     return SCALED_CHECKPOINT if result.timings.get("reader") == "scaled" else SEARCH_CHECKPOINT
 
 
-def constant_rows(constants: list[tuple[float, float]]) -> list[dict]:
+def _constant_rows(constants: list[tuple[float, float]]) -> list[dict]:
     """The fitted constants c0, c1, ... as JSON rows: name, value, standard error."""
     return [{"name": f"c{k}", "value": v, "error": e} for k, (v, e) in enumerate(constants)]
 
@@ -370,7 +370,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
                                            list(zip(chosen.fit.values, errors[len(y0s):])))
         named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
         print(f"as fitted: y' = {form} with {named}")
-        reading |= {"form": form, "constants": constant_rows(constants)}
+        reading |= {"form": form, "constants": _constant_rows(constants)}
     width = max(map(len, names))
     reading["records"] = []
     for name, record, y0, error, r2 in zip(names, result.records, chosen.fit.y0s, errors, chosen.r2s):
