@@ -147,7 +147,8 @@ def main(argv=None) -> int:
                          "with another ending or none gets .png added: fit.txt writes fit.txt.png)")
     pr.add_argument("--json", type=Path, default=None, metavar="FILE",
                     help="also write what is printed to FILE as JSON, for scripts: the law and its form, each "
-                         "constant and initial value with its standard error, R^2, the noise level, the "
+                         "constant and initial value with its standard error, R^2, the noise level and the root "
+                         "mean square miss in its units (misfit: about 1 for a law, far above for a curve fit), the "
                          "candidates, the fits as good on the data, the notes (with --joint each record's too)")
     pr.add_argument("--joint", action="store_true",
                     help="read several files as records of one system (other starts, other runs): one law, its "
@@ -231,6 +232,7 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
     from nsode.scaling import raw_range_text
     from nsode.search.choice import choice_profile
     from nsode.search.digits import identifiable_form, supported
+    from nsode.search.fits import misfit
 
     result = predictor.predict(t, y)
     aside = result.info.get("set_aside", [])
@@ -264,7 +266,8 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
             print(f"as fitted: y' = {form} with {named}")
             reading |= {"form": form, "constants": _constant_rows(constants)}
         print(noise_text(sigma, profile is not None))
-        reading["noise"] = {"sigma": sigma, "grows_with_y": profile is not None}
+        reading["noise"] = {"sigma": sigma, "grows_with_y": profile is not None,
+                            "misfit": misfit(result.chosen, t, y, sigma, profile)}  # about 1 for a law, far above for a curve fit
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, float, str]] = {}  # each law once as printed (0 and 0.0 are one law)
@@ -380,9 +383,12 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
                                    "r2": r2, "points": len(record.t), "noise_sigma": record.sigma})
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
+    misses = record_misses(chosen, result.records)
+    for record, missed in zip(reading["records"], misses):
+        record["misfit"] = missed
     notes = [f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
              "not follow one law y' = f(y) (other conditions), or the law is none of the proposals"
-             for name, missed in zip(names, record_misses(chosen, result.records)) if missed > MISFIT_NOISES]
+             for name, missed in zip(names, misses) if missed > MISFIT_NOISES]
     if result.info["all_rejected"]:
         notes.append(f"note: every joint fit failed the stability check, this one {chosen.rejected}; its course "
                      "beyond the data is not to be trusted")

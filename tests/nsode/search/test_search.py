@@ -85,6 +85,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     assert abs(reading["initial_value"]["value"] - 3) < 1e-4 and reading["initial_value"]["t"] == 0
     assert reading["candidates"][0] == {"law": "-0.5*y", "r2": reading["r2"], "unstable": False} and reading["r2"] > 0.9999
     assert reading["notes"] == [] and reading["set_aside_times"] == [] and reading["noise"]["sigma"] > 0
+    assert reading["noise"]["misfit"] < 3  # the law fits the data to their noise
 
 
 def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys):
