@@ -380,12 +380,12 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         start = f"y({time_text(record.t[0], record.t)}) = {written_to_error(y0, error)} +- {error:.2g}"
         print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(record.t)} points)")
         reading["records"].append({"name": name, "initial_value": {"t": record.t[0], "value": y0, "error": error},
-                                   "r2": r2, "points": len(record.t), "noise_sigma": record.sigma})
+                                   "r2": r2, "points": len(record.t), "noise": {"sigma": record.sigma}})
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
     misses = record_misses(chosen, result.records)
     for record, missed in zip(reading["records"], misses):
-        record["misfit"] = missed
+        record["noise"]["misfit"] = missed
     notes = [f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
              "not follow one law y' = f(y) (other conditions), or the law is none of the proposals"
              for name, missed in zip(names, misses) if missed > MISFIT_NOISES]
@@ -403,10 +403,9 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         print(f"  {' '.join(r2_text(v) for v in f.r2s)}  {shown(f.text)}{unsafe}")
     reading["candidates"] = [{"law": shown(f.text), "r2": list(f.r2s), "unstable": bool(f.rejected)} for f in listed]
     print("each record alone (its own search):")
-    for name, own in zip(names, result.own):
-        print(f"  {name:<{width}}  y' = {shown(own.expression) if own.expression else '(none)'}")
-    for record, own in zip(reading["records"], result.own):
+    for name, own, record in zip(names, result.own, reading["records"]):
         record["alone"] = shown(own.expression) if own.expression else None
+        print(f"  {name:<{width}}  y' = {record['alone'] or '(none)'}")
     for name, own in zip(names, result.own):
         aside = own.info.get("set_aside", [])
         if aside:

@@ -142,7 +142,7 @@ def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, 
     assert reading["law"] == re.match(r"y' = (.*)\n", out).group(1) and len(reading["constants"]) == 2
     names = ["run 0", "run 1", "run 2"] if one_file else [str(path) for path in paths]
     assert [record["name"] for record in reading["records"]] == names == reading["files"]
-    assert all(record["r2"] > 0.99 and record["points"] == 128 and record["alone"] and record["misfit"] < 3
+    assert all(record["r2"] > 0.99 and record["points"] == 128 and record["alone"] and record["noise"]["misfit"] < 3
                for record in reading["records"])
     assert abs(reading["records"][2]["initial_value"]["value"] - 4.9) < 0.1
 
