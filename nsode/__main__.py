@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from core.arguments import whole_number
+from core.files import write_text_atomic
 from nsode.plots import plot, plot_records
 from nsode.report import (NUMBER, beyond_the_data, fit_notes, noise_text, numbered_as_read, r2_text, readable, shown,
                           time_text, times_text)
@@ -99,7 +100,7 @@ def _writable(path: Path, flag: str) -> Path:
 
 def _write_json(path: Path, reading: dict) -> None:
     """`reading` as JSON, a number that is not finite (an R^2 of -inf) as null, so that any
-    JSON reader takes the file."""
+    JSON reader takes the file; written whole or not at all."""
     def finite(value):
         if isinstance(value, dict):
             return {k: finite(v) for k, v in value.items()}
@@ -111,7 +112,7 @@ def _write_json(path: Path, reading: dict) -> None:
             return int(value)
         return value
 
-    path.write_text(json.dumps(finite(reading), indent=2) + "\n")
+    write_text_atomic(json.dumps(finite(reading), indent=2) + "\n", path)
 
 
 def main(argv=None) -> int:
@@ -375,17 +376,12 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         print(f"as fitted: y' = {form} with {named}")
         reading |= {"form": form, "constants": _constant_rows(constants)}
     width = max(map(len, names))
-    reading["records"] = []
     for name, record, y0, error, r2 in zip(names, result.records, chosen.fit.y0s, errors, chosen.r2s):
         start = f"y({time_text(record.t[0], record.t)}) = {written_to_error(y0, error)} +- {error:.2g}"
         print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(record.t)} points)")
-        reading["records"].append({"name": name, "initial_value": {"t": record.t[0], "value": y0, "error": error},
-                                   "r2": r2, "points": len(record.t), "noise": {"sigma": record.sigma}})
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
     misses = record_misses(chosen, result.records)
-    for record, missed in zip(reading["records"], misses):
-        record["noise"]["misfit"] = missed
     notes = [f"note: the law misses {name} by {missed:.3g} times its noise (root mean square): the records may "
              "not follow one law y' = f(y) (other conditions), or the law is none of the proposals"
              for name, missed in zip(names, misses) if missed > MISFIT_NOISES]
@@ -402,16 +398,21 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         unsafe = "  [unstable beyond the data]" if f.rejected else ""
         print(f"  {' '.join(r2_text(v) for v in f.r2s)}  {shown(f.text)}{unsafe}")
     reading["candidates"] = [{"law": shown(f.text), "r2": list(f.r2s), "unstable": bool(f.rejected)} for f in listed]
+    alone = [shown(own.expression) if own.expression else None for own in result.own]
     print("each record alone (its own search):")
-    for name, own, record in zip(names, result.own, reading["records"]):
-        record["alone"] = shown(own.expression) if own.expression else None
-        print(f"  {name:<{width}}  y' = {record['alone'] or '(none)'}")
+    for name, law_alone in zip(names, alone):
+        print(f"  {name:<{width}}  y' = {law_alone or '(none)'}")
     for name, own in zip(names, result.own):
         aside = own.info.get("set_aside", [])
         if aside:
             notes.append(f"note: {name}: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside as glitches "
                          "(--no-glitches keeps every point)")
             print(notes[-1])
+    reading["records"] = [
+        {"name": name, "initial_value": {"t": record.t[0], "value": y0, "error": error}, "r2": r2,
+         "points": len(record.t), "noise": {"sigma": record.sigma, "misfit": missed}, "alone": own}
+        for name, record, y0, error, r2, missed, own in zip(names, result.records, chosen.fit.y0s, errors,
+                                                             chosen.r2s, misses, alone)]
     reading["notes"] = [note.removeprefix("note: ") for note in notes]
     if args.plot:
         try:
