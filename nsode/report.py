@@ -108,13 +108,16 @@ def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
 # growth of the largest of n noise draws (measured: at most 9.8 levels, n 256, on 8256 records of
 # the built-in datasets at sigma up to 0.05, where 6 sqrt(2 log n) is 20)
 REVERSAL_NOISES = 6.0
+# y' = 0 on a noisy flat record is its mean (R^2 0); on a record flat to solver error R^2 reads 1
+STEADY_R2 = 0.5
 
 
 def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     """What a reader of the pick must know besides its R^2: that single points stand apart from the
     record's course (glitches bend a least-squares fit); that the record turns, which no law
-    y' = f(y) does; that the pick misses the data beyond their noise; and then, when a better fit
-    was set aside as unstable beyond the data, which one (written by `write`, as listed) and why."""
+    y' = f(y) does; that y' = 0 on a flat record scores R^2 0 by definition; that the pick misses the
+    data beyond their noise; and then, when a better fit was set aside as unstable beyond the data,
+    which one (written by `write`, as listed) and why."""
     from core.noise import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
     from nsode.search.fits import misfit
@@ -132,6 +135,9 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
         notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
                      "times its noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
+    if result.expression == "0" and result.r2 < STEADY_R2:
+        notes.append("note: the record holds its level within its noise, read as y' = 0 (a steady state): its "
+                     "course is the record's mean, whose R^2 on the data is 0 by definition, not a poor fit")
     look = result.info.get("second_look")
     if look:
         notes.append(f"note: the model's proposals missed the data by {look['missed']:.3g} times their noise, so sums "

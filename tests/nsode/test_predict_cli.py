@@ -218,3 +218,15 @@ def test_the_user_is_told_when_the_choice_weighed_noise_that_grows_with_y(tmp_pa
     assert "the choice and the errors weighed each point by its own noise level" in out
     assert main(["predict", str(path), "--top", "0", "--no-noise-growth"]) == 0
     assert "its own noise level" not in capsys.readouterr().out
+
+
+def test_a_noisy_flat_record_read_as_a_steady_state_says_why_its_r2_is_zero(tmp_path, capsys):
+    rng = np.random.default_rng(1)  # a level of 2 under 1% relative noise: y' = 0, whose course is the mean
+    t = np.linspace(0, 2, 64)
+    y = 2 * (1 + 0.01 * rng.normal(size=t.size))
+    path = tmp_path / "flat.csv"
+    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    assert main(["predict", str(path), "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "y' = 0\n" in out and "R^2 on the data: 0.000000" in out
+    assert "R^2 on the data is 0 by definition" in out
