@@ -113,8 +113,8 @@ def _parser() -> argparse.ArgumentParser:
                            description="Run or resume the sweep a config describes, then write all figures "
                            "and tables with an index page into <out>/figures/ (see configs/paper.yaml), and "
                            "REPRODUCTION.md: each of the paper's claims with the measured figures and a verdict "
-                           "(rules in bench/claims.py). configs/cpu.yaml is a grid for 2 cores: 3.6-7.8 "
-                           "worker-hours measured, 2-4 hours with -j 2.")
+                           "(rules in bench/claims.py). configs/cpu.yaml is a grid for 2 cores: 2.8-7.8 "
+                           "worker-hours measured, 1.4-4.5 hours with -j 2.")
     paper.add_argument("--config", default=str(PROJECT_DIR / "configs" / "paper.yaml"), metavar="YAML",
                        help="the grid (default: the project's configs/paper.yaml)")
     paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
