@@ -252,6 +252,8 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
     profile = choice_profile(t, y, search) if search and result.info.get("noise_profile") else None
     sigma = noise_level(t, y, curvature=True, profile=profile)
 
+    # the pick's root mean square miss in noise levels: about 1 for a law, far above for a curve fit
+    missed = misfit(result.chosen, t, y, sigma, profile) if result.chosen is not None else math.nan
     chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)
     fit = chosen and supported(chosen, t, y, sigma, profile)
     label = to_infix(fit.expr) if fit else shown(result.expression)
@@ -267,8 +269,7 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
             print(f"as fitted: y' = {form} with {named}")
             reading |= {"form": form, "constants": _constant_rows(constants)}
         print(noise_text(sigma, profile is not None))
-        reading["noise"] = {"sigma": sigma, "grows_with_y": profile is not None,
-                            "misfit": misfit(result.chosen, t, y, sigma, profile)}  # about 1 for a law, far above for a curve fit
+        reading["noise"] = {"sigma": sigma, "grows_with_y": profile is not None, "misfit": missed}
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, float, str]] = {}  # each law once as printed (0 and 0.0 are one law)
@@ -299,7 +300,7 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
         notes.append(f"note: {len(aside)} point{'s' if len(aside) > 1 else ''} set aside (t = {times_text(set_aside[0])}): "
                      f"{'each stands' if len(aside) > 1 else 'it stands'} apart from its neighbours' course, as a "
                      "glitch does, and the law is fitted to the rest (--no-glitches keeps every point)")
-    notes += fit_notes(result, t, y, sigma, profile, as_listed) if result.chosen is not None else []
+    notes += fit_notes(result, t, y, missed, as_listed) if result.chosen is not None else []
     if result.info.get("safety_net"):
         notes.append("note: a wall-clock safety net fired during the fits; the budget, not the clock, should decide")
     if args.paper and not args.checkpoint and result.timings.get("outside_range"):

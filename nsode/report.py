@@ -112,15 +112,15 @@ REVERSAL_NOISES = 6.0
 STEADY_R2 = 0.5
 
 
-def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
+def fit_notes(result, t, y, missed: float, write) -> list[str]:
     """What a reader of the pick must know besides its R^2: that single points stand apart from the
     record's course (glitches bend a least-squares fit); that the record turns, which no law
     y' = f(y) does; that y' = 0 on a flat record scores R^2 0 by definition; that the pick misses the
     data beyond their noise; and then, when a better fit was set aside as unstable beyond the data,
-    which one (written by `write`, as listed) and why."""
+    which one (written by `write`, as listed) and why. `missed` is the pick's misfit in noise levels
+    (nsode.search.fits.misfit), which the caller also reports."""
     from core.noise import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
-    from nsode.search.fits import misfit
     from nsode.search.settings import MISFIT_NOISES
 
     notes = []
@@ -142,7 +142,6 @@ def fit_notes(result, t, y, sigma: float, profile, write) -> list[str]:
     if look:
         notes.append(f"note: the model's proposals missed the data by {look['missed']:.3g} times their noise, so sums "
                      f"with the powers y, ..., y**{look['powers']} were fitted too (a second look)")
-    missed = misfit(result.chosen, t, y, sigma, profile)
     if missed > MISFIT_NOISES:
         notes.append(f"note: this law misses the data by {missed:.3g} times their noise (root mean square): it "
                      "approximates them and may not be the law behind them")
