@@ -225,8 +225,10 @@ def _read_results(folders: list[Path], methods: set[str] | None = None):
     except DuplicateResults as err:
         raise UserError(str(err)) from None
     if rows.empty:
-        of = f" of {', '.join(sorted(methods))}" if methods else " yet"
-        raise UserError(f"{' '.join(map(str, folders))} hold(s) no results{of}")
+        where = " ".join(map(str, folders))
+        if not methods:
+            raise UserError(f"{where}: no results yet")
+        raise UserError(f"{where}: no results of {', '.join(sorted(methods))} (stored: {_methods_held(folders)})")
     for folder in folders:
         for start in runner.unfinished_starts(folder):
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(start.get("started_at", 0)))
@@ -234,6 +236,14 @@ def _read_results(folders: list[Path], methods: set[str] | None = None):
                   "were to run): these tables hold the rows stored so far; resume it with the same "
                   "`python -m bench run` command", file=sys.stderr)
     return rows
+
+
+def _methods_held(folders: list[Path]) -> str:
+    """The methods a result folder holds rows of, for an error that names one it does not."""
+    from bench.store import ResultStore
+
+    held = {method for folder in folders for method in ResultStore(folder).read().get("method", [])}
+    return ", ".join(sorted(held)) or "nothing"
 
 
 def _output_folder(args, default: str) -> Path:
@@ -399,6 +409,9 @@ def _compare(args) -> int:
     methods = [name if name in stored else registry.canonical_label(name) for name in args.methods]
     if methods[0] == methods[1]:
         raise UserError(f"--methods: compare {methods[0]} with another method")
+    for name in methods:
+        if name not in stored:
+            raise UserError(f"--methods: no results of {name} (stored: {_methods_held([Path(p) for p in args.results])})")
     try:
         table = compare.paired(rows, *methods, by=tuple(args.by))
     except ValueError as err:

@@ -119,11 +119,17 @@ def _columns(path: Path, columns: tuple[str, str]):
         raise TrajectoryFileError(f"{path}: {where}, more than the header has names") from None
     except Exception as err:
         raise TrajectoryFileError(f"{path}: not a readable CSV file ({type(err).__name__})") from None
-    frame.columns = [str(c).strip().lower() for c in frame.columns]
+    as_named = [str(c).strip() for c in frame.columns]  # for messages; compared without case
+    frame.columns = [name.lower() for name in as_named]
     if not set(columns) <= set(frame.columns):
-        found = ", ".join(repr(c) for c in frame.columns) or "none"
+        found = ", ".join(map(repr, as_named)) or "none"
+        if as_named and all(_is_number(name) for name in as_named):
+            raise TrajectoryFileError(f"{path}: the header line holds numbers ({found}), not column names; "
+                                      f"add a line {columns[0]},{columns[1]} above the data")
         raise TrajectoryFileError(f"{path}: needs a first line naming columns {columns[0]} and {columns[1]}, "
                                   f"comma-separated (found {found})")
+    if frame.empty:
+        raise TrajectoryFileError(f"{path}: no data below the header; write one row per point")
     twice = sorted({c for c in columns if list(frame.columns).count(c) > 1})
     if twice:
         raise TrajectoryFileError(f"{path}: more than one column is named {' and '.join(twice)} "
@@ -182,6 +188,14 @@ def _numbers(path: Path, frame, name: str) -> np.ndarray:
         raise TrajectoryFileError(f"{path}: column {name} holds {_shown(cell, 30)} in row {row + 1} below the header, "
                                   f"not a number{_cell_hint(cell)}")
     return values.to_numpy(float)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _cell_hint(cell: str) -> str:
@@ -305,8 +319,9 @@ def _expression(path: Path, frame) -> str | None:
     if not laws:
         return None
     if len(laws) > 1:
-        raise TrajectoryFileError(f"{path}: column 'expression' holds {len(laws)} different laws ({laws[0]!r}, "
-                                  f"{laws[1]!r}, ...); one trajectory has one law")
+        shown = ", ".join(map(repr, laws[:2])) + (", ..." if len(laws) > 2 else "")
+        raise TrajectoryFileError(f"{path}: column 'expression' holds {len(laws)} different laws ({shown}); "
+                                  "one trajectory has one law")
     try:
         parse(laws[0])
     except ExpressionError as err:

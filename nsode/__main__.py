@@ -115,13 +115,19 @@ def _write_json(path: Path, reading: dict) -> None:
     write_text_atomic(json.dumps(finite(reading), indent=2) + "\n", path)
 
 
+OTHER_COMMANDS = """the model's own life cycle, each with its --help:
+  python -m nsode.data generate ...   draw random ODEs and solve them (training data)
+  python -m nsode.train ...           train a model on them, or resume training
+  python -m nsode.export ...          ship a trained checkpoint as safetensors"""
+
+
 def main(argv=None) -> int:
     from nsode.options import add_search_arguments, changed_flags, settings_from
     from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES
 
-    p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__, epilog=OTHER_COMMANDS,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True, metavar="predict")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     pr = sub.add_parser("predict",
                         help="predict the ODE behind one trajectory in a CSV file (or several records of one)",
                         usage="python -m nsode predict [options] [search settings] file [file ... --joint]")

@@ -1,7 +1,7 @@
 """Export trained weights for shipping: fp16 safetensors + config (no optimizer state).
 
-    python -m nsode.export RUN/best checkpoints/my-eps                                # a new folder
-    python -m nsode.export RUN/best nsode/checkpoints/nsode-eps --replace     # ship it in place
+    python -m nsode.export RUN/best checkpoints/my-eps                      # a new folder
+    python -m nsode.export RUN/best nsode/checkpoints/nsode-eps --replace   # ship it in place
 
 Training can continue from the shipped folder with `python -m nsode.train --init FOLDER`
 (weights are loaded back as float32; the optimizer restarts).

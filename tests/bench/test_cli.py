@@ -26,11 +26,6 @@ def assert_one_line_error(result, *words):
         assert word in result.stderr
 
 
-def write_csv(path, t, y, **extra):
-    pd.DataFrame({"t": t, "y": y, **extra}).to_csv(path, index=False)
-    return path
-
-
 @pytest.fixture
 def trajectory():
     t = np.linspace(0, 2, 64)
@@ -91,8 +86,8 @@ def test_malformed_dataset_file_is_refused(tmp_path, content, problem):
     (lambda t, y: (np.r_[t[:1], t[:-1]], y), "duplicate time"),
     (lambda t, y: (t[:5], y[:5]), "at least 10"),
 ])
-def test_bad_csv_trajectory_is_refused(tmp_path, trajectory, mutate, problem):
-    file = write_csv(tmp_path / "traj.csv", *mutate(*trajectory))
+def test_bad_csv_trajectory_is_refused(tmp_path, trajectory, mutate, problem, write_record):
+    file = write_record(tmp_path / "traj.csv", *mutate(*trajectory))
     assert_one_line_error(bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), problem)
 
 
@@ -102,8 +97,8 @@ def test_csv_rows_longer_than_the_header_are_refused(tmp_path):
     assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "more values")
 
 
-def test_csv_named_like_a_built_in_dataset_is_refused(tmp_path, trajectory):
-    file = write_csv(tmp_path / "textbook.csv", *trajectory)
+def test_csv_named_like_a_built_in_dataset_is_refused(tmp_path, trajectory, write_record):
+    file = write_record(tmp_path / "textbook.csv", *trajectory)
     assert_one_line_error(bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), "built-in")
 
 
@@ -162,10 +157,10 @@ def test_csv_files_of_several_records_read_each_as_a_trajectory_of_the_file_s_la
                           "--by well: tells how to read CSV datasets")
 
 
-def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
+def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory, write_record):
     folder = tmp_path / "mine"
     folder.mkdir()
-    write_csv(folder / "growth.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    write_record(folder / "growth.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
     result = bench("run", "--dataset", folder, "--methods", "truth", "--n", 32, 64, 128, "--out", tmp_path / "o")
     assert result.returncode == 0, result.stderr
     rows = pd.read_csv(tmp_path / "o" / "medians.csv")
@@ -178,8 +173,8 @@ def test_csv_folder_is_scored_against_its_own_data(tmp_path, trajectory):
     assert "main figure: mine, n = 64 (the results hold no classic at n = 192)" in drawn.stdout  # the paper's cell
 
 
-def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory):
-    file = write_csv(tmp_path / "growth.csv", *trajectory)  # no expression column
+def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory, write_record):
+    file = write_record(tmp_path / "growth.csv", *trajectory)  # no expression column
     result = bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o")
     assert result.returncode == 0 and "no results" in result.stdout
     assert "1 task comes without one: it skips it" in result.stderr
@@ -204,7 +199,10 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     assert rescored.returncode == 0 and "re-scored 24" in rescored.stdout
     paired = bench("compare", out, "--methods", "truth", "truth-refit")
     assert paired.returncode == 0 and "12 / 12" in paired.stdout  # both solve every clean task
-    assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"), "sindy")
+    assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"),
+                          "no results of sindy (stored: truth, truth-refit)")
+    assert_one_line_error(bench("compare", out, "--methods", "proged", "sindy"),
+                          "no results of proged, sindy (stored: truth, truth-refit)")
     assert_one_line_error(bench("compare", out, "--methods", "truth", "truth"), "another method")
     assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "sindy"), "two methods, not 3")
 
@@ -296,10 +294,10 @@ def test_a_constructor_argument_without_default_is_asked_for_in_one_line(tmp_pat
     assert "(0 vs 0, p 1)" in paired.stdout  # the same law: solved on the same tasks
 
 
-def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, trajectory):
+def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, trajectory, write_record):
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
-        write_csv(tmp_path / folder / "traj.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+        write_record(tmp_path / folder / "traj.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
     out = tmp_path / "o"
     assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", tmp_path / "b" / "traj.csv",
                                 "--methods", "truth", "--out", out), "rename one")
@@ -307,7 +305,7 @@ def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, traj
     assert bench("run", "--methods", "truth", "--out", out).returncode == 0  # textbook into the same folder
     rescored = bench("score", out, cwd=tmp_path / "b")  # from elsewhere: the stored paths are absolute
     assert rescored.returncode == 0 and "re-scored 13" in rescored.stdout, rescored.stderr
-    write_csv(tmp_path / "a" / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)
+    write_record(tmp_path / "a" / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)
     assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
                                 "--out", out), "changed since")
     (tmp_path / "a" / "traj.csv").write_text("a,b\n1,2\n")  # broken, not merely changed: says what is wrong
@@ -316,15 +314,16 @@ def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, traj
 
 
 @pytest.mark.parametrize("damage", ["missing", "torn"])
-def test_rows_without_a_readable_sweep_json_are_not_resumed_on_unchecked_data(tmp_path, trajectory, damage):
-    write_csv(tmp_path / "traj.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+def test_rows_without_a_readable_sweep_json_are_not_resumed_on_unchecked_data(tmp_path, trajectory, damage,
+                                                                              write_record):
+    write_record(tmp_path / "traj.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
     out = tmp_path / "o"
     assert bench("run", "--dataset", tmp_path / "traj.csv", "--methods", "truth", "--out", out).returncode == 0
     if damage == "missing":
         (out / "sweep.json").unlink()
     else:
         (out / "sweep.json").write_text('{"datasets": [')
-    write_csv(tmp_path / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)  # other data, the same name
+    write_record(tmp_path / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)  # other data, the same name
     assert_one_line_error(bench("run", "--dataset", tmp_path / "traj.csv", "--methods", "truth", "--out", out),
                           "no readable sweep.json")
     assert len(pd.read_parquet(out / "parts")) == 1  # the stored row is kept
@@ -369,7 +368,7 @@ def test_integer_equation_ids_are_stored_as_text_and_1_and_one_are_one_id(tmp_pa
                           "appears twice")
 
 
-def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, trajectory):
+def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, trajectory, write_record):
     first = _dataset_file(tmp_path / "laws.json", [{"id": "decay", "expression": "-0.3*y", "y0": [1.0]}])
     original = first.read_text()
     edited = _dataset_file(tmp_path / "laws-edited.json", [{"id": "decay", "expression": "-0.9*y", "y0": [1.0]}])
@@ -378,7 +377,7 @@ def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, tra
     assert_one_line_error(bench("run", "--dataset", edited, "--methods", "truth", "--out", out), "different data")
     for folder, sign in (("a", 1), ("b", -1)):
         (tmp_path / folder).mkdir()
-        write_csv(tmp_path / folder / "data.csv", trajectory[0], sign * trajectory[1])
+        write_record(tmp_path / folder / "data.csv", trajectory[0], sign * trajectory[1])
     assert bench("run", "--dataset", tmp_path / "a" / "data.csv", "--methods", "sindy", "--quiet",
                  "--out", out).returncode == 0
     assert_one_line_error(bench("run", "--dataset", tmp_path / "b" / "data.csv", "--methods", "sindy",
@@ -389,7 +388,7 @@ def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, tra
     assert bench("score", out).returncode == 0
     folder = tmp_path / "csv" / "mine"  # CSV files under the JSON dataset's name: their rows would share keys
     folder.mkdir(parents=True)
-    write_csv(folder / "decay.csv", *trajectory)
+    write_record(folder / "decay.csv", *trajectory)
     assert_one_line_error(bench("run", "--dataset", folder, "--methods", "sindy", "--out", out), "different data")
     same = tmp_path / "copy.json"
     same.write_text(first.read_text())  # the same data at another path resumes
@@ -411,16 +410,16 @@ def test_bad_method_values_and_absent_plot_cells_are_refused_up_front(tmp_path):
     assert_one_line_error(bench("score", empty), "no results")
 
 
-def test_a_csv_folder_is_named_whole_and_reads_csv_files_of_any_case(tmp_path, trajectory):
+def test_a_csv_folder_is_named_whole_and_reads_csv_files_of_any_case(tmp_path, trajectory, write_record):
     folder = tmp_path / "runs.v2"
     folder.mkdir()
-    write_csv(folder / "A.CSV", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
-    write_csv(folder / "b.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    write_record(folder / "A.CSV", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
+    write_record(folder / "b.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
     ran = bench("run", "--dataset", folder, "--methods", "truth", "--quiet", "--out", tmp_path / "o")
     assert ran.returncode == 0, ran.stderr
     rows = pd.read_parquet(tmp_path / "o" / "parts")
     assert set(rows["dataset"]) == {"runs.v2"} and set(rows["equation_id"]) == {"A", "b"}
-    write_csv(folder / "b.CSV", *trajectory)  # rows are keyed by the name: one of the two would be lost
+    write_record(folder / "b.CSV", *trajectory)  # rows are keyed by the name: one of the two would be lost
     assert_one_line_error(bench("run", "--dataset", folder, "--methods", "truth", "--out", tmp_path / "o2"),
                           "rename one")
 

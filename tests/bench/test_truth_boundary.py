@@ -88,10 +88,9 @@ def test_warnings_inside_a_method_are_recorded_not_printed(tmp_path):
     assert all(any("divide by zero" in line for line in w) for w in warned)
 
 
-def test_warnings_inside_a_method_on_dask_are_recorded_not_printed(tmp_path):
-    csv = tmp_path / "growth.csv"
+def test_warnings_inside_a_method_on_dask_are_recorded_not_printed(tmp_path, write_record):
     t = np.linspace(0, 2, 32)
-    csv.write_text("t,y\n" + "".join(f"{a},{b}\n" for a, b in zip(t.tolist(), (2.0 * np.exp(0.1 * t)).tolist())))
+    csv = write_record(tmp_path / "growth.csv", t, 2.0 * np.exp(0.1 * t))
     out = tmp_path / "out"
     result = subprocess.run([sys.executable, "-m", "bench", "run", "--dataset", str(csv), "--n", "32", "--quiet",
                              "--backend", "dask", "-j", "1", "--methods", "warns", "--method-file", FIXTURES,

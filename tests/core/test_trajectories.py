@@ -30,7 +30,8 @@ def test_numpy_savetxt_output_is_read(tmp_path):
     ("t,y,y\n" + "".join(f"{a},{a},{100 * a}\n" for a in T), "more than one column is named y"),  # not y.1
     ("t,t,y\n" + "".join(f"{a},{1000 * a},{a}\n" for a in T), "more than one column is named t"),
     ("t,y\n" + ROWS.replace("\n", ",x\n", 11).replace(",x\n", "\n", 10), "line 12 has 3 values"),
-    ("# just a note\n" + ROWS, "naming columns t and y"),
+    ("# just a note\n" + ROWS, "the header line holds numbers .* add a line t,y above the data"),
+    ("t,y\n", "no data below the header"),
     ("t,y\n" + "".join(f"{a},{a},{a}\n" for a in T), "more values than the header"),
     ("t;y\n" + "".join(f"{a};{2 * a}\n".replace(".", ",") for a in T), "separates its columns with ';'"),
     ("t\ty\n" + "".join(f"{a}\t{2 * a}\n" for a in T), "separates its columns with tabs"),
@@ -80,7 +81,8 @@ def test_a_cell_that_is_not_a_number_is_named_with_its_row(tmp_path, cells, mess
 
 
 def test_an_expression_column_with_two_laws_or_a_bad_one_is_refused(tmp_path):
-    for laws, message in ((["-0.5*y"] * 19 + ["-y"], "2 different laws"), (["y**"] * 20, "column 'expression'")):
+    for laws, message in ((["-0.5*y"] * 19 + ["-y"], r"2 different laws \('-0.5\*y', '-y'\); one"),
+                          (["y**"] * 20, "column 'expression'")):
         (tmp_path / "d.csv").write_text(_with_laws(laws))
         with pytest.raises(TrajectoryFileError, match=message):
             read_trajectory(tmp_path / "d.csv")
@@ -151,7 +153,7 @@ def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_pat
     data = read_trajectory(path, columns=(" hours", "od600 "))  # names without case or spaces, as t and y are
     assert np.array_equal(data.t, np.arange(24)) and data.y[1] == pytest.approx(0.15)
     assert list(read_records(path, "well", columns=("Hours", "OD600"))) == ["0", "1"]
-    for columns, message in ((("t", "y"), "naming columns t and y, comma-separated (found 'hours', 'od600', 'well')"),
+    for columns, message in ((("t", "y"), "naming columns t and y, comma-separated (found 'Hours', 'OD600', 'well')"),
                              (("hours", "od"), "naming columns hours and od, comma"),
                              (("hours", "Hours"), "two different, named columns")):
         with pytest.raises(TrajectoryFileError, match=message.replace("(", r"\(").replace(")", r"\)")):

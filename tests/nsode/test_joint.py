@@ -121,15 +121,13 @@ def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
 
 
 @pytest.mark.parametrize("one_file", [False, True])
-def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, capsys, one_file):
+def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, capsys, one_file, write_record):
     from nsode.__main__ import main
 
-    paths, rows = [], []
-    for k, (t, y) in enumerate(logistic_records()):
-        paths.append(tmp_path / f"run{k}.csv")
-        paths[-1].write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
-        rows += [f"{float(a)!r},{float(b)!r},{k}\n" for a, b in zip(t, y)]
-    (tmp_path / "runs.csv").write_text("t,y,run\n" + "".join(rows))
+    records = logistic_records()
+    paths = [write_record(tmp_path / f"run{k}.csv", t, y) for k, (t, y) in enumerate(records)]
+    write_record(tmp_path / "runs.csv", *map(np.concatenate, zip(*records)),
+                 run=np.repeat(np.arange(len(records)), [len(t) for t, _ in records]))
     given = [str(tmp_path / "runs.csv"), "--by", "run"] if one_file else [*map(str, paths), "--joint"]
     assert main(["predict", *given, "--plot", str(tmp_path / "runs.png"), "--json", str(tmp_path / "runs.json")]) == 0
     out = capsys.readouterr().out
@@ -147,12 +145,11 @@ def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, 
     assert abs(reading["records"][2]["initial_value"]["value"] - 4.9) < 0.1
 
 
-def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tmp_path, capsys):
+def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tmp_path, capsys, write_record):
     from nsode.__main__ import main
 
-    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
-    good.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 10)}\n" for i in range(20)))
-    bad.write_text("t,y\n0,1\n1,2\n")
+    t = np.arange(20) / 10
+    good, bad = write_record(tmp_path / "good.csv", t, np.exp(-t)), write_record(tmp_path / "bad.csv", [0, 1], [1, 2])
     for flags, message in ((["--joint", "--paper"], "--paper does not use"), ([], "add --joint")):
         with pytest.raises(SystemExit):
             main(["predict", str(good), str(good), *flags])
@@ -161,8 +158,8 @@ def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tm
         with pytest.raises(SystemExit):
             main(["predict", *map(str, given)])
         assert message in capsys.readouterr().err
-    runs = tmp_path / "runs.csv"
-    runs.write_text("t,y,run\n" + "".join(f"{i % 12 / 10},{np.exp(-i / 10)},{i // 12}\n" for i in range(24)))
+    i = np.arange(24)
+    runs = write_record(tmp_path / "runs.csv", i % 12 / 10, np.exp(-i / 10), run=i // 12)
     assert main(["predict", str(runs)]) == 2
     assert "duplicate time 0; keep one point per time (several runs in one file? --by COLUMN" in capsys.readouterr().err
     assert main(["predict", str(good), str(bad), "--joint"]) == 2

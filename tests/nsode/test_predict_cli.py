@@ -22,28 +22,24 @@ def test_bad_files_get_one_line_errors(tmp_path, capsys, content, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_missing_checkpoint_gets_a_one_line_error(tmp_path, capsys):
-    path = tmp_path / "ok.csv"
+def test_missing_checkpoint_gets_a_one_line_error(tmp_path, capsys, write_record):
     t = np.linspace(0, 2, 20)
-    path.write_text("t,y\n" + "".join(f"{a},{np.exp(-a)}\n" for a in t))
+    path = write_record(tmp_path / "ok.csv", t, np.exp(-t))
     assert main(["predict", str(path), "--checkpoint", str(tmp_path / "none")]) == 2
     assert "none: no such checkpoint folder" in capsys.readouterr().err
 
 
-def saved_model_and_its_trajectory(overfit, folder) -> tuple[str, str]:
+def saved_model_and_its_trajectory(overfit, folder, write_record) -> tuple[str, str]:
     """The overfitted model saved as a checkpoint, and its first trajectory as a CSV file."""
     model, observations, _ = overfit
     model.save_pretrained(folder / "ckpt")
-    t, y = observations[0]
-    path = folder / "traj.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
-    return str(path), str(folder / "ckpt")
+    return str(write_record(folder / "traj.csv", *observations[0])), str(folder / "ckpt")
 
 
-def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
+def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit, write_record):
     import torch
 
-    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
+    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path, write_record)
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
@@ -57,8 +53,8 @@ def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit):
     assert out.startswith("y' = ") and r2 >= 0.99 and (tmp_path / "p.png").is_file()
 
 
-def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_path, capsys, overfit):
-    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
+def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_path, capsys, overfit, write_record):
+    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path, write_record)
     lines = Path(path).read_text().splitlines()
     Path(path).write_text("\n".join(["Hours,OD600", *lines[1:]]) + "\n")
     assert main(["predict", path, "--columns", "hours", "OD600", "--checkpoint", checkpoint, "--beam", "8",
@@ -66,10 +62,10 @@ def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_pat
     assert capsys.readouterr().out.startswith("y' = ")
 
 
-def test_a_record_without_variation_read_paper_style_is_named_as_such(tmp_path, capsys, overfit):
-    _, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
-    (tmp_path / "flat.csv").write_text("t,y\n" + "".join(f"{a / 8},2.5\n" for a in range(16)))
-    assert main(["predict", str(tmp_path / "flat.csv"), "--checkpoint", checkpoint, "--beam", "4", "--paper"]) == 1
+def test_a_record_without_variation_read_paper_style_is_named_as_such(tmp_path, capsys, overfit, write_record):
+    _, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path, write_record)
+    flat = write_record(tmp_path / "flat.csv", np.arange(16) / 8, np.full(16, 2.5))
+    assert main(["predict", str(flat), "--checkpoint", checkpoint, "--beam", "4", "--paper"]) == 1
     assert "matched a record without variation" in capsys.readouterr().err
 
 
@@ -95,9 +91,8 @@ def test_the_model_reads_a_record_the_same_whenever_its_clock_starts(overfit):
         assert predictor.candidates(t + clock, y) == expected
 
 
-def test_a_negative_branch_count_is_refused_in_one_line(tmp_path, capsys):
-    path = tmp_path / "decay.csv"
-    path.write_text("t,y\n0,1\n1,0.6\n2,0.37\n")
+def test_a_negative_branch_count_is_refused_in_one_line(tmp_path, capsys, write_record):
+    path = write_record(tmp_path / "decay.csv", [0, 1, 2], [1, 0.6, 0.37])
     with pytest.raises(SystemExit) as stop:
         main(["predict", str(path), "--branches", "-1"])
     assert stop.value.code == 2 and "--branches must be 0" in capsys.readouterr().err
@@ -116,9 +111,9 @@ def test_the_model_view_has_exactly_the_count_asked_for():
     assert model_view(t, y, 16)[0] is t
 
 
-def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_search(tmp_path, capsys):
-    path = tmp_path / "decay.csv"
-    path.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 20)}\n" for i in range(20)))
+def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_search(tmp_path, capsys, write_record):
+    t = np.arange(20) / 10
+    path = write_record(tmp_path / "decay.csv", t, np.exp(-t / 2))
     for flag, value in (("--beam", "-5"), ("--top-k", "0"), ("--top", "-1"), ("--threads", "0")):
         with pytest.raises(SystemExit) as stop:
             main(["predict", str(path), flag, value])
@@ -135,14 +130,14 @@ def test_bad_budgets_and_a_plot_into_a_missing_folder_are_refused_before_the_sea
     if Path("/proc/self").is_dir():  # a folder that takes no new files, even from root
         assert main(["predict", str(path), "--plot", "/proc/nsode-fit.png"]) == 2
         assert "cannot write there" in capsys.readouterr().err
-    (tmp_path / "bad.csv").write_text("t,y\n0,1\n")
-    assert main(["predict", str(tmp_path / "bad.csv"), "--plot", str(tmp_path / "fine.png")]) == 2
+    bad = write_record(tmp_path / "bad.csv", [0], [1])
+    assert main(["predict", str(bad), "--plot", str(tmp_path / "fine.png")]) == 2
     assert not (tmp_path / "fine.png").exists()  # the probe leaves no empty file behind
 
 
-def test_options_the_run_would_ignore_or_cannot_use_are_refused(tmp_path, capsys):
-    path = tmp_path / "decay.csv"
-    path.write_text("t,y\n" + "".join(f"{i / 10},{np.exp(-i / 20)}\n" for i in range(20)))
+def test_options_the_run_would_ignore_or_cannot_use_are_refused(tmp_path, capsys, write_record):
+    t = np.arange(20) / 10
+    path = write_record(tmp_path / "decay.csv", t, np.exp(-t / 2))
     refused = [["--paper", "--top-k", "3"], ["--paper", "--forecast", "0"], ["--forecast", "-5"],
                ["--multiplicity", "-1"], ["--node-cost", "nan"], ["--refit", "40"], ["--paper", "--refine"],
                ["--agreement", "2"]]  # an R^2 threshold
@@ -157,8 +152,8 @@ def test_options_the_run_would_ignore_or_cannot_use_are_refused(tmp_path, capsys
     assert "is a folder" in capsys.readouterr().err
 
 
-def test_a_plot_name_without_an_ending_gets_png_and_says_so(tmp_path, capsys, overfit):
-    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path)
+def test_a_plot_name_without_an_ending_gets_png_and_says_so(tmp_path, capsys, overfit, write_record):
+    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path, write_record)
     assert main(["predict", path, "--checkpoint", checkpoint, "--beam", "4", "--top-k", "2",
                  "--plot", str(tmp_path / "fit")]) == 0
     assert (tmp_path / "fit.png").is_file() and f"plot written to {tmp_path / 'fit.png'}" in capsys.readouterr().out
@@ -204,15 +199,14 @@ def test_when_every_fit_fails_the_stability_check_the_user_is_told(capsys):
     assert "every fit failed the stability check" in out and "statistically as good" not in out
 
 
-def test_the_user_is_told_when_the_choice_weighed_noise_that_grows_with_y(tmp_path, capsys):
+def test_the_user_is_told_when_the_choice_weighed_noise_that_grows_with_y(tmp_path, capsys, write_record):
     from core.expressions import compile_scalar, parse
     from core.solving import solve
 
     rng = np.random.default_rng(0)  # y' = -0.5 y**2 falling twentyfold under 1% relative noise
     t = np.sort(rng.uniform(0, 10, 128))
     y = solve(compile_scalar(parse("-0.5*y**2")), 4.0, t) * (1 + 0.01 * rng.normal(size=t.size))
-    path = tmp_path / "decay.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    path = write_record(tmp_path / "decay.csv", t, y)
     assert main(["predict", str(path), "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "the choice and the errors weighed each point by its own noise level" in out
@@ -220,12 +214,11 @@ def test_the_user_is_told_when_the_choice_weighed_noise_that_grows_with_y(tmp_pa
     assert "its own noise level" not in capsys.readouterr().out
 
 
-def test_a_noisy_flat_record_read_as_a_steady_state_says_why_its_r2_is_zero(tmp_path, capsys):
+def test_a_noisy_flat_record_read_as_a_steady_state_says_why_its_r2_is_zero(tmp_path, capsys, write_record):
     rng = np.random.default_rng(1)  # a level of 2 under 1% relative noise: y' = 0, whose course is the mean
     t = np.linspace(0, 2, 64)
     y = 2 * (1 + 0.01 * rng.normal(size=t.size))
-    path = tmp_path / "flat.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    path = write_record(tmp_path / "flat.csv", t, y)
     assert main(["predict", str(path), "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "y' = 0\n" in out and "R^2 on the data: 0.000000" in out

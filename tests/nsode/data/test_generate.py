@@ -181,12 +181,12 @@ def test_a_list_solved_with_another_solution_seed_gives_new_solutions_of_the_sam
 
 
 def test_a_list_copied_into_a_run_with_another_seed_or_config_is_refused(tmp_path, tiny_folder, tiny_config):
-    for key, seed, config in [("seed", 4, tiny_config), ("max_ops", 3, tiny_config.replace(max_ops=3))]:
+    for key, seed, other in [("seed", 4, tiny_config), ("max_ops", 3, tiny_config.replace(max_ops=3))]:
         folder = tmp_path / key
         folder.mkdir()
         shutil.copy(tiny_folder / store.SKELETON_FILE, folder / store.SKELETON_FILE)
         with pytest.raises(generate.GenerateError, match=f"searched with different {key}"):
-            generate.generate(folder, 7, seed, config, progress=False, solve=False)
+            generate.generate(folder, 7, seed, other, progress=False, solve=False)
 
 
 def test_large_skeletons_are_never_used_for_training(tmp_path, tiny_folder, tiny_config, monkeypatch):

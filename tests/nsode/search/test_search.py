@@ -68,11 +68,10 @@ def test_search_settings_given_from_python_are_checked_as_their_flags():
         Predictor.searching(Settings(top_k=0))
 
 
-def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
+def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write_record):
     from nsode.__main__ import main
 
-    path = tmp_path / "decay.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, DECAY)))
+    path = write_record(tmp_path / "decay.csv", T, DECAY)
     assert main(["predict", str(path), "--plot", str(tmp_path / "p.png"), "--json", str(tmp_path / "fit.json")]) == 0
     out = capsys.readouterr().out
     # numbers written with the digits the data support, trailing zeros included
@@ -88,15 +87,14 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys):
     assert reading["noise"]["misfit"] < 3  # the law fits the data to their noise
 
 
-def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys):
+def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys, write_record):
     """Each listed candidate is written to the digits its own fit needs: a law shown to 4 digits
     on a large offset (101 kPa) moved its equilibrium by 114 Pa and read R^2 0.75, not 0.99997."""
     from nsode.__main__ import main
 
     t = np.linspace(0, 2, 64)
     y = 101325 + 500 * np.exp(-0.5 * t) * (1 + 1e-3 * np.random.default_rng(0).normal(size=t.size))
-    path = tmp_path / "pressure.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
+    path = write_record(tmp_path / "pressure.csv", t, y)
     assert main(["predict", str(path), "--top", "5"]) == 0
     out = capsys.readouterr().out
     assert "note:" not in out
@@ -107,19 +105,17 @@ def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, 
         assert r2(solve(compile_scalar(parse(law)), y0, t), y) == pytest.approx(float(r2_text), abs=1e-4), law
 
 
-def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path, capsys):
+def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path, capsys, write_record):
     """A scalar law y' = f(y) never turns; a pick that misses the data by far more than their noise
     is a curve fit; the better fit set aside as unstable is named with its reason."""
     from nsode.__main__ import main
 
     t = np.linspace(0, 6, 64)
-    (tmp_path / "sine.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(np.sin(a))!r}\n" for a in t))
-    assert main(["predict", str(tmp_path / "sine.csv"), "--top", "0"]) == 0
+    assert main(["predict", str(write_record(tmp_path / "sine.csv", t, np.sin(t))), "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "note: the record rises and falls back" in out and "times their noise (root mean square)" in out
     t = np.linspace(0, 2.45, 128)  # y' = y^2 from 0.4 blows up at t = 2.5, just after the data
-    (tmp_path / "blowup.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(0.4 / (1 - 0.4 * a))!r}\n" for a in t))
-    assert main(["predict", str(tmp_path / "blowup.csv"), "--top", "0"]) == 0
+    assert main(["predict", str(write_record(tmp_path / "blowup.csv", t, 0.4 / (1 - 0.4 * t))), "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "rises and falls" not in out
     assert re.search(r"note: \S*y\*\*2 fits better \(R\^2 1.000000\) but was set aside as unstable beyond the data: "
@@ -127,11 +123,11 @@ def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path
     t = np.linspace(0, 2, 64)  # a decay with one reading typed twice too large
     y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
     y[20] *= 2
-    (tmp_path / "glitch.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(t, y)))
-    assert main(["predict", str(tmp_path / "glitch.csv"), "--top", "0"]) == 0
+    glitch = write_record(tmp_path / "glitch.csv", t, y)
+    assert main(["predict", str(glitch), "--top", "0"]) == 0
     out = capsys.readouterr().out  # set aside by default, named with --no-glitches
     assert f"note: 1 point set aside (t = {t[20]:.4g})" in out and re.search(r"^y' = -0\.(49\d|50\d?)\*y$", out, re.M)
-    assert main(["predict", str(tmp_path / "glitch.csv"), "--top", "0", "--no-glitches"]) == 0
+    assert main(["predict", str(glitch), "--top", "0", "--no-glitches"]) == 0
     assert f"note: 1 point stands apart from its neighbours' course (t = {t[20]:.4g})" in capsys.readouterr().out
 
 
@@ -148,26 +144,23 @@ def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
     assert drawn[0].axes[0].get_legend().legend_handles[0].get_alpha() == 1.0
 
 
-def test_data_at_rest_read_y_prime_zero_and_the_pick_is_not_flagged_unstable(tmp_path, capsys):
+def test_data_at_rest_read_y_prime_zero_and_the_pick_is_not_flagged_unstable(tmp_path, capsys, write_record):
     """Another template fitted to the same text 0 may fail the check; the listed fit did not."""
     from nsode.__main__ import main
 
-    path = tmp_path / "rest.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},0\n" for a in T))
+    path = write_record(tmp_path / "rest.csv", T, np.zeros_like(T))
     assert main(["predict", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("y' = 0\n") and "unstable" not in out
 
 
-def test_the_paper_s_model_says_when_the_data_lie_outside_its_training_range(tmp_path, capsys):
+def test_the_paper_s_model_says_when_the_data_lie_outside_its_training_range(tmp_path, capsys, write_record):
     from nsode.__main__ import main
 
     t = np.linspace(0, 6, 30)  # three times the span it was trained on
-    path = tmp_path / "long.csv"
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(3 * np.exp(-0.5 * a))!r}\n" for a in t))
-    assert main(["predict", str(path), "--paper"]) == 0
+    assert main(["predict", str(write_record(tmp_path / "long.csv", t, 3 * np.exp(-0.5 * t))), "--paper"]) == 0
     assert "lie outside" in capsys.readouterr().out
-    path.write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, DECAY)))
+    path = write_record(tmp_path / "decay.csv", T, DECAY)
     assert main(["predict", str(path), "--paper"]) == 0
     assert "lie outside" not in capsys.readouterr().out
 
@@ -298,12 +291,11 @@ def test_a_pick_that_misses_the_data_gets_a_second_look_with_powers_of_y():
     assert "second_look" not in search([law, sympy.sin(Y)], T, noisy, Settings(misfit_powers=5))[1]
 
 
-def test_predict_cli_says_when_it_looked_twice(tmp_path, capsys):
+def test_predict_cli_says_when_it_looked_twice(tmp_path, capsys, write_record):
     from nsode.__main__ import main
 
     y = solve(compile_scalar(-0.2 * Y + 0.3 * Y**3 - 0.01 * Y**5), 1.2, T)  # the odd quintic above, clean
-    (tmp_path / "quintic.csv").write_text("t,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, y)))
-    assert main(["predict", str(tmp_path / "quintic.csv"), "--top", "0", "--misfit-powers", "5"]) == 0
+    assert main(["predict", str(write_record(tmp_path / "quintic.csv", T, y)), "--top", "0", "--misfit-powers", "5"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"note: the model's proposals missed the data by [\d.]+ times their noise, so sums with the "
                      r"powers y, \.\.\., y\*\*5 were fitted too", out), out
