@@ -150,7 +150,7 @@ def _add_result_commands(sub) -> None:
     score = sub.add_parser("score", help="recompute scores from stored predictions (no refitting)",
                            description="Recompute every score of a sweep folder from its stored predictions "
                            "(after a change to the scorers); the fits are not rerun.")
-    score.add_argument("results", metavar="DIR")
+    score.add_argument("results", metavar="DIR", help="a result folder written by `bench run`")
     score.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     score.set_defaults(handler=_score)
 
@@ -329,7 +329,7 @@ def _run(args) -> int:
     rows = store.read()
     mine = runner.sweep_rows(sweep, rows)
     if mine.empty:
-        print("no results")
+        print("no results: no method ran on any task of this sweep")
         return 0
     paths = report.write(rows, Path(args.out))  # the folder's tables: every row it holds, as `bench report`
     print(report.format_markdown(report.medians(mine)))
