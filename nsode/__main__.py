@@ -233,7 +233,7 @@ def main(argv=None) -> int:
 def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> int:
     """`nsode predict` on the one record `name`: the law, its constants and initial value to the digits
     the data support, the candidates, the notes, how far the fits as good part beyond the data."""
-    from core.noise import noise_level
+    from core.noise import noise_floor, noise_level
     from core.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.scaling import raw_range_text
@@ -274,8 +274,9 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
             print(f"as fitted: y' = {form} with {named}")
             reading |= {"form": form, "constants": _constant_rows(constants)}
-        print(noise_text(sigma, profile is not None))
-        reading["noise"] = {"sigma": sigma, "grows_with_y": profile is not None, "misfit": missed}
+        clean = sigma <= noise_floor(y)  # noise_level never reads below the floor
+        print(noise_text(sigma, profile is not None, clean))
+        reading["noise"] = {"sigma": sigma, "at_floor": clean, "grows_with_y": profile is not None, "misfit": missed}
     print(f"R^2 on the data: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, float, str]] = {}  # each law once as printed (0 and 0.0 are one law)

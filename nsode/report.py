@@ -10,6 +10,8 @@ import re
 
 import numpy as np
 
+from core.noise import NOISE_FLOOR
+
 
 def shown(expression: str, digits: int = 4) -> str:
     """The expression with its constants rounded to `digits` significant digits, for reading."""
@@ -64,9 +66,18 @@ def time_text(value: float, t: np.ndarray) -> str:
     return f"{value:.{min(digits, 17)}g}"
 
 
-def noise_text(sigma: float, weighed: bool) -> str:
+def noise_text(sigma: float, weighed: bool, clean: bool = False) -> str:
     """The noise level behind the printed errors, and whether the choice weighed each residual at its
-    own point's level (version 22: noise that grows with |y|), which a user comparing fits should know."""
+    own point's level (version 22: noise that grows with |y|), which a user comparing fits should know.
+    On `clean` data the level is the floor every criterion assumes (core.noise.NOISE_FLOOR of the
+    data's scale), and what grows with |y| is the misses of a smooth curve through exact values."""
+    if clean:
+        text = (f"(standard errors at the noise floor, sigma = {sigma:.3g} in units of y: the data read as free of "
+                f"noise, and every fit is judged as if their noise were {NOISE_FLOOR:g} of their scale)")
+        if weighed:
+            text += ("\n(the points' misses of a smooth curve through them grow with |y|: the choice and the errors "
+                     "weighed each point by them)")
+        return text
     text = f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y)"
     if weighed:
         text = (f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y at the "

@@ -77,6 +77,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write
     # numbers written with the digits the data support, trailing zeros included
     assert out.startswith("y' = -0.5*y\n") and "y(0) = 3.0000" in out and "c0 = -0.5000" in out and (tmp_path / "p.png").is_file()
     assert "beyond the data (to t = 4)" in out
+    assert "(standard errors at the noise floor" in out and "noise grows with |y|" not in out  # exact values
     reading = json.loads((tmp_path / "fit.json").read_text())  # what is printed, for scripts, at full precision
     assert reading["law"] == "-0.5*y" and reading["form"] == "c0*y" and reading["proposer"] == "nsode-eps"
     (constant,) = reading["constants"]
@@ -84,7 +85,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write
     assert abs(reading["initial_value"]["value"] - 3) < 1e-4 and reading["initial_value"]["t"] == 0
     assert reading["candidates"][0] == {"law": "-0.5*y", "r2": reading["r2"], "unstable": False} and reading["r2"] > 0.9999
     assert reading["notes"] == [] and reading["set_aside_times"] == [] and reading["noise"]["sigma"] > 0
-    assert reading["noise"]["misfit"] < 3  # the law fits the data to their noise
+    assert reading["noise"]["misfit"] < 3 and reading["noise"]["at_floor"]  # the law fits the data to their noise
 
 
 def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys, write_record):
