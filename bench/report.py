@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import sympy
 
 from bench.rows import EXTRAP_DIVERGED, METRIC_COLUMNS
 from core import protocol
-from core.expressions import parse
+from core.expressions import parse, rounded
 
 GROUP = ["dataset", "method", "noise", "n"]
 TABLE_METRICS = ("r2_interp", "r2_extrap", "complexity", "fit_time")  # columns of the paper-style tables
@@ -201,10 +200,9 @@ def laws(rows: pd.DataFrame) -> pd.DataFrame:
 def _short(law: str) -> str:
     """A law with each constant written to LAW_DIGITS significant digits, for reading."""
     try:
-        expr = parse(law)
+        return rounded(parse(law), LAW_DIGITS)
     except ValueError:
         return law
-    return str(expr.xreplace({c: sympy.Float(c, LAW_DIGITS) for c in expr.atoms(sympy.Float)}))
 
 
 def format_laws(table: pd.DataFrame, limit: int = SHOWN_LAWS) -> str:

@@ -251,6 +251,12 @@ def to_string(expr: sympy.Expr) -> str:
     return _Printer({"order": "none"}).doprint(expr)
 
 
+def rounded(expr: sympy.Expr, digits: int) -> str:
+    """`to_string` of `expr` with each constant rounded to `digits` significant digits, for reading
+    (`nsode predict`'s candidates and the harness's laws table write a law alike)."""
+    return to_string(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
+
+
 def expression_complexity(text_or_expr: str | sympy.Expr) -> int:
     expr = parse(text_or_expr) if isinstance(text_or_expr, str) else text_or_expr
     return complexity(expr)

@@ -15,16 +15,14 @@ from core.noise import NOISE_FLOOR
 
 def shown(expression: str, digits: int = 4) -> str:
     """The expression with its constants rounded to `digits` significant digits, for reading."""
-    import sympy
-
-    from core.expressions import parse
-    from nsode.data.tokens import EncodingError, parse_infix, to_infix
+    from core.expressions import parse, rounded
+    from nsode.data.tokens import EncodingError, parse_infix
 
     try:
         expr = parse_infix(expression)  # products kept as the model wrote them
     except EncodingError:  # outside the model's vocabulary (abs from the search's variants)
         expr = parse(expression)
-    return to_infix(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
+    return rounded(expr, digits)
 
 
 def numbered_as_read(expr, params, constants) -> tuple[str, list]:

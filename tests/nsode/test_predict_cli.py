@@ -168,7 +168,7 @@ def test_r2_far_off_reads_in_scientific_notation():
 def test_candidates_outside_the_model_s_vocabulary_are_shown_too():
     from nsode.report import shown
 
-    assert shown("-0.502251234*Abs(y)") == "-0.5023*Abs(y)"  # abs comes from the search, not the model
+    assert shown("-0.502251234*Abs(y)") == "-0.5023*abs(y)"  # abs comes from the search, not the model; read back
 
 
 def test_times_are_written_to_a_fraction_of_the_span_however_late_the_clock_starts():
