@@ -117,11 +117,23 @@ class Child:
                 return self.conn.recv()
         except (EOFError, OSError):  # the child closed its end: it is exiting
             self.process.join(timeout=5)
-        if self.process.is_alive():
+        if not self._exited():
             self.kill()
             raise Deadline(f"exceeded its {seconds:g} s limit; killed")
         self.process.join()
+        for _ in range(100):  # reaped by another thread (below): its exit code is being stored
+            if self.process.exitcode is not None:
+                break
+            time.sleep(0.01)
         raise ChildDied(self.process.exitcode)
+
+    def _exited(self) -> bool:
+        """Whether the child has exited. `Process.start()` in another thread reaps every finished
+        child (multiprocessing's cleanup), and until it stores the exit code `is_alive()` reads
+        true; the child's sentinel tells its exit whoever reaped it."""
+        from multiprocessing.connection import wait
+
+        return not self.process.is_alive() or bool(wait([self.process.sentinel], timeout=0))
 
     def _answered(self, seconds: float, cpu: bool) -> bool:
         if not cpu:
