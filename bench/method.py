@@ -102,7 +102,12 @@ class Method:
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments, as stored (scikit-learn's estimator API)."""
-        return {name: getattr(self, name) for name in self._param_names()}
+        names = self._param_names()
+        hidden = [name for name in names if not hasattr(self, name)]
+        if hidden:
+            raise TypeError(f"{type(self).__name__}.__init__ must store each argument under its own name "
+                            f"(self.{hidden[0]} = {hidden[0]}), as scikit-learn estimators do")
+        return {name: getattr(self, name) for name in names}
 
     def set_params(self, **params: Any) -> "Method":
         unknown = set(params) - set(self._param_names())

@@ -211,7 +211,12 @@ def unavailable_reason(spec: MethodSpec) -> str | None:
         return f"its constructor needs {', '.join(missing)}: run it as {spec.name}:{example}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return spec.instantiate().unavailable_reason()
+        method = spec.instantiate()
+        try:
+            method.get_params()  # the harness names and checks a run by its parameters
+        except TypeError as err:
+            return str(err)
+        return method.unavailable_reason()
 
 
 def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[MethodSpec]:
@@ -223,10 +228,16 @@ def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[Method
     parsed = [parse_method_argument(n) for n in names]
     unknown = [name for name, _ in parsed if name not in specs]
     if unknown:
-        raise RegistryError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(sorted(specs))}")
+        broken = [f"; {where} is installed but broken: {reason}" for where, reason in BROKEN.items()
+                  if where.removesuffix(" (entry point)").removesuffix(".py") in unknown]
+        raise RegistryError(f"unknown method(s) {', '.join(unknown)}{''.join(broken)}; "
+                            f"known: {', '.join(sorted(specs))}")
     chosen = [specs[name].with_params(params) if params else specs[name] for name, params in parsed]
     for spec in chosen:
-        known = spec.load()._param_names()
+        try:
+            known = spec.load()._param_names()
+        except TypeError as err:  # *args or **kwargs
+            raise RegistryError(f"method {spec.name}: {err}") from None
         wrong = [key for key, _ in spec.params if key not in known]
         if wrong:
             raise RegistryError(f"method {spec.name} has no parameter(s) {', '.join(wrong)}; "

@@ -272,6 +272,9 @@ def test_entry_point_plugins_bring_their_variants_and_a_broken_one_is_listed(tmp
     assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
     assert "rate-half" in listing.stdout
     assert "broken: notinstalled:Thing failed to load" in listing.stdout
+    refused = subprocess.run([sys.executable, "-m", "bench", "run", "--methods", "broken", "--out", tmp_path / "x"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert_one_line_error(refused, "broken (entry point) is installed but broken: notinstalled:Thing failed to load")
     run = subprocess.run([sys.executable, "-m", "bench", "run", "--methods", "rate-half", "--quiet",
                           "--out", tmp_path / "o"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr
@@ -292,6 +295,27 @@ def test_a_constructor_argument_without_default_is_asked_for_in_one_line(tmp_pat
     paired = bench("compare", tmp_path / "o", "--methods", "needs-k:k=-.5", "rate:scale=.5")  # spelled as typed
     assert paired.returncode == 0 and "needs-k:k=-0.5 / rate:scale=0.5" in paired.stdout, paired.stderr
     assert "(0 vs 0, p 1)" in paired.stdout  # the same law: solved on the same tasks
+
+
+def test_constructors_that_hide_their_parameters_are_named_in_one_line(tmp_path):
+    """The harness names and checks a run by its constructor's arguments (scikit-learn's rule)."""
+    plugin = tmp_path / "hides.py"
+    plugin.write_text("from bench import Method, Prediction\n\n"
+                      "class Loose(Method):\n    name = 'loose'\n"
+                      "    def __init__(self, **options):\n        self.options = options\n"
+                      "    def run(self, observations, budget):\n        return Prediction('-y')\n\n"
+                      "class Private(Method):\n    name = 'private'\n"
+                      "    def __init__(self, order=1):\n        self._order = order\n"
+                      "    def run(self, observations, budget):\n        return Prediction('-y')\n")
+    listing = bench("list", "--method-file", plugin)
+    assert listing.returncode == 0 and "Traceback" not in listing.stderr
+    assert "unavailable: Loose.__init__ must name its parameters" in listing.stdout
+    assert "unavailable: Private.__init__ must store each argument under its own name (self.order = order)" in \
+        listing.stdout
+    for method, words in (("loose", "must name its parameters"), ("private", "self.order = order"),
+                          ("private:order=2", "self.order = order")):
+        assert_one_line_error(bench("run", "--method-file", plugin, "--methods", method, "--out", tmp_path / "o"),
+                              words)
 
 
 def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, trajectory, write_record):
