@@ -144,6 +144,13 @@ class Method:
         """One-off work before the first task in a worker (loading a model, warming imports)."""
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
+        """Fit one trajectory (read-only arrays `observations.t`, strictly increasing, and
+        `observations.y`) and return a `Prediction` whose `expression` is f(y) in Python syntax in
+        `y`, numbers written as literals (`float(a)`, not a numpy scalar's repr); the harness parses
+        it with a whitelist, never `eval`. To fail, raise: the task is recorded with the error's
+        first line and the sweep goes on. No deadline of your own is needed: the runner kills the
+        worker at `budget.time_limit` seconds and records a timeout. Seed any randomness with
+        `budget.seed`."""
         raise NotImplementedError
 
     def __repr__(self) -> str:

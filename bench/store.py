@@ -19,6 +19,10 @@ KEY = list(_KEY)
 
 
 class ResultStore:
+    """The rows of one sweep folder (`FOLDER/parts/*.parquet`): `read()` gives one row per (task,
+    method), the newest, as a pandas table (empty where nothing is stored yet); the driver adds
+    rows with `append` and writes them with `flush`."""
+
     def __init__(self, folder: str | Path, flush_rows: int = 25, flush_seconds: float = 1.0):
         self.folder = Path(folder)
         self.parts = self.folder / "parts"  # created by the first write: reading a mistyped path creates nothing

@@ -11,6 +11,7 @@ anyway), while full attention uses fused sdpa kernels on CPU and GPU.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,6 +133,18 @@ def vocabulary_config(tokens=vocab.TOKENS) -> dict:
 def build(preset: str, **overrides) -> NSODEModel:
     """A freshly initialised model of a preset over the project's vocabulary."""
     return NSODEModel(NSODEConfig(preset=preset, **{**vocabulary_config(), **overrides}))
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` (CUDA when present, else the CPU), `cpu`, `cuda` or `cuda:N`; a ValueError names a
+    device this machine lacks or a name it cannot read."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", str(name)):
+        raise ValueError(f"device {name}: use auto, cpu or cuda")
+    if name != "cpu" and not torch.cuda.is_available():
+        raise ValueError(f"device {name}: this machine has no CUDA device (auto uses one when present)")
+    return torch.device(name)
 
 
 def load(folder: str | Path, device: str | torch.device = "cpu") -> NSODEModel:

@@ -29,7 +29,7 @@ from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
 from nsode.search.fits import Found, restate
-from nsode.model import NSODEModel, load
+from nsode.model import NSODEModel, load, resolve_device
 from nsode.options import checked
 from nsode.scaling import Scale, in_raw_range
 from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES, search
@@ -39,6 +39,10 @@ from nsode.search.settings import Settings
 
 @dataclass
 class Prediction:
+    """What `Predictor.predict` answers for one record: the law, its R^2 on the observations and
+    initial value at the first time, the ranked candidates and, from the search, the fits behind
+    them, the rivals the data cannot tell from the pick and why any were set aside."""
+
     expression: str  # python syntax in y ("" when no candidate could be integrated)
     r2: float  # R^2 of its trajectory on the observations: from the fitted y0 (search), else from the first observation
     candidates: list[tuple[str, float]]  # (expression, R^2 or -inf when not integrated), best first
@@ -64,8 +68,20 @@ def model_view(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     return t, y
 
 
+def _check_counts(**counts: int | None) -> None:
+    """A ValueError naming a budget that is not a whole number, or a beam under 1 (None: the default)."""
+    for name, value in counts.items():
+        least = 1 if name == "beam" else 0
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                                  or value < least):
+            raise ValueError(f"{name}={value!r}: must be a whole number of at least {least}")
+
+
 class Predictor:
-    """`model` reads every trajectory, or, given a `scaled` model (scale-invariant input), only
+    """Reads an observed trajectory and answers y' = f(y) (`predict`). `Predictor.searching()` is the
+    search as `nsode predict` runs it; the constructor builds any other reader: the paper's (a
+    checkpoint and a `beam`, best R^2 of the beam as decoded) or a search of your own (`search`, a
+    `Settings`). `model` reads every trajectory, or, given a `scaled` model (scale-invariant input), only
     those like its raw-input training data (`nsode.scaling.in_raw_range`: t from 0 over a span
     near 2, max |y| within 2^3 of 4), and `scaled` reads all others: each model where it reads
     best (model card, "Which checkpoint proposes"). `branches` limits the beam's
@@ -79,8 +95,10 @@ class Predictor:
                  exact: int | None = EXACT_TOP, search: Settings | bool | None = None, device: str = "auto",
                  scaled: NSODEModel | str | Path | None = None, branches: int | None = None,
                  samples: int = 0, temperature: float = 1.0, reads: int | None = None):
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        _check_counts(beam=beam, branches=branches, samples=samples, reads=reads, exact=exact)
+        if not temperature > 0:
+            raise ValueError(f"temperature={temperature!r}: must be above 0")
+        device = resolve_device(device)
         if model is None:
             model = default_checkpoint()
         self.model = model if isinstance(model, NSODEModel) else load(model, device)
@@ -100,7 +118,7 @@ class Predictor:
         the shipped raw-input proposer, the scale-invariant one for records beyond its range, beam
         SEARCH_BEAM with SEARCH_BRANCHES. A `checkpoint` of your own proposes for every record."""
         scaled = None if checkpoint else default_checkpoint(SCALED_CHECKPOINT)
-        return cls(checkpoint or default_checkpoint(SEARCH_CHECKPOINT), beam=beam or SEARCH_BEAM,
+        return cls(checkpoint or default_checkpoint(SEARCH_CHECKPOINT), beam=SEARCH_BEAM if beam is None else beam,
                    search=settings or Settings(), scaled=scaled,
                    branches=SEARCH_BRANCHES if branches is None else branches, device=device)
 

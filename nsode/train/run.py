@@ -309,15 +309,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # checkpoints are one small file each
-    if args.device not in ("auto", "cpu", "cuda") and not args.device.startswith("cuda:"):
-        print(f"error: --device {args.device}: use auto, cpu or cuda", file=sys.stderr)
+    try:
+        device = nsode_model.resolve_device(args.device)
+    except ValueError as err:
+        print(f"error: --{err}", file=sys.stderr)
         return 2
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print(f"error: --device {args.device}: this machine has no CUDA device (--device auto uses one when present)",
-              file=sys.stderr)
-        return 2
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
-                          else ("cpu" if args.device == "auto" else args.device))
     if args.bf16 and device.type == "cpu" and not cpu_has_bf16():
         print("warning: this CPU has no native bf16 instructions; --bf16 makes training slower than fp32 "
               "here (measured: 9x for tiny)", file=sys.stderr)

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import sympy
+import torch
 
 from core.expressions import Y, compile_scalar, complexity, evaluate, nested_functions, parse
 from core.fitting import Template, abstract, trajectory, trajectory_rss
@@ -66,6 +67,14 @@ def test_a_record_that_is_not_one_is_refused_by_name(predictor, t, y, problem):
 def test_search_settings_given_from_python_are_checked_as_their_flags():
     with pytest.raises(ValueError, match="top_k=0"):  # it would search nothing and answer y' = 0
         Predictor.searching(Settings(top_k=0))
+    for given, words in ((dict(beam=0), "beam=0: must be a whole number of at least 1"),  # not the default
+                         (dict(beam=2.5), "beam=2.5"), (dict(branches=-1), "branches=-1"),
+                         (dict(device="xpu"), "device xpu: use auto, cpu or cuda")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            Predictor.searching(**given)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="this machine has no CUDA device"):
+            Predictor.searching(device="cuda")
 
 
 def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write_record):
