@@ -287,7 +287,10 @@ class _Builder:
         if isinstance(node, ast.Call):
             name = node.func.id if isinstance(node.func, ast.Name) else None
             if name not in self.functions:
-                raise ExpressionError(f"function {ast.unparse(node.func)!r} is not allowed")
+                called = ast.unparse(node.func)
+                hint = (" (a numpy scalar's repr: write its number with float())"
+                        if called.startswith(("np.", "numpy.")) else "")
+                raise ExpressionError(f"function {called!r} is not allowed{hint}")
             if node.keywords or len(node.args) != 1:
                 raise ExpressionError(f"{name} takes exactly one argument")
             return self.functions[name](self.build(node.args[0]))

@@ -118,7 +118,7 @@ def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHO
     if len(records) < 2:
         raise ValueError(f"a joint fit needs two or more records, got {len(records)}")
     _check_look(second_look)  # before the searches, not after
-    records = [_checked(t, y, i, min_points) for i, (t, y) in enumerate(records)]
+    records = [_checked(record, i, min_points) for i, record in enumerate(records)]
     own = [predictor.predict(t, y, min_points=min_points) for t, y in records]
     return joint_choice(own, records, predictor.search, shortlist=shortlist, powers=powers,
                         shared_ranking=shared_ranking, second_look=second_look, pooled_noise=pooled_noise)
@@ -175,7 +175,12 @@ def _keys(starts: list[Start]) -> set[tuple]:
     return {skeleton_key(start.template.substitute(start.values)) for start in starts}
 
 
-def _checked(t, y, index: int, min_points: int) -> tuple[np.ndarray, np.ndarray]:
+def _checked(record, index: int, min_points: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        t, y = record
+    except (TypeError, ValueError):
+        raise ValueError(f"record {index + 1} is not a (t, y) pair: give the records as a list of pairs, "
+                         "[(t1, y1), (t2, y2), ...]") from None
     try:
         return observed(t, y, min_points)
     except ValueError as err:

@@ -116,6 +116,8 @@ def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
     t, y = records[1]
     with pytest.raises(ValueError, match="record 2: .*not sorted"):
         predict_records(predictor, [records[0], (t[::-1], y)])
+    with pytest.raises(ValueError, match=re.escape("record 1 is not a (t, y) pair")):  # one record, not a list
+        predict_records(predictor, records[0])
     with pytest.raises(ValueError, match="second_look must be one of always, missed, got 'never'"):
         predict_records(predictor, records, second_look="never")
 
