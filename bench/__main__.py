@@ -1,10 +1,11 @@
-import sys
-
 from bench.cli import main
+from core.arguments import run_command
+
+
+def entry() -> None:
+    """The installed `bench` script."""
+    run_command(main)
+
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        sys.stderr.close()
-        sys.exit(1)
+    entry()

@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             print(f"error: {err}", file=sys.stderr)
             return 2
+        except BrokenPipeError:  # output piped into `head`: core.arguments.run_command stops quietly
+            raise
         except OSError as err:  # a folder that cannot be made or written (--out names a file, no permission)
             what = ("exists and is not a folder" if isinstance(err, FileExistsError)
                     else (err.strerror or str(err)).lower())

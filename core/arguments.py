@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
+from typing import Callable, NoReturn
+
+
+def run_command(main: Callable[[], int]) -> NoReturn:
+    """Exit with `main()`'s status (`python -m bench`, `python -m nsode` and their installed
+    scripts); output piped into `head` and the like stops quietly, not with a traceback."""
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(1)
 
 
 def nonnegative_number(text: str) -> float:

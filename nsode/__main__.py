@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.arguments import whole_number
+from core.arguments import run_command, whole_number
 from core.files import write_text_atomic
 from nsode.plots import plot, plot_records
 from nsode.report import (NUMBER, beyond_the_data, fit_notes, noise_text, numbered_as_read, r2_text, readable, shown,
@@ -432,9 +432,10 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     return _written(args.json, reading)
 
 
+def entry() -> None:
+    """The installed `nsode` script."""
+    run_command(main)
+
+
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        sys.stderr.close()
-        sys.exit(1)
+    entry()

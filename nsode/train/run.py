@@ -231,6 +231,7 @@ def start(args, out: Path, device) -> tuple:
                 args.variant = old["variant"]
                 args.off_grid = old.get("off_grid") if args.off_grid is None else args.off_grid
     else:
+        torch.manual_seed(args.seed)  # the initial weights, as --seed promises
         model = nsode_model.build(state["preset"], dropout=args.dropout or 0.0).to(device)
     if resuming or args.init:  # the weights know their size, whatever a copied state file says
         state["preset"] = getattr(model.config, "preset", None) or state["preset"]

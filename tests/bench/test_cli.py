@@ -1,5 +1,6 @@
 """User errors get one line naming the problem, never a traceback, and nothing stored is lost."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -30,6 +31,28 @@ def assert_one_line_error(result, *words):
 def trajectory():
     t = np.linspace(0, 2, 64)
     return t, 2.0 * np.exp(0.1 * t)
+
+
+@pytest.mark.parametrize("command", [["bench", "list"], ["nsode", "predict", "decay.csv", "--top", "0"]])
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly(command, tmp_path, write_record):
+    """`python -m bench list | head -1`: no traceback and no error line when the reader has gone."""
+    t = np.linspace(0, 2, 32)
+    write_record(tmp_path / "decay.csv", t, 3 * np.exp(-0.5 * t))
+    child = subprocess.Popen([sys.executable, "-m", *command], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child.stdout.close()  # before the child has imported anything, so its first write finds no reader
+    assert child.wait(timeout=300) == 1 and child.stderr.read() == ""
+
+
+def test_the_installed_scripts_name_callables_that_exist():
+    import importlib
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(scripts) == {"bench", "nsode"}
+    for target in scripts.values():
+        module, _, name = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), name)), target
 
 
 def test_unknown_method_and_dataset_are_named(tmp_path):

@@ -142,6 +142,15 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
     assert "delete it to resume with a fresh optimizer" in capsys.readouterr().err
 
 
+def test_the_same_seed_trains_the_same_weights_from_the_same_start(training_data, tmp_path):
+    args = ["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--eval-every", "2",
+            "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT), "--steps", "2", "--seed", "3"]
+    for name in ("a", "b"):
+        assert main(args + ["--out", str(tmp_path / name)]) == 0
+    first, second = (load_file(str(tmp_path / name / "last" / "model.safetensors")) for name in "ab")
+    assert all(torch.equal(first[k], second[k]) for k in first)  # initial weights included (--seed's promise)
+
+
 def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, monkeypatch):
     from nsode.export import export
     from nsode.model import CheckpointError
