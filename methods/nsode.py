@@ -176,12 +176,16 @@ class NSODE(Method):
         reason = super().unavailable_reason()
         if reason:
             return reason
-        for path in self.checkpoint_paths():
-            if not (path / "model.safetensors").is_file():
-                return f"no checkpoint (model.safetensors) in {path}; train one with python -m nsode.train"
+        for name in (self.checkpoint, self.scaled_checkpoint):
+            if not name:
+                continue
+            path = self.checkpoint_path(name)
             try:
                 checkpoint_files.check(path)  # a broken folder: one line before the sweep, not an error per task
             except checkpoint_files.CheckpointError as err:
+                if "/" not in str(name) and not path.exists():
+                    shipped = sorted(folder.name for folder in path.parent.iterdir() if (folder / "config.json").is_file())
+                    return f"no shipped checkpoint {name!r} (shipped: {', '.join(shipped)}); a folder of your own is a path"
                 return str(err)
         return None
 

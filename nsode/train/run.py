@@ -342,6 +342,9 @@ def main(argv=None) -> int:
                      if (out / "last").is_dir() else "nothing saved yet")
             print(f"\ninterrupted at step {state['step']}: {saved}", file=sys.stderr)
             return 130
+    why = "--steps" if state["step"] >= args.steps else "--max-minutes"
+    best = f", the best by validation in {out / 'best'}" if (out / "best").is_dir() else ""
+    print(f"stopped at step {state['step']} ({why}): weights in {out / 'last'}{best}", flush=True)
     return 0
 
 
@@ -386,7 +389,8 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     print(f"NSODE {args.preset} ({nsode_model.count_parameters(model) / 1e6:.2f}M parameters), "
           f"variant {args.variant}, device {device}, lr {peak:g}, warm-up {warmup}, "
           f"batch {args.batch_size} x {args.accum}, {args.workers} data workers, input scaling {args.input_scaling}, "
-          f"{validate.size} validation trajectories", flush=True)
+          f"{validate.size} validation trajectories" + (f", from step {state['step']}" if state["step"] else ""),
+          flush=True)
     if not validate.size:
         print("warning: no skeletons held out for validation yet (too few in --data): validation loss, and "
               "OUT/best, wait until the folders hold more", file=sys.stderr)

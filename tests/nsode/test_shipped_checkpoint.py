@@ -35,7 +35,13 @@ def test_harness_method_reports_a_missing_checkpoint(tmp_path):
     spec = importlib.util.spec_from_file_location("nsode_methods", Path(__file__).parents[2] / "methods" / "nsode.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert "no checkpoint" in mod.NSODE(checkpoint=str(tmp_path / "missing")).unavailable_reason()
+    assert "missing: no such checkpoint folder" in mod.NSODE(checkpoint=str(tmp_path / "missing")).unavailable_reason()
+    assert "no shipped checkpoint 'nosuch' (shipped: nsode, nsode-eps, nsode-eps-scaled)" in \
+        mod.NSODE(checkpoint="nosuch").unavailable_reason()
+    (tmp_path / "run" / "best").mkdir(parents=True)  # a training run's folder, not its checkpoint
+    (tmp_path / "run" / "best" / "config.json").write_text("{}")
+    assert f"a training run? use {tmp_path / 'run' / 'best'}" in \
+        mod.NSODE(checkpoint=str(tmp_path / "run")).unavailable_reason()
 
 
 def test_harness_method_runs_on_observations():

@@ -116,6 +116,7 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
     args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
             "--eval-every", "2", "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT)]
     assert main(args + ["--steps", "4"]) == 0
+    assert f"stopped at step 4 (--steps): weights in {out / 'last'}" in capsys.readouterr().out
     assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 4
     assert (out / "best" / "model.safetensors").is_file() and (out / "loss_curve.png").is_file()
     assert not list(out.rglob("*.bin")) and not list(out.rglob("*.pt"))  # safetensors only
@@ -131,6 +132,7 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
     monkeypatch.setattr(train.nsode_model, "load", spy)
     assert main(args + ["--steps", "6"]) == 2  # a run is there: continuing it needs --resume
     assert main(args + ["--steps", "6", "--resume"]) == 0
+    assert "validation trajectories, from step 4\n" in capsys.readouterr().out
     assert saved and set(saved) <= set(resumed)
     assert all(torch.equal(resumed[k].to(saved[k].dtype), saved[k]) for k in saved), "resumed weights differ"
     log = pd.read_csv(out / "log.csv")
