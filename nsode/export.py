@@ -53,7 +53,7 @@ def export(src: Path, dst: Path, replace: bool = False) -> int:
         share_weights(dst)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    print(json.dumps({"parameters": count_parameters(model), "bytes": size}))
+    print(json.dumps({"written": str(dst), "parameters": count_parameters(model), "bytes": size}))
     return size
 
 

@@ -68,6 +68,17 @@ def shard_paths(folder: str | Path) -> list[Path]:
     return sorted((Path(folder) / "shards").glob("shard-*.parquet"))
 
 
+def why_no_shards(folder: str | Path) -> str:
+    """Why `folder` holds no solution shards, in words a user can act on."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return f"{folder}: no such folder"
+    if (folder / SKELETON_FILE).is_file():
+        return (f"{folder} holds a skeleton list only (generate --skeletons-only): run the same generate "
+                "command without --skeletons-only to solve it")
+    return f"{folder}: no shards (expected {folder}/shards/shard-*.parquet from python -m nsode.data generate)"
+
+
 def extra_path(shard: str | Path) -> Path:
     """The [T, T_extra] shard that belongs to a solution shard."""
     shard = Path(shard)

@@ -68,7 +68,7 @@ def report(folder: Path, plot: str | Path | None = None) -> Path:
     folder = Path(folder)
     if not store.shard_paths(folder):
         from nsode.data.generate import GenerateError
-        raise GenerateError(f"{folder}: no shards (expected {folder}/shards/shard-*.parquet from `generate`)")
+        raise GenerateError(store.why_no_shards(folder))
     info = summary(folder)
     frame = odes(folder)
     counts = pd.DataFrame({"what": ["shards", "skeletons with solutions", "ODEs with solutions", "solutions",

@@ -37,7 +37,7 @@ from core.arguments import output_path, positive_number, probability_below_one, 
 from core.processes import signal_handled
 from nsode import model as nsode_model
 from nsode.train.batching import VARIANTS, two_hot_loss
-from nsode.data.shards import CONFIG_FILE, read_config, shard_paths
+from nsode.data.shards import CONFIG_FILE, read_config, shard_paths, why_no_shards
 from nsode.train.checkpoints import load_optimizer, read_training_state, recover_checkpoint, save_checkpoint
 from nsode.scaling import MODES as SCALING_MODES
 from nsode.train.stream import folder_weights
@@ -177,8 +177,12 @@ def check_data(args) -> list[Path]:
                              "generate, copied whole)") from None
         except (ValueError, TypeError, AttributeError) as err:  # JSONDecodeError and ConfigError are ValueErrors
             raise UsageError(f"--data {folder}: its {CONFIG_FILE} cannot be read: {err}") from None
+    twice = sorted({str(d) for d in data if sum(d.resolve() == other.resolve() for other in data) > 1})
+    if twice:
+        raise UsageError(f"--data {twice[0]} is given twice (its data and its validation would count double); "
+                         "weigh folders with --weights")
     if not any(shard_paths(d) for d in data):  # a folder without shards yet is fine: passes re-list them
-        raise UsageError(f"no shards in {' '.join(map(str, data))}; generate some with python -m nsode.data generate")
+        raise UsageError("; ".join(why_no_shards(d) for d in data))
     try:
         folder_weights(args.weights, len(data))
     except ValueError as err:

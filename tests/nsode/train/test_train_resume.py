@@ -111,6 +111,17 @@ class _Everything(frozenset):
         return True
 
 
+def test_a_data_folder_given_twice_or_holding_no_shards_is_named(training_data, tmp_path, capsys):
+    from nsode.data.shards import why_no_shards
+
+    assert main(["--data", str(training_data), str(training_data), "--out", str(tmp_path / "run"), "--steps", "2"]) == 2
+    assert "is given twice (its data and its validation would count double)" in capsys.readouterr().err
+    assert why_no_shards(tmp_path / "none") == f"{tmp_path / 'none'}: no such folder"
+    (tmp_path / "list").mkdir()
+    (tmp_path / "list" / shards.SKELETON_FILE).touch()
+    assert "run the same generate command without --skeletons-only" in why_no_shards(tmp_path / "list")
+
+
 def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
