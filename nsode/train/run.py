@@ -369,6 +369,9 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     model.train()
     peak = args.lr if args.lr is not None else DEFAULT_LR[args.preset]
     warmup = args.warmup if args.warmup is not None else default_warmup(args.steps, state["warmup_start"])
+    if state["warmup_start"] + warmup >= args.steps > state["step"]:
+        print(f"warning: the warm-up ({warmup} steps) lasts past --steps {args.steps}: the learning rate never "
+              "reaches its peak (set --warmup)", file=sys.stderr)
     opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
     if args.resume and (out / "last" / "optimizer.safetensors").is_file():
         load_optimizer(out / "last", opt)

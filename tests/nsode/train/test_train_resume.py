@@ -127,7 +127,9 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
     args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
             "--eval-every", "2", "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT)]
     assert main(args + ["--steps", "4"]) == 0
-    assert f"stopped at step 4 (--steps): weights in {out / 'last'}" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert f"stopped at step 4 (--steps): weights in {out / 'last'}" in printed.out
+    assert "the warm-up (100 steps) lasts past --steps 4" in printed.err  # a test-sized run
     assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 4
     assert (out / "best" / "model.safetensors").is_file() and (out / "loss_curve.png").is_file()
     assert not list(out.rglob("*.bin")) and not list(out.rglob("*.pt"))  # safetensors only
