@@ -135,12 +135,13 @@ def build(preset: str, **overrides) -> NSODEModel:
     return NSODEModel(NSODEConfig(preset=preset, **{**vocabulary_config(), **overrides}))
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: str | torch.device) -> torch.device:
     """`auto` (CUDA when present, else the CPU), `cpu`, `cuda` or `cuda:N`; a ValueError names a
     device this machine lacks or a name it cannot read."""
+    name = str(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", str(name)):
+    if name not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", name):
         raise ValueError(f"device {name}: use auto, cpu or cuda")
     if name != "cpu" and not torch.cuda.is_available():
         raise ValueError(f"device {name}: this machine has no CUDA device (auto uses one when present)")
