@@ -298,7 +298,8 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
         unsafe = "  [unstable beyond the data]" if expr in result.rejected else ""
         listed.setdefault(NUMBER.sub(lambda m: repr(float(m.group())), text), (text, r2, unsafe))
     if listed:  # --top 0: none asked for
-        print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} ({order}; R^2 of the integrated trajectory):")
+        print(f"top {len(listed)} candidate{'' if len(listed) == 1 else 's'} (proposed by {reading['proposer']}, "
+              f"{order}; R^2 of the integrated trajectory):")
     for text, r2, unsafe in listed.values():
         print(f"  {r2_text(r2):>10}  {text}{unsafe}")
     reading["candidates"] = [{"law": text, "r2": r2, "unstable": bool(unsafe)} for text, r2, unsafe in listed.values()]

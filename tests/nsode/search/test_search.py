@@ -87,6 +87,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write
     assert out.startswith("y' = -0.5*y\n") and "y(0) = 3.0000" in out and "c0 = -0.5000" in out and (tmp_path / "p.png").is_file()
     assert "beyond the data (to t = 4)" in out
     assert "(standard errors at the noise floor" in out and "noise grows with |y|" not in out  # exact values
+    assert "candidates (proposed by nsode-eps, in the search's order" in out
     reading = json.loads((tmp_path / "fit.json").read_text())  # what is printed, for scripts, at full precision
     assert reading["law"] == "-0.5*y" and reading["form"] == "c0*y" and reading["proposer"] == "nsode-eps"
     (constant,) = reading["constants"]
@@ -107,7 +108,7 @@ def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, 
     path = write_record(tmp_path / "pressure.csv", t, y)
     assert main(["predict", str(path), "--top", "5"]) == 0
     out = capsys.readouterr().out
-    assert "note:" not in out
+    assert "note:" not in out and "candidates (proposed by nsode-eps-scaled," in out  # y far from the raw range
     listed = re.findall(r"^ +(\S+)  (.+?)(?:  \[unstable beyond the data\])?$", out, flags=re.M)
     y0 = float(re.search(r"^y\(0\) = (\S+)", out, flags=re.M)[1])  # each fit's own y0 lies within the noise of it
     assert len(listed) == 5
