@@ -10,8 +10,6 @@ import re
 
 import numpy as np
 
-from core.noise import NOISE_FLOOR
-
 
 def shown(expression: str, digits: int = 4) -> str:
     """The expression with its constants rounded to `digits` significant digits, for reading."""
@@ -69,6 +67,8 @@ def noise_text(sigma: float, weighed: bool, clean: bool = False) -> str:
     own point's level (version 22: noise that grows with |y|), which a user comparing fits should know.
     On `clean` data the level is the floor every criterion assumes (core.noise.NOISE_FLOOR of the
     data's scale), and what grows with |y| is the misses of a smooth curve through exact values."""
+    from core.noise import NOISE_FLOOR  # with scipy: not at `nsode --help`'s start
+
     if clean:
         text = (f"(standard errors at the noise floor, sigma = {sigma:.3g} in units of y: the data read as free of "
                 f"noise, and every fit is judged as if their noise were {NOISE_FLOOR:g} of their scale)")
