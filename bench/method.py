@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core import protocol
+from core.arguments import is_whole  # methods' check_params import it from here too
 from core.trajectories import observed
 
 
@@ -171,11 +172,6 @@ def require(ok: bool, name: str, value, expected: str) -> None:
     """For `check_params`: ValueError `name=value: expected ...` unless `ok`."""
     if not ok:
         raise ValueError(f"{name}={value!r}: expected {expected}")
-
-
-def is_whole(value, low: int) -> bool:
-    """A whole number (not a flag) >= low."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
 
 
 def are_whole(values, low: int) -> bool:

@@ -1,5 +1,6 @@
 """Argument types shared by the command lines (`python -m bench`, `python -m nsode`): a bad
-number is refused by argparse in one line that names the option."""
+number is refused by argparse in one line that names the option. Also how the commands exit
+(`run_command`) and the check of a count given from Python (`is_whole`)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +8,8 @@ import math
 import sys
 from pathlib import Path
 from typing import Callable, NoReturn
+
+import numpy as np
 
 
 def run_command(main: Callable[[], int]) -> NoReturn:
@@ -17,6 +20,11 @@ def run_command(main: Callable[[], int]) -> NoReturn:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(1)
+
+
+def is_whole(value, low: int) -> bool:
+    """A whole number (not a flag) >= low: a count given from Python rather than typed."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
 
 
 def nonnegative_number(text: str) -> float:

@@ -19,6 +19,7 @@ import torch
 from scipy.interpolate import CubicSpline
 
 from core import protocol
+from core.arguments import is_whole
 from core.expressions import Y
 from core.fitting import bin_means
 from core.noise import isolated_glitches
@@ -72,8 +73,7 @@ def _check_counts(**counts: int | None) -> None:
     """A ValueError naming a budget that is not a whole number, or a beam under 1 (None: the default)."""
     for name, value in counts.items():
         least = 1 if name == "beam" else 0
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
-                                  or value < least):
+        if value is not None and not is_whole(value, least):
             raise ValueError(f"{name}={value!r}: must be a whole number of at least {least}")
 
 

@@ -61,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
                        "--n-skeletons extends the folder.")
     g.add_argument("--out", required=True, type=output_path, metavar="DIR",
                    help="output folder (created; resumed if it exists)")
-    g.add_argument("--n-skeletons", type=int, required=True, metavar="N", help="number of distinct skeletons drawn (one whose solutions all fail the checks is dropped)")
+    g.add_argument("--n-skeletons", type=int, required=True, metavar="N",
+                   help="number of distinct skeletons drawn (one whose solutions all fail the checks is dropped)")
     g.add_argument("--seed", type=whole_number(0), required=True, metavar="S",
                    help="random seed: same seed, same data")
     g.add_argument("--solution-seed", type=whole_number(0), metavar="S",

@@ -177,9 +177,10 @@ def check_data(args) -> list[Path]:
                              "generate, copied whole)") from None
         except (ValueError, TypeError, AttributeError) as err:  # JSONDecodeError and ConfigError are ValueErrors
             raise UsageError(f"--data {folder}: its {CONFIG_FILE} cannot be read: {err}") from None
-    twice = sorted({str(d) for d in data if sum(d.resolve() == other.resolve() for other in data) > 1})
+    resolved = [d.resolve() for d in data]
+    twice = next((d for d, place in zip(data, resolved) if resolved.count(place) > 1), None)
     if twice:
-        raise UsageError(f"--data {twice[0]} is given twice (its data and its validation would count double); "
+        raise UsageError(f"--data {twice} is given twice (its data and its validation would count double); "
                          "weigh folders with --weights")
     if not any(shard_paths(d) for d in data):  # a folder without shards yet is fine: passes re-list them
         raise UsageError("; ".join(why_no_shards(d) for d in data))
