@@ -331,8 +331,8 @@ def _run(args) -> int:
     rows = store.read()
     mine = runner.sweep_rows(sweep, rows)
     if mine.empty:
-        print("no results: no method ran on any task of this sweep")
-        return 0
+        print("no results: no method ran on any task of this sweep", file=sys.stderr)
+        return 1  # a script that chains `bench run` with `bench report` should stop here
     paths = report.write(rows, Path(args.out))  # the folder's tables: every row it holds, as `bench report`
     print(report.format_markdown(report.medians(mine)))
     _print_observed_laws(mine)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -57,6 +58,17 @@ class Prediction:
     expression: str
     candidates: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        # one string is one candidate, not a candidate per character
+        candidates = (self.candidates,) if isinstance(self.candidates, str) else self.candidates
+        try:
+            object.__setattr__(self, "candidates", tuple(str(c) for c in candidates))
+        except TypeError:
+            raise TypeError("Prediction.candidates must be a list of expression strings, "
+                            f"not {type(self.candidates).__name__}") from None
+        if not isinstance(self.metadata, Mapping):
+            raise TypeError(f"Prediction.metadata must be a dict, not {type(self.metadata).__name__}")
 
 
 @dataclass(frozen=True)

@@ -128,7 +128,7 @@ def _check_prediction(prediction) -> dict:
     except (TypeError, ValueError):
         metadata = json.dumps({"unserialisable": True})
     return {"status": "ok", "reason": "", "expression": expression,
-            "candidates": json.dumps([str(c) for c in prediction.candidates]), "metadata": metadata}
+            "candidates": json.dumps(list(prediction.candidates)), "metadata": metadata}
 
 
 def setup_overran(result: dict) -> bool:

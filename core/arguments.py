@@ -74,9 +74,9 @@ def whole_number(low: int, high: int | None = None):
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < low:
-            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+            raise argparse.ArgumentTypeError(f"{value} must be at least {low}")
         if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"{text!r} must be at most {high}")
+            raise argparse.ArgumentTypeError(f"{value} must be at most {high}")
         return value
     return parse
 

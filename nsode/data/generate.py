@@ -438,7 +438,7 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
         todo = [s for s, part in enumerate(parts)
                 if not shard_is_done(folder / "shards" / store.shard_name(s), _range_text(part))]
         units = [(str(folder), s, parts[s], solution_seed, config) for s in todo]
-        for _ in tqdm(run(solve_shard, units, ordered=False), total=len(units), initial=len(parts) - len(todo),
+        for _ in tqdm(run(solve_shard, units, ordered=False), total=len(parts), initial=len(parts) - len(todo),
                       desc="shards", unit="shard", disable=not progress):
             pass
     return totals(folder)

@@ -68,11 +68,32 @@ def identifiable(rest: sympy.Expr) -> sympy.Expr:
     return sympy.Mul(*factors).as_coeff_Mul()[1]  # a number split off above joins the coefficient
 
 
-def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:
-    """`expr` with every term `identifiable`: the same function of y, each dropped scale moved into
-    its term's coefficient (read at the observed values `y`); `expr` itself when nothing changes."""
+def log_scales_split(expr: sympy.Expr) -> sympy.Expr:
+    """`expr` with a number inside a log factor of a term split off: b*y*log(c*y) is
+    b*log(|c|)*y + b*y*log(+-y), so that c0*y + c1*y*log(c2*y) reads as two constants the data fix
+    (c0 + c1*log(c2) and c1) instead of three, two of which trade off exactly. The same function
+    where the log is real (c*y > 0). `expr` itself when no term has such a factor."""
     terms, changed = [], False
-    for coefficient, rest in split(expr):
+    for term in sympy.Add.make_args(expr):
+        scaled = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log)
+                  and f.args[0].as_coeff_Mul()[0].is_Number and abs(f.args[0].as_coeff_Mul()[0]) not in (0, 1)]
+        if not scaled:
+            terms.append(term)
+            continue
+        scale, inner = scaled[0].args[0].as_coeff_Mul()
+        others = term / scaled[0]
+        terms += [others * sympy.log(abs(scale)), others * sympy.log(sympy.sign(scale) * inner)]
+        changed = True
+    return sympy.Add(*terms) if changed else expr
+
+
+def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:
+    """`expr` with every term `identifiable` and the scales inside its logs split off
+    (`log_scales_split`): the same function of y, each dropped scale moved into its term's
+    coefficient (read at the observed values `y`); `expr` itself when nothing changes."""
+    split_logs = log_scales_split(expr)
+    terms, changed = [], split_logs is not expr
+    for coefficient, rest in split(split_logs):
         simpler = identifiable(rest)
         if simpler != rest:  # rest / simpler is a number: read it where both are finite
             with np.errstate(all="ignore"):

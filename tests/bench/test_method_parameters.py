@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from bench import registry
+from bench.method import Prediction
 from nsode.options import SEARCH_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,3 +164,12 @@ def test_two_classes_of_one_name_in_a_method_file_are_refused(tmp_path):
     text.write_text(plugin.read_text())
     with pytest.raises(registry.RegistryError, match="not a Python file"):
         registry.discover((str(text),))
+
+
+def test_a_prediction_keeps_its_candidates_as_expression_strings():
+    assert Prediction("-y", candidates="y**2").candidates == ("y**2",)  # one string, one candidate
+    assert Prediction("-y", candidates=["y", 2]).candidates == ("y", "2")
+    with pytest.raises(TypeError, match="candidates must be a list of expression strings, not int"):
+        Prediction("-y", candidates=3)
+    with pytest.raises(TypeError, match="metadata must be a dict, not list"):
+        Prediction("-y", metadata=[1])

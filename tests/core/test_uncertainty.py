@@ -51,9 +51,20 @@ def test_a_number_fitted_to_round_off_still_has_its_standard_error():
     assert np.all(np.isfinite(tiny)) and tiny == pytest.approx(small, rel=1e-3)
 
 
-def test_a_constant_the_data_cannot_determine_has_an_infinite_error():
-    t = np.linspace(0, 2, 32)  # y' = a + b: only the sum is determined
-    assert np.all(np.isinf(standard_errors(Template(A + B + 0 * Y, (A, B)), [0.3, 0.4], 1.0, t, 0.01)))
+def test_a_constant_the_data_cannot_determine_has_an_infinite_error_and_the_others_keep_theirs():
+    t = np.linspace(0, 2, 32)  # y' = a + b: only the sum is determined, and the start as for y' = a
+    y0_error, a_error, b_error = standard_errors(Template(A + B + 0 * Y, (A, B)), [0.3, 0.4], 1.0, t, 0.01)
+    assert math.isinf(a_error) and math.isinf(b_error)
+    assert y0_error == pytest.approx(standard_errors(Template(A + 0 * Y, (A,)), [0.7], 1.0, t, 0.01)[0], rel=1e-4)
+
+
+def test_a_rate_beside_a_redundant_scale_keeps_its_error():
+    # y' = a*y + b*y*log(c*y): a + b*log(c) and b are fixed, a and c alone are not
+    t = np.linspace(0, 3, 40)
+    law = Template(A * Y + B * Y * sympy.log(sympy.Symbol("c") * Y), (A, B, sympy.Symbol("c")))
+    errors = standard_errors(law, [0.7, -0.2, 0.04], 10.0, t, 0.01)
+    assert np.isfinite(errors[0]) and np.isfinite(errors[2])
+    assert math.isinf(errors[1]) and math.isinf(errors[3])
 
 
 def test_predictive_error_is_minus_twice_the_log_predictive_density():

@@ -501,6 +501,27 @@ def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
     assert max(e for _, e in supported(found[0], t, y, sigma).constants) > 1e4  # as written: no digits
 
 
+def test_a_scale_inside_a_log_is_split_off_so_the_rate_and_start_keep_their_errors():
+    # Gompertz as the beam may write it: c0*y + c1*y*log(c2*y) fixes c1 and c0 + c1*log(c2) only
+    from core.noise import noise_level
+    from nsode.search.digits import identifiable_form, log_scales_split
+
+    assert log_scales_split(parse_infix("-0.5*y*log(-2*y)")) == parse_infix("-0.5*y*log(2) - 0.5*y*log(-y)")
+    plain = parse_infix("y*log(1 + 2*y)")  # a number inside a sum is structure
+    assert log_scales_split(plain) is plain
+    t = np.linspace(0, 30, 100)
+    y = solve(compile_scalar(parse_infix("0.2*y*log(1000/y)")), 10.0, t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    found, _ = search([parse_infix("0.7*y - 0.2*y*log(0.036*y)")], t, y, Settings(variants=False, combine=0, steady=False))
+    sigma = noise_level(t, y)
+    assert np.all(np.isinf([e for _, e in supported(found[0], t, y, sigma).constants[::2]]))  # c0, c2 as written
+    shown = identifiable_form(found[0], t, y, sigma)
+    assert shown.constants == 2 and shown.r2 == pytest.approx(found[0].r2, abs=1e-9)  # the same function
+    fit = supported(shown, t, y, sigma)
+    (rate, rate_error), (damping, damping_error) = fit.constants
+    assert rate == pytest.approx(0.2 * np.log(1000), abs=3 * rate_error)
+    assert damping == pytest.approx(-0.2, abs=3 * damping_error) and np.isfinite(fit.y0_error)
+
+
 def test_numbers_a_fitted_law_has_merged_are_shown_as_one_constant():
     """A straight line reached through the beam's c0*cos(c1): one number, with a finite error."""
     import sympy
