@@ -37,6 +37,8 @@ RTOL = ATOL = 1e-7  # LSODA tolerances while fitting (scoring uses the protocol'
 MXSTEP = 5000  # LSODA steps between two output points: the counted bound of one solve
 SOLVE_SAFETY_S = 5.0  # wall-clock safety net per solve; never reached on an ordinary fit
 PENALTY = 1e3  # scaled residual of a parameter set whose trajectory fails
+CONDITION_LIMIT = 1e-7  # directions of J (unit columns) weaker than this share of the strongest are degenerate
+UNDETERMINED_SHARE = 1e-3  # a number moving more than this along a degenerate direction is undetermined
 STRUCTURAL_EXPONENTS = (sympy.S.Half, -sympy.S.Half, sympy.S.NegativeOne)  # kept by `abstract`: sqrt, 1/y
 # what integrating a candidate can raise (a failed solve, or a right-hand side out of its domain)
 SOLVE_FAILURES = (SolveError, OverflowError, ZeroDivisionError, ValueError, TypeError)
@@ -250,6 +252,28 @@ class RecordsFit:
         return all(math.isfinite(c) for c in self.chi2)
 
 
+def standard_errors_from(jac: np.ndarray) -> np.ndarray:
+    """sqrt(diag((J^T J)^-1)) for residuals in noise units with Jacobian J (one column per number),
+    with the columns scaled to unit length first, so that units do not matter. A number that
+    moves along a direction J cannot tell from 0 (a singular value below CONDITION_LIMIT of the
+    largest) is undetermined, inf: c0 and c2 in c0*y + c1*y*log(c2*y), where the data fix c1 and
+    c0 + c1*log(c2) but neither alone. The other numbers keep their errors, a weak direction
+    counting at that limit; all are inf where J is not finite."""
+    jac = np.asarray(jac, float)
+    if not np.all(np.isfinite(jac)):
+        return np.full(jac.shape[1], math.inf)
+    norms = np.linalg.norm(jac, axis=0)
+    scale = np.where(norms > 0, norms, 1.0)
+    unit = np.vstack([jac / scale, np.zeros((max(jac.shape[1] - jac.shape[0], 0), jac.shape[1]))])  # square at least
+    _, s, vt = np.linalg.svd(unit, full_matrices=False)
+    if s[0] == 0:
+        return np.full(jac.shape[1], math.inf)
+    floor = CONDITION_LIMIT * s[0]
+    errors = np.sqrt(np.sum((vt.T / np.maximum(s, floor)) ** 2, axis=1)) / scale
+    moved = np.max(np.abs(vt[s < floor]), axis=0, initial=0.0)  # each number's share of the degenerate directions
+    return np.where((moved > UNDETERMINED_SHARE) | (norms == 0), math.inf, errors)
+
+
 def fit_records(template: Template, records, start, y0s, *, max_nfev: int = 80) -> RecordsFit:
     """Least squares on the integrated trajectories of several records of one law: the constants
     (from `start`) are shared and each record (t, y, noise) has its own initial value (from `y0s`).
@@ -279,13 +303,11 @@ def fit_records(template: Template, records, start, y0s, *, max_nfev: int = 80) 
     for residual, failed in zip(parts(x), penalty):
         value = float(residual @ residual)
         chi2.append(value if np.all(np.isfinite(x)) and value < 0.999 * len(failed) * PENALTY**2 else math.inf)
-    with np.errstate(all="ignore"):
-        try:
-            errors = np.sqrt(np.diag(np.linalg.pinv(fit.jac.T @ fit.jac)))
-        except np.linalg.LinAlgError:
-            errors = np.full(len(x), math.inf)
-    return RecordsFit(tuple(map(float, x[r:])), tuple(map(float, x[:r])), tuple(chi2),
-                      tuple(float(e) if math.isfinite(e) else math.inf for e in errors), nfev)
+    try:
+        errors = standard_errors_from(fit.jac)
+    except np.linalg.LinAlgError:
+        errors = np.full(len(x), math.inf)
+    return RecordsFit(tuple(map(float, x[r:])), tuple(map(float, x[:r])), tuple(chi2), tuple(map(float, errors)), nfev)
 
 
 def better_start(template: Template, values, starts, t: np.ndarray, y: np.ndarray) -> float:

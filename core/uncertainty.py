@@ -8,10 +8,8 @@ import math
 
 import numpy as np
 
-from core.fitting import SOLVE_FAILURES, Template, trajectory
+from core.fitting import CONDITION_LIMIT, SOLVE_FAILURES, Template, standard_errors_from, trajectory
 
-CONDITION_LIMIT = 1e-7  # relative sensitivities less independent than this are taken as degenerate
-UNDETERMINED_SHARE = 1e-3  # a number moving more than this along a degenerate direction is undetermined
 RESOLVED = 1e-6  # a difference step must move the trajectory this much, relative to it (solver rtol 1e-10)
 UNDETERMINED_DIGITS = 4  # significant digits shown of a number with an infinite standard error
 
@@ -53,11 +51,9 @@ def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma:
                     rel_step: float = 1e-5, profile: np.ndarray | None = None) -> np.ndarray:
     """Standard errors of (y0, *values) for observations at `t` with noise `sigma`: the square
     roots of the diagonal of sigma^2 (J^T J)^-1, J the trajectory's sensitivity to them
-    (`sensitivities`). inf where the data cannot determine a number: it moves along a direction
-    J cannot tell from 0 (a singular value below CONDITION_LIMIT of the largest), as c0 and c2 do
-    in c0*y + c1*y*log(c2*y), where the data fix c1, y0 and c0 + c1*log(c2) but neither c0 nor c2;
-    the numbers outside such directions keep their errors (a weak direction counts at that
-    limit). All inf where the trajectory cannot be integrated. With a noise `profile`, point
+    (`sensitivities`). inf for a number the data cannot determine (core.fitting.standard_errors_from:
+    c0 and c2 in c0*y + c1*y*log(c2*y), while c1 and y0 keep theirs), and for all where the
+    trajectory cannot be integrated. With a noise `profile`, point
     i's noise is sigma times profile[i] (each row of J divided by it): where the noise grows with
     |y|, the quiet small values fix a growth's rate far better than equal noise would say."""
     found = sensitivities(template, values, y0, t, rel_step=rel_step)
@@ -66,13 +62,7 @@ def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma:
     jac, size = found
     if profile is not None:
         jac = jac / np.asarray(profile, float)[:, None]
-    _, s, vt = np.linalg.svd(jac, full_matrices=False)
-    if s[0] == 0:
-        return np.full(len(values) + 1, math.inf)
-    degenerate = s < CONDITION_LIMIT * s[0]
-    errors = sigma * size * np.sqrt(np.sum((vt.T / np.maximum(s, CONDITION_LIMIT * s[0])) ** 2, axis=1))
-    moved = np.max(np.abs(vt[degenerate]), axis=0, initial=0.0)  # each number's share of the degenerate directions
-    return np.where(moved > UNDETERMINED_SHARE, math.inf, errors)
+    return sigma * size * standard_errors_from(jac)
 
 
 def predictive_error(template: Template, values, y0: float, t: np.ndarray, y: np.ndarray, cut: int,

@@ -54,6 +54,14 @@ def test_records_share_the_constants_and_keep_their_own_initial_values():
     assert np.all(np.abs(found - truth) < 4 * np.array(fit.errors)) and max(fit.errors) < 0.1
 
 
+def test_records_leave_a_number_they_cannot_determine_undetermined():
+    # y' = a + b on two straight records: the starts and a + b are fixed, a and b alone are not
+    t = np.linspace(0, 2, 20)
+    records = [(t, 1.0 + 0.7 * t, 0.01), (t, 3.0 + 0.7 * t, 0.01)]
+    fit = fit_records(Template(A + B + 0 * Y, (A, B)), records, [0.3, 0.3], [1.0, 3.0])
+    assert fit.ok and all(0 < e < 0.01 for e in fit.errors[:2]) and all(map(math.isinf, fit.errors[2:]))
+
+
 def test_records_a_law_cannot_integrate_are_a_failed_fit():
     t = np.linspace(0, 2, 20)
     records = [(t, 1.0 + t, 0.01), (t, -1.0 - t, 0.01)]  # sqrt(y) is not real on the second
