@@ -364,14 +364,14 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     initial value and R^2, the best joint candidates, and what each record alone read."""
     from core.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
-    from nsode.joint import predict_records, record_misses, supported_values
+    from nsode.joint import identifiable_joint, predict_records, record_misses, supported_values
     from nsode.search.settings import MISFIT_NOISES
 
     result = predict_records(predictor, records)
-    chosen = result.chosen
-    if chosen is None:
+    if result.chosen is None:
         print("error: no candidate could be fitted to every record", file=sys.stderr)
         return 1
+    chosen = identifiable_joint(result.chosen, result.records)
     values, y0s = supported_values(chosen, result.records)
     errors = chosen.fit.errors
     law = to_infix(chosen.template.substitute(values))
@@ -425,7 +425,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     reading["notes"] = [note.removeprefix("note: ") for note in notes]
     if args.plot:
         try:
-            plot_records(args.plot, result, names, law, values, y0s)
+            plot_records(args.plot, result.records, names, law, chosen.template, values, y0s)
         except OSError as err:
             print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
             return 1

@@ -353,6 +353,26 @@ def _unsafe_somewhere(f: JointFit, read: list[Record], settings: Settings) -> st
     return None
 
 
+def identifiable_joint(f: JointFit, read: list[Record]) -> JointFit:
+    """`f` written with constants the records determine one by one
+    (nsode.search.digits.identifiable_expression: y/(4.84 + y), c0*y + c1*y*log(y)), refitted from
+    its own values so that their standard errors mean something; `f` itself when nothing changes
+    or the refit fails. What `nsode predict --joint` prints, as `identifiable_form` for one record."""
+    from core.fitting import abstract
+    from nsode.search.digits import identifiable_expression
+
+    expr = identifiable_expression(f.expr, np.concatenate([r.y for r in read]))
+    if expr is f.expr:
+        return f
+    params: list[sympy.Symbol] = []
+    start: list[float] = []
+    template = Template(abstract(expr, params, start), tuple(params))
+    fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start, f.fit.y0s)
+    if not fit.ok or sum(fit.chi2) > sum(f.fit.chi2) + 1:  # the same law: its fit can only agree
+        return f
+    return replace(f, expr=template.substitute(fit.values), template=template, fit=fit)
+
+
 def supported_values(f: JointFit, read: list[Record]) -> tuple[list[float], list[float]]:
     """The constants and y0s rounded at their standard errors (core.uncertainty.round_to_error), with as
     many more digits as it takes for the rounded law to fit every record within one noise variance

@@ -51,24 +51,23 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     plt.close(fig)
 
 
-def plot_records(path: Path, result, names: list[str], law: str, values, y0s) -> None:
-    """Each record's data against the joint law's course from its own initial value, over twice
-    its observed span (one colour per record)."""
+def plot_records(path: Path, records, names: list[str], law: str, template, values, y0s) -> None:
+    """Each record's data against the joint law's course (`template` with `values`) from its own
+    initial value, over twice its observed span (one colour per record)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from core.fitting import SOLVE_FAILURES, trajectory
 
-    chosen = result.chosen
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for k, (name, record, y0) in enumerate(zip(names, result.records, y0s)):
+    for k, (name, record, y0) in enumerate(zip(names, records, y0s)):
         colour = f"C{k % 10}"
         ax.plot(record.t, record.y, ".", ms=3, color=colour, label=Path(name).name)
         grid = np.linspace(record.t[0], record.t[0] + 2 * (record.t[-1] - record.t[0]), 512)
         for times in (grid, record.t):  # where it fails beyond the data: the fitted part only
             try:
-                ax.plot(times, trajectory(chosen.template, values, y0, times), color=colour, lw=1.2)
+                ax.plot(times, trajectory(template, values, y0, times), color=colour, lw=1.2)
                 break
             except SOLVE_FAILURES:
                 continue

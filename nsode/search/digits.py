@@ -69,22 +69,26 @@ def identifiable(rest: sympy.Expr) -> sympy.Expr:
 
 
 def log_scales_split(expr: sympy.Expr) -> sympy.Expr:
-    """`expr` with a number inside a log factor of a term split off: b*y*log(c*y) is
-    b*log(|c|)*y + b*y*log(+-y), so that c0*y + c1*y*log(c2*y) reads as two constants the data fix
-    (c0 + c1*log(c2) and c1) instead of three, two of which trade off exactly. The same function
-    where the log is real (c*y > 0). `expr` itself when no term has such a factor."""
-    terms, changed = [], False
-    for term in sympy.Add.make_args(expr):
+    """`expr` with a number inside a log factor of a term split off where another term absorbs
+    it: b*y*log(c*y) is b*log(|c|)*y + b*y*log(+-y), so that c0*y + c1*y*log(c2*y) reads as two
+    constants the data fix (c0 + c1*log(c2) and c1) instead of three, two of which trade off
+    exactly. The same function where the log is real (c*y > 0). A term without such a partner
+    keeps its scale (b*y*log(c*y) alone is Gompertz's law with its capacity 1/c); `expr` itself
+    when nothing is split."""
+    terms = sympy.Add.make_args(expr)
+    rests = [term.as_coeff_Mul()[1] for term in terms]
+    out, changed = [], False
+    for k, term in enumerate(terms):
         scaled = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log)
                   and f.args[0].as_coeff_Mul()[0].is_Number and abs(f.args[0].as_coeff_Mul()[0]) not in (0, 1)]
-        if not scaled:
-            terms.append(term)
+        others = term / scaled[0] if scaled else None
+        if others is None or others.as_coeff_Mul()[1] not in rests[:k] + rests[k + 1:]:
+            out.append(term)
             continue
         scale, inner = scaled[0].args[0].as_coeff_Mul()
-        others = term / scaled[0]
-        terms += [others * sympy.log(abs(scale)), others * sympy.log(sympy.sign(scale) * inner)]
+        out += [others * sympy.log(abs(scale)), others * sympy.log(sympy.sign(scale) * inner)]
         changed = True
-    return sympy.Add(*terms) if changed else expr
+    return sympy.Add(*out) if changed else expr
 
 
 def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:

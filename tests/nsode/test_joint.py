@@ -167,3 +167,25 @@ def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tm
     assert main(["predict", str(good), str(bad), "--joint"]) == 2
     err = capsys.readouterr().err
     assert "bad.csv" in err and "only 2 points" in err and err.count("\n") == 1
+
+
+def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
+    # Gompertz written c0*y + c1*y*log(c2*y) on two records: shown as c0*y + c1*y*log(y), errors finite
+    from core.fitting import Template, abstract, fit_records
+    from nsode.joint import JointFit, Record, identifiable_joint
+
+    rng = np.random.default_rng(2)
+    read = []
+    for y0 in (10.0, 400.0):
+        t = np.linspace(0, 30, 60)
+        y = solve(compile_scalar(parse_infix("0.2*y*log(1000/y)")), y0, t) * (1 + 0.01 * rng.normal(size=t.size))
+        read.append(Record(t, y, 0.01 * float(np.mean(np.abs(y))), 0.01 * np.abs(y)))
+    params, start = [], []
+    template = Template(abstract(parse_infix("0.7*y - 0.2*y*log(0.036*y)"), params, start), tuple(params))
+    fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start, [10.0, 400.0])
+    assert sum(map(np.isinf, fit.errors)) == 2  # c0 and c2 as written
+    found = JointFit(template.substitute(fit.values), template, fit, 0.0, (1.0, 1.0), 0)
+    shown = identifiable_joint(found, read)
+    assert len(shown.fit.values) == 2 and np.all(np.isfinite(shown.fit.errors))
+    assert sum(shown.fit.chi2) == pytest.approx(sum(fit.chi2), rel=1e-6)  # the same law
+    assert shown.fit.values[1] == pytest.approx(-0.2, abs=3 * shown.fit.errors[-1])

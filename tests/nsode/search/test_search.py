@@ -506,9 +506,10 @@ def test_a_scale_inside_a_log_is_split_off_so_the_rate_and_start_keep_their_erro
     from core.noise import noise_level
     from nsode.search.digits import identifiable_form, log_scales_split
 
-    assert log_scales_split(parse_infix("-0.5*y*log(-2*y)")) == parse_infix("-0.5*y*log(2) - 0.5*y*log(-y)")
-    plain = parse_infix("y*log(1 + 2*y)")  # a number inside a sum is structure
-    assert log_scales_split(plain) is plain
+    split = log_scales_split(parse_infix("0.3*y - 0.5*y*log(-2*y)"))
+    assert split == parse_infix("0.3*y - 0.5*y*log(2) - 0.5*y*log(-y)")
+    for kept in map(parse_infix, ("y*log(1 + 2*y)", "-0.2*y*log(0.001*y)", "1 - 0.2*y*log(0.001*y)")):
+        assert log_scales_split(kept) is kept  # a number inside a sum is structure; no term absorbs log(c)
     t = np.linspace(0, 30, 100)
     y = solve(compile_scalar(parse_infix("0.2*y*log(1000/y)")), 10.0, t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
     found, _ = search([parse_infix("0.7*y - 0.2*y*log(0.036*y)")], t, y, Settings(variants=False, combine=0, steady=False))
