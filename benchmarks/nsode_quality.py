@@ -9,7 +9,7 @@ figures match `python -m bench run --methods nsode-eps ...`; this script is the 
 
     python benchmarks/nsode_quality.py [--variants nsode-eps] [--datasets textbook classic]
         [--noise 0 0.01 0.02] [--n 128] [--beam 64] [--limit 20] [--heldout DATA_DIR] [--simple 24]
-        [--simple-scales 1 100 0.01] [--generated DATA_DIR ...] [--scaled nsode-eps-scaled]
+        [--simple-scales 1 100 0.01] [--simple-time-units 1 1000] [--generated DATA_DIR ...] [--scaled nsode-eps-scaled]
         [--rows paper search proged grammar+search union+search]
         [--search-beam 256] [--top-k 16]
 """
@@ -249,21 +249,24 @@ def refitted_truth(truth: sympy.Expr, t: np.ndarray, y: np.ndarray) -> str:
 
 
 def simple_recovery(run: dict, rows, searcher: Predictor, count: int, noises, seed: int = 11,
-                    scales=(1.0,), log=None) -> None:
+                    scales=(1.0,), log=None, units=(1.0,)) -> None:
     """Whether the chosen ODE is the true one for simple ODEs with random constants, judged by its
     R^2 against the truth on [0, 4] from 128 points on [0, 2] (multiplicative noise sigma): a
     curve fit of [0, 2] rarely extrapolates to R^2 > 0.99. `scales` repeats the set with y in
-    other units (x100: values in the hundreds), where a model trained on y near 1 is tested.
-    Then the same counts law by law (all scales together): which laws the data pin down."""
+    other units (x100: values in the hundreds), where a model trained on y near 1 is tested, and
+    `units` with the times in other units (x1000: milliseconds for seconds; `in_time_unit`).
+    Then the same counts law by law (all scales and units together): which laws the data pin down."""
     print(f"\nsimple ODEs ({count}: {'; '.join(SIMPLE_FORMS)}; random constants, n = 128 on [0, 2])\n")
     print(RECOVERY_HEADER)
     by_sigma = {}
     for sigma in noises:
-        solved = [recovery_rows(run, rows, searcher, simple_cases(count, sigma, seed, scale=scale),
-                                sigma, f"x{scale:g}", log) for scale in scales]
+        solved = [recovery_rows(run, rows, searcher, simple_cases(count, sigma, seed, scale=scale), sigma,
+                                f"x{scale:g}" + (f", t x{unit:g}" if unit != 1 else ""), log, unit)
+                  for scale in scales for unit in units]
         by_sigma[sigma] = {row: np.concatenate([s[row] for s in solved]) for row in solved[0]}
-    forms = np.tile(np.arange(count) % len(SIMPLE_FORMS), len(scales))
-    print(f"\nrecovered by law (R^2 on [0, 4] > 0.99; scales {', '.join(f'x{s:g}' for s in scales)} together)\n")
+    forms = np.tile(np.arange(count) % len(SIMPLE_FORMS), len(scales) * len(units))
+    print(f"\nrecovered by law (R^2 on [0, 4] > 0.99; scales {', '.join(f'x{s:g}' for s in scales)}, "
+          f"time units {', '.join(f'x{u:g}' for u in units)} together)\n")
     print("| sigma | law | " + " | ".join(["true law, refitted (ceiling)", *rows]) + " |")
     print("|---:|---|" + "---:|" * (1 + len(rows)))
     for sigma, solved in by_sigma.items():
@@ -303,17 +306,33 @@ RECOVERY_HEADER = ("| sigma | set | method | recovered (R^2 on [0, 4] > 0.99) | 
                    "|---:|---|---|---:|---:|---:|---:|---|---:|---:|")
 
 
+def in_time_unit(fit, unit: float):
+    """`fit` (t, y) -> law, given the times in another unit (t * unit: x1000 reads seconds as
+    milliseconds) and its law written back in the original one (times unit): whether a method's
+    answer depends on the clock's unit."""
+    if unit == 1:
+        return fit
+
+    def read(t, y):
+        from core.expressions import parse, to_string
+
+        law = fit(unit * np.asarray(t), y)
+        return to_string(sympy.Float(unit) * parse(law)) if law else law
+    return read
+
+
 def recovery_rows(run: dict, rows, searcher: Predictor, cases, sigma: float, name: str,
-                  log=None) -> dict[str, np.ndarray]:
+                  log=None, unit: float = 1.0) -> dict[str, np.ndarray]:
     """One table row per method on `cases` (truth on [0, 4], observations, f), after the ceiling:
     the true law itself refitted to the observations, what a method that always picks the true
     skeleton gets. Each row after the first is paired with the first, trajectory by trajectory.
     A row's misses among the ceiling's recoveries are the method's; the others are the data's
     (128 noisy points on [0, 2] that do not pin the law's course on [2, 4]). Returns which cases
-    each row recovered, the ceiling first; `log` (see `case_logger`) receives each case's R^2."""
+    each row recovered, the ceiling first; `log` (see `case_logger`) receives each case's R^2. With
+    a time `unit`, the methods read the times in that unit (`in_time_unit`)."""
     from scipy.stats import binomtest
 
-    hits = np.array([recall(searcher, SIMPLE_T, y, expr) for _, y, expr in cases]).mean(axis=0)
+    hits = np.array([recall(searcher, unit * SIMPLE_T, y, expr / unit) for _, y, expr in cases]).mean(axis=0)
     ceiling = recovery_r2(None, cases, truth_refit=True)
     reachable = ceiling > 0.99
     label = f"{sigma:g} | {name}"
@@ -329,7 +348,7 @@ def recovery_rows(run: dict, rows, searcher: Predictor, cases, sigma: float, nam
 
     record("ceiling", ceiling)
     for row in rows:
-        solved = out[row] = (r2s := recovery_r2(run[row], cases)) > 0.99
+        solved = out[row] = (r2s := recovery_r2(in_time_unit(run[row], unit), cases)) > 0.99
         record(row, r2s)
         if first is None:
             first, paired = solved, ""
@@ -376,6 +395,9 @@ def main() -> None:
     p.add_argument("--simple-seed", type=whole_number(0), default=11, help="seed of the simple ODEs' constants (and, + 1, their noise)")
     p.add_argument("--simple-scales", type=positive_number, nargs="+", default=[1.0],
                    help="units of y for the simple ODEs (e.g. 1 100 0.01: the same laws with y x100 and x0.01)")
+    p.add_argument("--simple-time-units", type=positive_number, nargs="+", default=[1.0], metavar="UNIT",
+                   help="units of t for the simple ODEs (e.g. 1 1000 0.125: the same records with times x1000, "
+                        "as milliseconds for seconds, and x1/8; each law found is written back in the original unit)")
     p.add_argument("--generated", nargs="*", type=existing_folder, default=[], metavar="DATA_DIR",
                    help="data folders whose held-out skeletons' ODEs to recover (first ODE of each)")
     p.add_argument("--generated-limit", type=whole_number(1), default=40, help="held-out skeletons per --generated folder")
@@ -420,7 +442,7 @@ def main() -> None:
                                args.generated_seed, log)
         if args.simple:
             simple_recovery(run, args.rows, searcher, args.simple, args.simple_noise, args.simple_seed,
-                            args.simple_scales, log)
+                            args.simple_scales, log, args.simple_time_units)
 
 
 
