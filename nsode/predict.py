@@ -125,10 +125,8 @@ class Predictor:
     def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
 
-        A record outside the raw model's range only by its clock, its start or its unit of time (t on
-        [1000, 1002], or over 2,000 ms), is read from t[0] = 0 in a power-of-two unit that brings it
-        to [0, 2], as y' = f(y) depends on neither, and the expressions are written back (divided by
-        that power of two). A model trained with
+        A record outside the raw model's times only by an offset (t on [1000, 1002]) is read from
+        t[0] = 0, as y' = f(y) does not depend on the clock. A model trained with
         `input_scaling: pow2` reads the trajectory normalised by
         `nsode.scaling.Scale` and its expressions are written back in the user's units. A
         trajectory longer than the encoder's `max_points` (512) is read through an evenly spaced
@@ -136,26 +134,22 @@ class Predictor:
         `timings`, if given, receives the encoder's seconds as "encode_s", those spent turning
         beams into expressions as "decode_s", which model read the trajectory as "reader"
         ("model" or "scaled") and, as "outside_range", whether a raw-input model read it outside
-        the range of its training data (`in_raw_range`, the clock aside).
+        the range of its training data (`in_raw_range`, the clock's offset aside).
         """
-        model, clock = self.model, None
-        if not in_raw_range(t, y):
-            # y' = f(y) reads neither the clock's start nor its unit: a record on [1000, 1002], or over
-            # 2,000 ms, is read as one on [0, 2] (tau = (t - t0) / 2^k, exact in the bits; version 35)
-            unit = Scale(float(t[0]), Scale.of(t, y).time_exp)
-            if in_raw_range(*unit.apply(t, y)):
-                clock = unit
-            elif self.scaled is not None:
-                model = self.scaled
+        model = self.model
+        if not in_raw_range(t, y) and in_raw_range(t - t[0], y):  # y' = f(y) does not read the clock:
+            t = t - t[0]  # a record on [1000, 1002] is read as one on [0, 2]
+        if self.scaled is not None and not in_raw_range(t, y):
+            model = self.scaled
         pow2 = getattr(model.config, "input_scaling", "none") == "pow2"
         if timings is not None:
             timings["reader"] = "model" if model is self.model else "scaled"
-            timings["outside_range"] = not pow2 and not in_raw_range(*(clock.apply(t, y) if clock else (t, y)))
+            timings["outside_range"] = not pow2 and not in_raw_range(t, y)
         if self.reads:
             t, y = model_view(t, y, self.reads)
         if len(t) > model.config.max_points:  # the encoder's positions end there: it reads an even subsample
             t, y = model_view(t, y, model.config.max_points)
-        scale = Scale.of(t, y) if pow2 else clock
+        scale = Scale.of(t, y) if pow2 else None
         bits = torch.from_numpy(encode_observations(*(scale.apply(t, y) if scale else (t, y))))
         was_training = model.training
         model.eval()
