@@ -23,6 +23,7 @@ from core.arguments import whole_number
 
 ROOT = Path(__file__).resolve().parents[1]
 SCIENCE_CONFIG = ROOT / "nsode" / "checkpoints" / "data_science.yaml"
+PAPER_CONFIG = ROOT / "nsode" / "checkpoints" / "data_cpu.yaml"  # the paper family, as the shipped readers saw it
 VAL_PERCENT = 5  # the training split's held-out share (nsode.train.stream)
 MAX_BLOCKS = 5000  # candidate blocks searched for held-out skeletons before giving up
 CONSTANT_DRAWS = 7  # the spawn-key kind of the constants' streams, apart from the generator's own (0, 1)
@@ -50,6 +51,17 @@ def science_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
     """The first ODE (constant set and its first `starts` initial values) of each of the first `count`
     held-out skeletons the science-family generator finds with `seed` whose solutions the harness
     accepts from every one of those starts."""
+    return held_out_equations(count, seed, starts, SCIENCE_CONFIG, "science")
+
+
+def paper_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
+    """The same for the paper family's generator (random trees, as the raw reader was trained on)."""
+    return held_out_equations(count, seed, starts, PAPER_CONFIG, "paper")
+
+
+def held_out_equations(count: int, seed: int, starts: int, config_file: Path, kind: str) -> list[dict]:
+    """The first ODE of each of the first `count` held-out skeletons that the generator of
+    `config_file` finds with `seed`, named `kind`-NN."""
     if not count:  # the loop below stops at `count` laws found, so 0 would run through every block
         return []
     from core.expressions import to_string
@@ -57,7 +69,7 @@ def science_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
     from nsode.data import config as data_config, generate, tokens
     from nsode.train.stream import in_validation
 
-    config = data_config.load(SCIENCE_CONFIG)
+    config = data_config.load(config_file)
     seen, out = set(), []
     for block in range(MAX_BLOCKS):
         for found in generate.candidate_block(block, seed, config)[0]:
@@ -71,7 +83,7 @@ def science_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
             text = to_string(sets[0][0])
             y0s = [float(v) for v in y0[0, :starts]]
             if len(y0s) == starts and all(is_valid_initial_value(text, v) for v in y0s):
-                out.append({"id": f"science-{len(out):02d}", "expression": text, "y0": y0s,
+                out.append({"id": f"{kind}-{len(out):02d}", "expression": text, "y0": y0s,
                             "source": found.skeleton})
                 if len(out) == count:
                     return out
@@ -83,6 +95,8 @@ def main(argv=None) -> int:
     p.add_argument("--simple", type=whole_number(0), default=48, help="simple laws (default 48)")
     p.add_argument("--science", type=whole_number(0), default=48,
                    help="held-out science-family laws (default 48)")
+    p.add_argument("--paper", type=whole_number(0), default=0,
+                   help="held-out paper-family laws (random trees, as the raw reader was trained on; default 0)")
     p.add_argument("--seed", type=whole_number(0), default=0, help="draws the laws (default 0)")
     p.add_argument("--starts", type=whole_number(1), default=1,
                    help="initial values per law (default 1; several for benchmarks/joint_records.py)")
@@ -91,19 +105,22 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from bench.datasets import FORMAT
 
-    if not args.simple and not args.science:
-        p.error("--simple and --science are both 0: no laws to write")
+    if not args.simple and not args.science and not args.paper:
+        p.error("--simple, --science and --paper are all 0: no laws to write")
     equations = (simple_equations(args.simple, args.seed, args.starts)
-                 + science_equations(args.science, args.seed, args.starts))
+                 + science_equations(args.science, args.seed, args.starts)
+                 + paper_equations(args.paper, args.seed, args.starts))
     name = args.name or f"gen{args.seed}"
     spec = {"format": FORMAT, "name": name, "version": "1",
             "description": f"Generated laws (benchmarks/generated_dataset.py, seed {args.seed}): {args.simple} "
-                           f"simple ODEs and {args.science} held-out science-family skeletons asked for; "
+                           f"simple ODEs, {args.science} held-out science-family and {args.paper} paper-family "
+                           "skeletons asked for; "
                            "for judging settings, never a benchmark.",
             "equations": equations}
     Path(args.out).write_text(json.dumps(spec, indent=1) + "\n")
-    counts = {kind: sum(e["id"].startswith(kind) for e in equations) for kind in ("simple", "science")}
-    print(f"{args.out}: {counts['simple']} simple and {counts['science']} science-family laws")
+    counts = {kind: sum(e["id"].startswith(kind) for e in equations) for kind in ("simple", "science", "paper")}
+    print(f"{args.out}: {counts['simple']} simple, {counts['science']} science-family and {counts['paper']} "
+          "paper-family laws")
     return 0
 
 

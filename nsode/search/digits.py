@@ -79,8 +79,7 @@ def log_scales_split(expr: sympy.Expr) -> sympy.Expr:
     rests = [term.as_coeff_Mul()[1] for term in terms]
     out, changed = [], False
     for k, term in enumerate(terms):
-        scaled = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log)
-                  and f.args[0].as_coeff_Mul()[0].is_Number and abs(f.args[0].as_coeff_Mul()[0]) not in (0, 1)]
+        scaled = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log) and abs(f.args[0].as_coeff_Mul()[0]) != 1]
         others = term / scaled[0] if scaled else None
         if others is None or others.as_coeff_Mul()[1] not in rests[:k] + rests[k + 1:]:
             out.append(term)

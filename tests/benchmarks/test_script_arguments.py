@@ -39,10 +39,10 @@ def test_a_generated_dataset_is_one_the_harness_reads(tmp_path):
 
     out = tmp_path / "gen3.json"
     done = subprocess.run([sys.executable, str(SCRIPTS / "generated_dataset.py"), "--simple", "2", "--science", "1",
-                           "--seed", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
+                           "--paper", "1", "--seed", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     trajectories = load(str(out))
-    assert [tr.equation_id for tr in trajectories] == ["simple-00", "simple-01", "science-00"]
+    assert [tr.equation_id for tr in trajectories] == ["simple-00", "simple-01", "science-00", "paper-00"]
     assert trajectories[0].expression.endswith("*y")  # the first simple form, y' = -a*y
     assert all(tr.has_truth and len(tr.y_extra) for tr in trajectories)
 
@@ -53,4 +53,4 @@ def test_a_generated_dataset_of_simple_laws_alone_asks_the_generator_for_nothing
     done = subprocess.run([sys.executable, str(SCRIPTS / "generated_dataset.py"), "--simple", "3", "--science", "0",
                            "--seed", "4", "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "3 simple and 0 science-family laws" in done.stdout
+    assert "3 simple, 0 science-family and 0 paper-family laws" in done.stdout
