@@ -30,7 +30,7 @@ from baselines import grammar
 from bench.scoring import score
 from bench.tasks import observe
 from core.arguments import existing_folder, positive_number, relative_noise, whole_number
-from core.expressions import Y
+from core.expressions import Y, parse, to_string
 from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search.proposals import propose
@@ -314,8 +314,6 @@ def in_time_unit(fit, unit: float):
         return fit
 
     def read(t, y):
-        from core.expressions import parse, to_string
-
         law = fit(unit * np.asarray(t), y)
         return to_string(sympy.Float(unit) * parse(law)) if law else law
     return read
