@@ -33,14 +33,14 @@ import sympy
 
 from core import protocol
 from core.expressions import complexity, nested_functions
-from core.fitting import SOLVE_FAILURES, RecordsFit, Template, abstract, bin_means, fit_records, trajectory
+from core.fitting import SOLVE_FAILURES, RecordsFit, Template, bin_means, fit_records, trajectory
 from core.metrics import r2
 from core.noise import noise_level, pooled_levels
 from core.uncertainty import round_to_error
 from core.trajectories import observed
 from nsode.search.choice import RIVAL_WINDOW, choice_profile, tie_cost, unsafe_reason
 from nsode.data.tokens import to_infix
-from nsode.search.digits import identifiable_expression
+from nsode.search.digits import identifiable_template
 from nsode.search.fits import Found
 from nsode.predict import Prediction, Predictor
 from nsode.search.proposals import propose
@@ -356,15 +356,13 @@ def _unsafe_somewhere(f: JointFit, read: list[Record], settings: Settings) -> st
 
 def identifiable_joint(f: JointFit, read: list[Record]) -> JointFit:
     """`f` written with constants the records determine one by one
-    (nsode.search.digits.identifiable_expression: y/(4.84 + y), c0*y + c1*y*log(y)), refitted from
+    (nsode.search.digits.identifiable_template: y/(4.84 + y), c0*y + c1*y*log(y)), refitted from
     its own values so that their standard errors mean something; `f` itself when nothing changes
     or the refit fails. What `nsode predict --joint` prints, as `identifiable_form` for one record."""
-    expr = identifiable_expression(f.expr, np.concatenate([r.y for r in read]))
-    if expr is f.expr:
+    rewritten = identifiable_template(f.expr, f.template, np.concatenate([r.y for r in read]))
+    if not rewritten:
         return f
-    params: list[sympy.Symbol] = []
-    start: list[float] = []
-    template = Template(abstract(expr, params, start), tuple(params))
+    template, start = rewritten
     fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start, f.fit.y0s)
     if not fit.ok or sum(fit.chi2) > sum(f.fit.chi2) + 1:  # the same law: its fit can only agree
         return f

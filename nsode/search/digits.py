@@ -109,19 +109,26 @@ def identifiable_expression(expr: sympy.Expr, y) -> sympy.Expr:
     return sympy.Add(*(c * r for c, r in terms)) if changed else expr
 
 
-def identifiable_form(found: Found, t, y, sigma: float) -> Found:
-    """`found` as `identifiable_expression` writes it, with constants the data can determine one by
-    one, so that their standard errors mean something; `found` itself when nothing changes. Numbers
-    the fitted law has already merged (c0*cos(c1) is one number, c0*exp(c1)*y one coefficient) are
-    one constant here too."""
-    if found.template is None:
-        return found
-    expr = identifiable_expression(found.expr, y)
+def identifiable_template(expr: sympy.Expr, template: Template, y) -> tuple[Template, list[float]] | None:
+    """The fitted law `expr` (of `template`) as `identifiable_expression` writes it, parametrised
+    anew, with its values; None when that changes nothing. Numbers the fitted law has already
+    merged (c0*cos(c1) is one number, c0*exp(c1)*y one coefficient) are one constant here too."""
+    written = identifiable_expression(expr, y)
     params: list[sympy.Symbol] = []
     start: list[float] = []
-    template = Template(abstract(expr, params, start), tuple(params))
-    if expr is found.expr and len(params) >= len(found.template.params):
+    rewritten = Template(abstract(written, params, start), tuple(params))
+    if written is expr and len(params) >= len(template.params):
+        return None
+    return rewritten, start
+
+
+def identifiable_form(found: Found, t, y, sigma: float) -> Found:
+    """`found` with constants the data can determine one by one (`identifiable_template`), so that
+    their standard errors mean something; `found` itself when nothing changes."""
+    rewritten = found.template and identifiable_template(found.expr, found.template, y)
+    if not rewritten:
         return found
+    template, start = rewritten
     r2_value, ic = trajectory_score(template, start, found.y0, t, y, sigma)
     return replace(found, expr=template.substitute(start), template=template, values=tuple(start), ic=ic,
                    constants=len(start), r2=r2_value)
