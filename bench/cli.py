@@ -10,6 +10,7 @@ from pathlib import Path
 from bench import datasets, registry
 from core import processes, protocol
 from core.arguments import output_path, positive_number, relative_noise, whole_number
+from core.cluster import scheduler_address
 from core.trajectories import TY
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -201,7 +202,7 @@ def _add_result_commands(sub) -> None:
 def _backend_options(parser) -> None:
     parser.add_argument("--backend", choices=("joblib", "dask"), default="joblib",
                         help="joblib: worker processes on this machine; dask: a Dask cluster (default joblib)")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
                         help="address of a running Dask scheduler (with --backend dask; without it a "
                              "LocalCluster of -j workers is started here). Start workers with "
                              "DASK_DISTRIBUTED__WORKER__DAEMON=False so they may start child processes")
@@ -319,6 +320,10 @@ def _run(args) -> int:
     if csv_options and not any(map(datasets.is_csv, paths)):
         raise UserError(f"{' '.join(csv_options)}: tells how to read CSV datasets, and this sweep has none (a JSON "
                         "dataset's trajectories are solved from its laws)")
+    for path in paths:
+        if Path(path).is_dir() and Path(path).resolve() == Path(args.out).resolve():
+            raise UserError(f"--out {args.out} is the dataset folder: its tables (.csv) would be read as "
+                            "trajectories next time; write the results to another folder")
     # a path is stored absolute, so `bench score` finds the data from any folder
     args.dataset = [str(Path(name).resolve()) if Path(name).exists() else name for name in args.dataset]
     sweep = runner.Sweep(

@@ -23,6 +23,7 @@ import numpy as np
 
 from bench.tasks import Trajectory
 from core import protocol
+from core.arguments import close_matches, is_whole
 from core.expressions import ExpressionError, complexity, parse
 from core.solving import SolveError, is_valid_initial_value, solve_truth
 from core.trajectories import TY, TrajectoryFileError, column_names, hinted, read_records, read_trajectory
@@ -72,7 +73,8 @@ def resolve(name_or_path: str) -> Path:
         raise DatasetError("dataset 'large' does not exist yet: generate it with `python -m nsode.data large`")
     if "/" in name_or_path or "\\" in name_or_path or path.suffix.lower() in (".json", ".csv"):  # meant as a path
         raise DatasetError(f"dataset {name_or_path}: no such file or folder")
-    raise DatasetError(f"unknown dataset {name_or_path!r}: use one of {', '.join(builtin_names())} or a path")
+    raise DatasetError(f"unknown dataset {name_or_path!r}{close_matches([name_or_path], builtin_names())}: "
+                       f"use one of {', '.join(builtin_names())} or a path")
 
 
 def is_csv(path: Path) -> bool:
@@ -102,7 +104,9 @@ def _read_json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark, as Windows editors write, is read
     except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
-        hint = "" if path.suffix.lower() == ".json" else "; a CSV trajectory needs a .csv ending"
+        suffix = path.suffix.lower()
+        hint = ("" if suffix == ".json" else "; a .csv file is one trajectory, not a JSON file of laws"
+                if suffix == ".csv" else "; a CSV trajectory needs a .csv ending")
         raise DatasetError(f"{path}: not a readable JSON dataset file ({err}){hint}") from None
 
 
@@ -293,6 +297,23 @@ def _is_finite_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
 
 
+def _check_y0_rule(path: Path, rule) -> None:
+    """One line for a "y0_draw" rule that cannot draw (a count of 0 would search for ever)."""
+    if not isinstance(rule, dict):
+        raise DatasetError(f"{path}: \"y0_draw\" must be an object such as {{\"count\": 3, \"low\": 0.1, "
+                           f"\"high\": 5, \"seed\": 0}} (found {rule!r})")
+    missing = [key for key in ("count", "low", "high", "seed") if key not in rule]
+    if missing:
+        raise DatasetError(f"{path}: the \"y0_draw\" rule needs {', '.join(missing)} "
+                           "(and may give max_draws, default 10000)")
+    for key, low in (("count", 1), ("seed", 0), ("max_draws", 1)):
+        if key in rule and not is_whole(rule[key], low):
+            raise DatasetError(f"{path}: \"y0_draw\" {key} must be a whole number >= {low} (found {rule[key]!r})")
+    if not (_is_finite_number(rule["low"]) and _is_finite_number(rule["high"]) and rule["low"] < rule["high"]):
+        raise DatasetError(f"{path}: \"y0_draw\" low and high must be numbers with low < high "
+                           f"(found {rule['low']!r}, {rule['high']!r})")
+
+
 def fill_initial_values(path: Path, progress=None) -> int:
     """Draw and store y0 for every equation of a dataset file that has none yet (see "y0_draw").
 
@@ -304,14 +325,23 @@ def fill_initial_values(path: Path, progress=None) -> int:
     rule = spec.get("y0_draw") if isinstance(spec, dict) else None
     if not rule:
         raise DatasetError(f"{path}: no \"y0_draw\" rule to draw initial values with")
-    missing = [key for key in ("count", "low", "high", "seed") if key not in rule]
-    if missing:
-        raise DatasetError(f"{path}: the \"y0_draw\" rule needs {', '.join(missing)} "
-                           "(and may give max_draws, default 10000)")
-    todo = [eq for eq in spec.get("equations", []) if not eq.get("y0")]
+    _check_y0_rule(path, rule)
+    equations = spec.get("equations")
+    if not isinstance(equations, list) or not all(isinstance(eq, dict) and isinstance(eq.get("expression"), str)
+                                                   for eq in equations):
+        raise DatasetError(f"{path}: \"equations\" must be a list of objects, each with an \"expression\"")
+    todo = [eq for eq in equations if not eq.get("y0")]
+    for eq in todo:  # every law read before the first draw
+        try:
+            parse(eq["expression"])
+        except ExpressionError as err:
+            raise DatasetError(f"{path}: equation {eq.get('id')!r}: {err}") from None
     for eq in progress(todo) if progress else todo:
-        eq["y0"], eq["y0_range"] = draw_initial_values(
-            eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule.get("max_draws", 10_000))
+        try:
+            eq["y0"], eq["y0_range"] = draw_initial_values(
+                eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule.get("max_draws", 10_000))
+        except ExpressionError as err:
+            raise DatasetError(f"{path}: equation {eq.get('id')!r}: {err}") from None
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(spec, indent=1) + "\n")
         os.replace(tmp, path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import inspect
+import re
 import sys
 import ast
 import zlib
@@ -18,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.method import Method, Variant
+from core.arguments import close_matches
 
 METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
 ENTRY_POINT_GROUP = "bench.methods"
+METHOD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
 class RegistryError(ValueError):
@@ -120,11 +123,9 @@ def _discover(builtin: list[Path], extra_files: tuple[str, ...]) -> dict[str, Me
     specs: dict[str, MethodSpec] = {}
     for file in builtin:
         try:
-            classes = _classes_in_file(file)
+            specs.update(_file_specs(_classes_in_file(file), file))
         except RegistryError as err:  # one broken plugin must not hide the others
             BROKEN[file.name] = str(err)
-            continue
-        specs.update(_file_specs(classes, file))
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             cls = ep.load()
@@ -133,6 +134,12 @@ def _discover(builtin: list[Path], extra_files: tuple[str, ...]) -> dict[str, Me
             continue
         if not (inspect.isclass(cls) and issubclass(cls, Method)):
             BROKEN[f"{ep.name} (entry point)"] = f"{ep.value} is not a Method subclass"
+            continue
+        try:
+            for name in (ep.name, *own_variants(cls)):
+                _typable(name, f"entry point {ep.value}")
+        except RegistryError as err:
+            BROKEN[f"{ep.name} (entry point)"] = str(err)
             continue
         specs[ep.name] = MethodSpec(ep.name, entry_point=ep.value)
         for name, variant in own_variants(cls).items():
@@ -190,9 +197,18 @@ def own_variants(cls: type[Method]) -> dict[str, Variant]:
     return vars(cls).get("variants", {})
 
 
+def _typable(name, where) -> None:
+    """A method is chosen by name on a command line (`--methods NAME:key=value`) and named in rows."""
+    if not (isinstance(name, str) and METHOD_NAME.fullmatch(name)):
+        raise RegistryError(f"{where}: method name {name!r} cannot be typed after --methods (letters, digits "
+                            "and - _ + . only, starting with a letter or digit)")
+
+
 def _file_specs(classes: list[type[Method]], file: Path) -> dict[str, MethodSpec]:
     specs = {}
     for cls in classes:
+        for name in (cls.name, *own_variants(cls)):
+            _typable(name, file)
         specs[cls.name] = MethodSpec(cls.name, file=str(file))
         for name, variant in own_variants(cls).items():
             specs[name] = MethodSpec(name, file=str(file), cls=cls.name, preset=tuple(sorted(variant.params.items())))
@@ -230,8 +246,8 @@ def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[Method
     if unknown:
         broken = [f"; {where} is installed but broken: {reason}" for where, reason in BROKEN.items()
                   if where.removesuffix(" (entry point)").removesuffix(".py") in unknown]
-        raise RegistryError(f"unknown method(s) {', '.join(unknown)}{''.join(broken)}; "
-                            f"known: {', '.join(sorted(specs))}")
+        raise RegistryError(f"unknown method(s) {', '.join(map(repr, unknown))}{close_matches(unknown, specs)}"
+                            f"{''.join(broken)}; known: {', '.join(sorted(specs))}")
     chosen = [specs[name].with_params(params) if params else specs[name] for name, params in parsed]
     for spec in chosen:
         try:

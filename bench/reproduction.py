@@ -6,7 +6,6 @@ the sweep's `sweep.json` (commit and machine recorded when the sweep started); n
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ import pandas as pd
 from bench import claims, compare, provenance, report
 from bench.method import Oracle
 from bench.rows import runs_stopped_by_time
+from bench.store import SweepFileError, read_sweep_file
 
 REPORT = "REPRODUCTION.md"
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
@@ -73,8 +73,8 @@ def _runs(sweep_folder: Path, key: str = "runs") -> list[dict]:
     """The starts recorded in sweep.json (with `key` "rescored": its re-scorings), oldest first
     ([] when none were)."""
     try:
-        return json.loads((sweep_folder / "sweep.json").read_text()).get(key) or []
-    except (OSError, json.JSONDecodeError):
+        return read_sweep_file(sweep_folder).get(key) or []
+    except SweepFileError:
         return []
 
 

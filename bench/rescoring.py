@@ -9,28 +9,25 @@ from joblib import Parallel, delayed
 
 from bench import data_digests, datasets, provenance
 from bench.scoring import score
-from bench.store import ResultStore
+from bench.store import SWEEP_FILE, ResultStore, SweepFileError, read_sweep_file, sole_writer
 from core.files import write_text_atomic
-
-
-class SweepFileError(ValueError):
-    """A result folder's sweep.json that is missing or unreadable; the message names it."""
 
 
 def rescore(folder: Path, jobs: int = 1) -> int:
     """Re-score every ok prediction in a result folder; returns how many were scored."""
+    with sole_writer(Path(folder)):
+        return _rescore(Path(folder), jobs)
+
+
+def _rescore(folder: Path, jobs: int) -> int:
     store = ResultStore(folder)
     rows = store.read()
     if rows.empty:
         return 0
-    sweep = folder / "sweep.json"  # where the rows' datasets are named
-    try:
-        config = json.loads(sweep.read_text())
-    except OSError as err:
-        raise SweepFileError(f"{sweep}: {err.strerror or err}; scoring needs the sweep file `bench run` "
-                             "writes") from None
-    except ValueError as err:
-        raise SweepFileError(f"{sweep}: not valid JSON ({err})") from None
+    sweep = folder / SWEEP_FILE  # where the rows' datasets are named
+    config = read_sweep_file(folder)
+    if "datasets" not in config:
+        raise SweepFileError(f"{sweep}: names no datasets; scoring needs the sweep file `bench run` writes")
     stored = config.get("data_digests", {})
     readings = {name: data_digests.stored_reading(name, stored) for name in config["datasets"]}  # as they were read
     data_digests.check_unchanged(data_digests.digests(config["datasets"], missing_ok=True, readings=readings),

@@ -29,10 +29,11 @@ from bench.method import Budget, Oracle
 from bench.registry import MethodSpec
 from bench.rows import make_row
 from bench.scoring import score
-from bench.store import ResultStore
+from bench.store import ResultStore, SweepFileError, read_sweep_file, sole_writer
 from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import processes, protocol
+from core.cluster import check_address
 from core.files import write_text_atomic
 from core.trajectories import TY
 
@@ -229,8 +230,16 @@ def finish(pending: Pending, result: dict) -> dict:
 
 
 def run(sweep: Sweep, progress: bool = True) -> ResultStore:
-    store = ResultStore(sweep.out)
+    """Run the pairs of `sweep` not yet stored in its folder, storing each row as it finishes."""
+    if sweep.backend == "dask" and sweep.scheduler:
+        check_address(sweep.scheduler)  # before any folder is made
     digests = data_digests.digests(sweep.datasets, readings=dict.fromkeys(sweep.datasets, sweep.reading))
+    with sole_writer(Path(sweep.out)):
+        return _run(sweep, digests, progress)
+
+
+def _run(sweep: Sweep, digests: dict, progress: bool) -> ResultStore:
+    store = ResultStore(sweep.out)
     resuming = any(store.parts.glob("*.parquet"))  # pending_jobs reads the rows themselves
     previous = _previous_config(store.folder)
     if resuming and not previous:  # nothing to check the stored rows' data against
@@ -270,9 +279,11 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
 
 
 def _previous_config(folder: Path) -> dict:
+    """The folder's sweep.json, or {} where none is readable (a folder with rows and no readable
+    sweep.json is refused by `run`)."""
     try:
-        return json.loads((folder / "sweep.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        return read_sweep_file(folder)
+    except SweepFileError:
         return {}
 
 

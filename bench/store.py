@@ -6,9 +6,11 @@ row that was written twice (a crash between writing and compacting) never counts
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +18,61 @@ import pandas as pd
 from bench.rows import KEY as _KEY, cut_by_time, stored_types
 
 KEY = list(_KEY)
+SWEEP_FILE = "sweep.json"
+_SHAPES = {"runs": list, "datasets": list, "data_digests": dict, "rescored": list}  # what readers rely on
+
+
+class FolderBusy(ValueError):
+    """Another process is writing to the result folder; the message names it."""
+
+
+@contextmanager
+def sole_writer(folder: Path):
+    """Hold `folder`'s lock while rows are written: two `bench run` commands into one folder at once
+    would each run every pair, and one start's record in sweep.json would be lost. The lock goes
+    with the process, so a killed sweep leaves none behind."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(handle, 32).decode(errors="replace").strip()
+            raise FolderBusy(f"{folder}: another process{f' ({holder})' if holder else ''} is writing results "
+                             "here; wait for it to end, or write to another --out folder") from None
+        os.ftruncate(handle, 0)
+        os.write(handle, f"pid {os.getpid()}".encode())
+        yield
+    finally:
+        os.close(handle)
+
+
+class SweepFileError(ValueError):
+    """A result folder's sweep.json that is missing, unreadable or not what `bench run` writes."""
+
+
+def read_sweep_file(folder: str | Path) -> dict:
+    """A result folder's sweep.json (the sweep's settings and starts); SweepFileError, naming the
+    file, when it is missing, not JSON, or not shaped as `bench run` writes it (a hand edit)."""
+    path = Path(folder) / SWEEP_FILE
+    try:
+        config = json.loads(path.read_text())
+    except OSError as err:
+        raise SweepFileError(f"{path}: {err.strerror or err}") from None
+    except ValueError as err:
+        raise SweepFileError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise SweepFileError(f"{path}: not a sweep file (a JSON {type(config).__name__}, not an object)")
+    wrong = [key for key, kind in _SHAPES.items() if key in config and not isinstance(config[key], kind)]
+    if wrong or not all(isinstance(run, dict) for key in ("runs", "rescored") for run in config.get(key) or []):
+        raise SweepFileError(f"{path}: not a sweep file as `bench run` writes it "
+                             f"({', '.join(wrong) or 'runs'} of the wrong kind)")
+    return config
 
 
 class ResultStore:

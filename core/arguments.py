@@ -27,6 +27,14 @@ def is_whole(value, low: int) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
 
 
+def close_matches(unknown: list[str], known) -> str:
+    """" (did you mean ...?)" for names typed with a slip, else ""."""
+    import difflib
+
+    guesses = [match for name in unknown for match in difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)]
+    return f" (did you mean {', '.join(dict.fromkeys(guesses))}?)" if guesses else ""
+
+
 def nonnegative_number(text: str) -> float:
     """An argparse type: a finite number >= 0 (a noise level, a criterion cost)."""
     return _finite(text, lambda v: v >= 0, ">= 0")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from core.arguments import output_path, whole_number
+from core.cluster import scheduler_address
 
 
 def _generate(args) -> int:
@@ -72,8 +73,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="J", help="worker processes (default 1)")
     g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
                    "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")
-    g.add_argument("--scheduler", metavar="ADDRESS", help="run the work units on this Dask scheduler "
-                   "(e.g. tcp://10.0.0.1:8786) instead of local processes; workers must see DIR")
+    g.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
+                   help="run the work units on this Dask scheduler (e.g. tcp://10.0.0.1:8786) instead of local "
+                   "processes; workers must see DIR")
     g.add_argument("--skeletons-only", action="store_true", help="search and keep the skeleton list, solve "
                    "nothing: the costly half, done on a small machine and solved elsewhere by the same command")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bars")

@@ -471,11 +471,37 @@ def test_a_csv_folder_is_named_whole_and_reads_csv_files_of_any_case(tmp_path, t
                           "rename one")
 
 
+def test_slips_get_a_suggestion_and_bad_scheduler_addresses_and_an_out_folder_of_data_are_refused(
+        tmp_path, trajectory, write_record):
+    assert_one_line_error(bench("run", "--methods", "sindi", "--out", tmp_path / "o"), "did you mean sindy?")
+    assert_one_line_error(bench("run", "--dataset", "clasic", "--out", tmp_path / "o"), "did you mean classic?")
+    for address in ("notaurl", "http://127.0.0.1:8786"):
+        assert_one_line_error(bench("run", "--methods", "truth", "--backend", "dask", "--scheduler", address,
+                                    "--out", tmp_path / "o"), "not a Dask scheduler address")
+    folder = tmp_path / "records"
+    folder.mkdir()
+    write_record(folder / "a.csv", *trajectory)
+    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "truth", "--out", folder),
+                          "is the dataset folder")
+    assert not (tmp_path / "o").exists() and sorted(p.name for p in folder.iterdir()) == ["a.csv"]
+
+
 def test_draw_y0_and_method_files_name_their_problems(tmp_path):
     assert_one_line_error(bench("draw-y0", tmp_path / "nosuch.json"), "not a readable JSON")
     spec = _dataset_file(tmp_path / "x.json", [{"id": "a", "expression": "-y"}])
     spec.write_text(json.dumps({**json.loads(spec.read_text()), "y0_draw": {"count": 2, "low": 0.1, "high": 2}}))
     assert_one_line_error(bench("draw-y0", spec), "needs seed")
+    for rule, problem in (({"count": 0}, "count must be a whole number >= 1"),  # would search for ever
+                          ({"low": 5, "high": 1}, "low < high"), ({"low": "a"}, "low < high")):
+        spec.write_text(json.dumps({**json.loads(spec.read_text()),
+                                    "y0_draw": {"count": 2, "low": 0.1, "high": 2, "seed": 0, **rule}}))
+        assert_one_line_error(bench("draw-y0", spec), problem)
+    spec.write_text(json.dumps({**json.loads(spec.read_text()), "y0_draw": 7}))
+    assert_one_line_error(bench("draw-y0", spec), "must be an object")
+    spec.write_text(json.dumps({**json.loads(spec.read_text()), "equations": [{"id": "a", "expression": "y/0"}],
+                                "y0_draw": {"count": 2, "low": 0.1, "high": 2, "seed": 0}}))
+    assert_one_line_error(bench("draw-y0", spec), "equation 'a'")
+    assert_one_line_error(bench("draw-y0", tmp_path / "x.csv"), "not a JSON file of laws")
     for folder in ("one", "two"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "decay.py").write_text(

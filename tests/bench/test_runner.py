@@ -196,3 +196,35 @@ def test_a_closed_pool_starts_no_worker_for_a_thread_whose_worker_it_killed():
     pool.close()  # Ctrl-C: the busy worker is killed
     pool._give_back(busy)  # that thread's job returns
     assert pool.idle.empty() and pool.everyone == [busy] and not busy.alive
+
+
+def test_a_second_writer_into_a_folder_is_refused_while_the_first_runs(tmp_path):
+    from bench.store import FolderBusy, sole_writer
+
+    with sole_writer(tmp_path / "out"):  # as a `bench run` in another terminal holds it
+        with pytest.raises(FolderBusy, match=f"pid {os.getpid()}"):
+            runner.run(sweep(tmp_path, "truth", noise=(0.0,)), progress=False)
+    assert ResultStore(tmp_path / "out").read().empty
+    assert len(runner.run(sweep(tmp_path, "truth", noise=(0.0,)), progress=False).read()) == 12  # lock released
+
+
+def test_a_sweep_file_of_the_wrong_shape_is_named_not_a_traceback(tmp_path):
+    import json
+
+    from bench.store import SweepFileError, read_sweep_file
+
+    for text in ("[]", '"x"', '{"runs": 5}', '{"runs": [1]}', '{"data_digests": []}'):
+        (tmp_path / "sweep.json").write_text(text)
+        with pytest.raises(SweepFileError, match="not a sweep file"):
+            read_sweep_file(tmp_path)
+        assert runner.unfinished_starts(tmp_path) == []
+    (tmp_path / "sweep.json").write_text(json.dumps({"runs": [{"pending": 1}]}))
+    assert runner.unfinished_starts(tmp_path) == [{"pending": 1}]
+
+
+def test_a_method_name_that_cannot_be_typed_is_refused(tmp_path):
+    plugin = tmp_path / "odd.py"
+    plugin.write_text("from bench import Method, Prediction\n\nclass Odd(Method):\n    name = 'col:on'\n\n"
+                      "    def run(self, observations, budget):\n        return Prediction('-y')\n")
+    with pytest.raises(registry.RegistryError, match="cannot be typed"):
+        registry.discover((str(plugin),))
