@@ -61,6 +61,9 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in DATASETS_DIR.glob("*.json"))
 
 
+GENERATED_LATER = ("large",)  # built-in datasets written by `python -m nsode.data large`, not shipped
+
+
 def resolve(name_or_path: str) -> Path:
     """The file or folder behind a dataset argument: a built-in name or a path."""
     path = Path(name_or_path)
@@ -69,7 +72,7 @@ def resolve(name_or_path: str) -> Path:
     builtin = DATASETS_DIR / f"{name_or_path}.json"
     if builtin.exists():
         return builtin
-    if name_or_path == "large":
+    if name_or_path in GENERATED_LATER:
         raise DatasetError("dataset 'large' does not exist yet: generate it with `python -m nsode.data large`")
     if "/" in name_or_path or "\\" in name_or_path or path.suffix.lower() in (".json", ".csv"):  # meant as a path
         raise DatasetError(f"dataset {name_or_path}: no such file or folder")

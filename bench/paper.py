@@ -15,7 +15,7 @@ import yaml
 from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
 from core import protocol
-from core.arguments import positive_number, relative_noise, whole_number
+from core.arguments import close_matches, positive_number, relative_noise, whole_number
 from core.trajectories import TY
 
 class ConfigError(ValueError):
@@ -29,6 +29,8 @@ def load_config(path: str | Path, quick: bool = False) -> dict:
         raise ConfigError(f"{path}: not a readable YAML config ({' '.join(str(err).split())})") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: expected a mapping of settings")
+    if isinstance(config.get("quick"), dict):
+        _check_keys(path, config["quick"], SETTINGS, "setting(s) in quick:")
     if quick:
         if not isinstance(config.get("quick"), dict):
             raise ConfigError(f"{path}: --quick needs a 'quick:' block")
@@ -36,7 +38,39 @@ def load_config(path: str | Path, quick: bool = False) -> dict:
     missing = [k for k in ("out", "datasets", "noise", "n", "methods", "seeds") if k not in config]
     if missing:
         raise ConfigError(f"{path}: missing setting(s) {', '.join(missing)}")
+    _check_keys(path, config, SETTINGS, "setting(s)")
+    _check_figures(path, config)
     return config
+
+
+SETTINGS = ("name", "out", "datasets", "noise", "n", "methods", "seeds", "time_limit", "time_limits", "subset",
+            "columns", "by", "figures", "quick", "note")
+FIGURES = {"main": ("dataset", "n"), "by_dataset": ("n",)}
+
+
+def _check_keys(path, mapping: dict, known, what: str) -> None:
+    """A misspelt key would otherwise be ignored without a word (time_limt: 5 runs with no limit)."""
+    unknown = [str(key) for key in mapping if key not in known]
+    if unknown:
+        raise ConfigError(f"{path}: unknown {what} {', '.join(unknown)}{close_matches(unknown, known)}; "
+                          f"known: {', '.join(known)}")
+
+
+def _check_figures(path, config: dict) -> None:
+    """The figures block names figures the report draws, and a dataset the sweep runs."""
+    figures = config.get("figures") or {}
+    if not isinstance(figures, dict):
+        raise ConfigError(f"{path}: 'figures' must be a mapping, e.g. figures: {{main: {{dataset: classic, n: 192}}}}")
+    _check_keys(path, figures, FIGURES, "figure(s)")
+    for name, keys in FIGURES.items():
+        block = figures.get(name) or {}
+        if not isinstance(block, dict):
+            raise ConfigError(f"{path}: 'figures: {name}' must be a mapping of {', '.join(keys)}")
+        _check_keys(path, block, keys, f"key(s) in figures: {name}:")
+    dataset = (figures.get("main") or {}).get("dataset")
+    if dataset is not None and dataset not in config["datasets"]:
+        raise ConfigError(f"{path}: figures: main: dataset {dataset!r} is not among the datasets "
+                          f"({', '.join(map(str, config['datasets']))})")
 
 
 def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, scheduler: str | None,
@@ -47,6 +81,8 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
             datasets.resolve(name)
             names.append(name)
         except datasets.DatasetError as err:
+            if name not in datasets.GENERATED_LATER:  # a typo or a missing file, not data still to generate
+                raise ConfigError(f"'datasets': {err}") from None
             print(f"skipping dataset {name}: {err}")
     if not names:
         raise ConfigError("none of the config's datasets exists here")

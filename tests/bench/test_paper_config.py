@@ -107,3 +107,18 @@ def test_how_csv_datasets_are_read_comes_from_the_config(tmp_path):
     path.write_text(CONFIG.format(out=tmp_path / "out"))
     sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
     assert (sweep.columns, sweep.by) == (("t", "y"), None)
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda c: c.replace("seeds: [0]", "seeds: [0]\ntime_limt: 5"), "unknown setting(s) time_limt (did you mean time_limit?)"),
+    (lambda c: c.replace("[textbook, classic]", "[textbook, clasic]"), "did you mean classic?"),
+    (lambda c: c + "figures: {main: {dataset: science, n: 128}}\n", "'science' is not among the datasets"),
+    (lambda c: c + "figures: {mian: {dataset: classic}}\n", "unknown figure(s) mian (did you mean main?)"),
+    (lambda c: c + "quick: {seed: [0]}\n", "unknown setting(s) in quick: seed"),
+])
+def test_a_misspelt_setting_or_dataset_is_refused_not_ignored(tmp_path, edit, problem):
+    path = tmp_path / "config.yaml"
+    path.write_text(edit(CONFIG.format(out=tmp_path / "out")))
+    with pytest.raises(paper.ConfigError) as err:
+        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    assert problem in str(err.value)
