@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import datasets, registry
 from core import processes, protocol
-from core.arguments import output_path, positive_number, relative_noise, whole_number
+from core.arguments import existing_folder, output_path, positive_number, relative_noise, whole_number
 from core.cluster import scheduler_address
 from core.trajectories import TY
 
@@ -123,7 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
     paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     paper.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
-    paper.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
+    paper.add_argument("--data-folder", metavar="DIR", type=existing_folder,
+                       help="training data to include in the dataset statistics")
     paper.add_argument("--docs", type=output_path, metavar="DIR", help="also copy REPRODUCTION.md, its tables and the "
                        "main figures into DIR (the project keeps its report in docs/reproduction)")
     paper.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -169,9 +170,11 @@ def _add_result_commands(sub) -> None:
                       "else one the results hold)")
     plot.add_argument("--n", type=_positive_int, help=f"n of the main figure (default {protocol.MAIN_FIGURE['n']}, "
                       "else one the results hold)")
-    plot.add_argument("--n-datasets", type=_positive_int, default=protocol.DATASET_FIGURE_N,
-                      help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N})")
-    plot.add_argument("--data-folder", metavar="DIR", help="training data to include in the dataset statistics")
+    plot.add_argument("--n-datasets", type=_positive_int,
+                      help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N}, else one "
+                      "the results hold)")
+    plot.add_argument("--data-folder", metavar="DIR", type=existing_folder,
+                       help="training data to include in the dataset statistics")
     plot.set_defaults(handler=_plot)
 
     report = sub.add_parser("report", help="median tables (markdown and CSV) of one or several result folders",
@@ -274,10 +277,12 @@ def _plot(args) -> int:
     shown_n = plots.pick(rows.loc[rows["dataset"] == shown_dataset, "n"], n)
     if (shown_dataset, shown_n) != (dataset, n):
         print(f"main figure: {shown_dataset}, n = {shown_n} (the results hold no {dataset} at n = {n})")
-    if plots.pick(rows["n"], args.n_datasets) != args.n_datasets:
-        print(f"per-dataset figures: n = {plots.pick(rows['n'], args.n_datasets)} (the results hold no n = "
-              f"{args.n_datasets})")
-    paths = plots.draw_all(rows, out, dataset=dataset, n_main=n, n_datasets=args.n_datasets,
+    if args.n_datasets is not None and args.n_datasets not in set(rows["n"]):
+        raise UserError(f"--n-datasets {args.n_datasets}: the results hold n = {', '.join(map(str, sorted(set(rows['n']))))}")
+    n_datasets = args.n_datasets or protocol.DATASET_FIGURE_N
+    if plots.pick(rows["n"], n_datasets) != n_datasets:
+        print(f"per-dataset figures: n = {plots.pick(rows['n'], n_datasets)} (the results hold no n = {n_datasets})")
+    paths = plots.draw_all(rows, out, dataset=dataset, n_main=n, n_datasets=n_datasets,
                            data_folder=args.data_folder)
     print(f"wrote {len(paths)} files to {out}")
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 from scipy.stats import binomtest
 
-from bench.report import GOOD_R2, with_failure_policy
+from bench.report import GOOD_R2, markdown_table, with_failure_policy
 from bench.rows import KEY
 
 TASK = [k for k in KEY if k != "method"]
@@ -64,4 +64,4 @@ def format_markdown(table: pd.DataFrame, first: str, second: str) -> str:
     shown["median fit (s)"] = [f"{r['median fit 1 (s)']:.2g} / {r['median fit 2 (s)']:.2g}" for r in records]
     legend = (f"{first} / {second}: tasks with R^2 > {GOOD_R2:g} (failures unsolved); in brackets the tasks only "
               f"{first} solves vs only {second}, and the two-sided sign test's p on them")
-    return legend + "\n\n" + shown.to_markdown(index=False)
+    return legend + "\n\n" + markdown_table(shown)

@@ -87,7 +87,7 @@ def iqr_table(rows: pd.DataFrame, metrics=TABLE_METRICS) -> pd.DataFrame:
 
 def format_iqr_markdown(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
     return "Median [25th, 75th percentile]; failed tasks count as R^2 = -inf.\n\n" + \
-        iqr_table(rows, metrics).to_markdown(index=False)
+        markdown_table(iqr_table(rows, metrics))
 
 
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "_": r"\_", "%": r"\%", "&": r"\&",
@@ -143,7 +143,7 @@ def format_leaderboard(table: pd.DataFrame) -> str:
             shown[column] = (100 * shown[column]).round().astype("Int64").astype(str) + "%"
     shown = shown.rename(columns=lambda c: c.replace("_r2_above_", " R^2 > ").replace("median_r2_", "median R^2 ")
                          .replace("median_fit_s", "median fit (s)"))
-    return shown.to_markdown(index=False, floatfmt=".3g")
+    return markdown_table(shown, floatfmt=".3g")
 
 
 def failure_counts(rows: pd.DataFrame) -> pd.DataFrame:
@@ -168,15 +168,25 @@ def format_failures_markdown(rows: pd.DataFrame) -> str:
         return "No failed tasks.\n"
     kinds = (reasons.assign(reason=reasons["reason"].fillna("").map(lambda text: NUMBER.sub("#", text)))
              .groupby(["method", "status", "reason"], dropna=False)["count"].sum().reset_index())
-    return ("Failed tasks per method and status:\n\n" + counts.to_markdown(index=False) +
+    return ("Failed tasks per method and status:\n\n" + markdown_table(counts) +
             "\n\nPer kind of reason (numbers written #; failures.csv has each in full):\n\n" +
-            kinds.to_markdown(index=False) + "\n")
+            markdown_table(kinds) + "\n")
+
+
+def markdown_table(table: pd.DataFrame, **options) -> str:
+    """`table` in markdown, its text cells kept to their cell: a '|' in a record's name or a failure's
+    reason is escaped and a line break becomes a space, which would otherwise break the table."""
+    text = table.copy()
+    for column in [c for c in text.columns if not pd.api.types.is_numeric_dtype(text[c])]:
+        text[column] = text[column].map(lambda cell: " ".join(cell.replace("|", "\\|").splitlines())
+                                        if isinstance(cell, str) else cell)
+    return text.to_markdown(index=False, **options)
 
 
 def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp", "r2_extrap",
                                                   "complexity", "fit_time")) -> str:
     shown = table[GROUP + list(columns)]
-    return shown.to_markdown(index=False, floatfmt=".4g")
+    return markdown_table(shown, floatfmt=".4g")
 
 
 TASK = ["dataset", "equation_id", "record", "y0_index", "noise", "n", "seed"]
@@ -212,7 +222,7 @@ def format_laws(table: pd.DataFrame, limit: int = SHOWN_LAWS) -> str:
         shown = shown.drop(columns="y0_index")  # a file of one record: its place says nothing
     shown = shown.assign(law=shown["law"].map(lambda law: _short(law) if law else ""))
     shown = shown.dropna(axis=1, how="all")  # no extrapolation window in user data
-    text = shown.to_markdown(index=False, floatfmt=".4g")
+    text = markdown_table(shown, floatfmt=".4g")
     if len(table) > limit:
         more = len(table) - limit
         text += f"\n\n... and {more} more row{'s' if more > 1 else ''}: laws.csv holds every one."

@@ -179,7 +179,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               "time_limit_s: the largest task limit among the method's rows (a resume under a longer limit "
               "redoes only the rows the shorter one cut short); time_cut_tasks: rows in which a run stopped "
               "at its own time limit before its counted budget was spent.", "",
-              times.to_markdown(index=False, floatfmt=".3g"), "",
+              report.markdown_table(times, floatfmt=".3g"), "",
               "## Figures and tables", "",
               "![median R^2, complexity and fit time against noise](main.png)", "",
               "![median R^2 per dataset, interpolation](r2_interp.png)", "",

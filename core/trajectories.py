@@ -146,7 +146,10 @@ def _columns(path: Path, columns: tuple[str, str]):
 def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: bool,
              min_points: int, columns: tuple[str, str], min_records: int) -> dict[str, TrajectoryFile]:
     column = by.strip().lower()
-    if column not in frame.columns or column in columns:
+    if column in columns:
+        raise TrajectoryFileError(f"{path}: column {by!r} holds the {'times' if column == columns[0] else 'values'}; "
+                                  "name the column that tells the records apart (a well, a run)")
+    if column not in frame.columns:
         found = (", ".join(repr(c) for c in frame.columns if c not in columns)
                  or f"none besides {columns[0]} and {columns[1]}")
         raise TrajectoryFileError(f"{path}: no column {by!r} tells its records apart (other columns: {found})")
@@ -155,6 +158,10 @@ def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: boo
         raise TrajectoryFileError(f"{path}: row {int(np.argmax(labels.isna().to_numpy())) + 1} below the header has "
                                   f"no {column}; give every row its record")
     labels = labels.astype(str).str.strip().to_numpy()
+    unnamed = [i for i, label in enumerate(labels) if not label or not label.isprintable()]
+    if unnamed:
+        raise TrajectoryFileError(f"{path}: row {unnamed[0] + 1} below the header has {column} {labels[unnamed[0]]!r}: "
+                                  "name each record with printable text on one line")
     names = list(dict.fromkeys(labels))
     if len(names) < min_records:
         raise TrajectoryFileError(f"{path}: column {column} names one record ({names[0]!r}); give two or more")

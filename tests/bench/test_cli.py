@@ -452,6 +452,8 @@ def test_bad_method_values_and_absent_plot_cells_are_refused_up_front(tmp_path):
     assert bench("run", "--methods", "truth", "--quiet", "--out", out).returncode == 0
     assert_one_line_error(bench("plot", out, "--dataset", "nosuch"), "textbook")
     assert_one_line_error(bench("plot", out, "--n", 7), "n = 128")
+    assert_one_line_error(bench("plot", out, "--n-datasets", 7), "--n-datasets 7: the results hold n = 128")
+    assert_one_line_error(bench("plot", out, "--data-folder", out / "nosuch"), "no such folder")
     empty = tmp_path / "empty"
     (empty / "parts").mkdir(parents=True)
     assert_one_line_error(bench("score", empty), "no results")

@@ -58,3 +58,12 @@ def test_cells_by_the_true_law_and_a_column_that_is_not_the_tasks():
     assert list(table["truth_expression"]) == ["-y", "y", "all"] and list(table["interp solved 1"]) == [1, 0, 1]
     with pytest.raises(ValueError, match="not a column of the task"):
         compare.paired(frame, "a", "b", by=("status",))
+
+
+def test_a_markdown_table_keeps_a_pipe_or_a_line_break_in_its_cell():
+    import pandas as pd
+
+    from bench.report import markdown_table
+
+    text = markdown_table(pd.DataFrame({"record": ["A|1", "two\nlines"], "r2": [0.5, 1.0]}))
+    assert text.count("\n") == 3 and "A\\|1" in text and "two lines" in text

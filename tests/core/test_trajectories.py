@@ -138,6 +138,8 @@ def test_one_file_of_several_records_is_split_by_its_column_each_sorted(tmp_path
     ([(t, t, "a") for t in range(12)], "batch", "no column 'batch' tells its records apart (other columns: 'run')"),
     ([(t, t, "a") for t in range(12)] + [(t, t, "b") for t in range(3)], "run", "run b: only 3 points"),
     ([(t, t, "a") for t in range(12)] + [(0.5, 1, "")], "run", "row 13 below the header has no run"),
+    ([(t, t, "a") for t in range(12)] + [(0.5, 1, "  ")], "run", "row 13 below the header has run ''"),
+    ([(t, t, "a") for t in range(12)], "t", "column 't' holds the times"),
 ])
 def test_a_file_whose_records_cannot_be_read_apart_is_refused_by_name(tmp_path, rows, by, message):
     path = tmp_path / "runs.csv"
@@ -158,5 +160,5 @@ def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_pat
                              (("hours", "Hours"), "two different, named columns")):
         with pytest.raises(TrajectoryFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
             read_trajectory(path, columns=columns)
-    with pytest.raises(TrajectoryFileError, match="no column 'hours' tells its records apart"):
+    with pytest.raises(TrajectoryFileError, match="column 'hours' holds the times"):
         read_records(path, "hours", columns=("Hours", "OD600"))
