@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -75,27 +76,49 @@ def _figure_path(path: Path) -> Path:
     file in a folder that does not exist, is refused."""
     if path.is_dir():
         raise InputError(f"--plot {path}: that is a folder; give a file name such as {path / 'fit.png'}")
+    _regular_if_there(path, "--plot")  # before .png is added: /dev/fd/63 is the pipe named, not 63.png
     if path.suffix.lower() not in FIGURE_ENDINGS:
         path = path.with_name(path.name + ".png")
     return _writable(path, "--plot")
 
 
+def _regular_if_there(path: Path, flag: str) -> None:
+    """InputError when `path` (through links) is there but is no regular file: a device, a pipe
+    (process substitution's /dev/fd/63) or a socket takes no file written whole, and a pipe
+    without a reader would hold the probe's open forever. Told from stat alone, never opened."""
+    if path.exists() and not path.is_file():
+        raise InputError(f"{flag} {path}: not a regular file")
+
+
 def _writable(path: Path, flag: str) -> Path:
     """`path`, once it is known that a file can be written there: checked before the fit, not
-    after it, so that a place that cannot take the file is refused now (and no empty file is left)."""
+    after it, so that a place that cannot take the file is refused now (and no empty file is left).
+    A link is probed at its target, where the file will be written."""
     if path.is_dir():
         raise InputError(f"{flag} {path}: that is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise InputError(f"{flag} {path}: the folder {path.parent} does not exist")
-    existed = path.exists()
+    _regular_if_there(path, flag)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if not target.parent.is_dir():
+        raise InputError(f"{flag} {path}: the folder {target.parent} does not exist")
+    existed = target.exists()
     try:
-        with open(path, "ab"):
+        with open(target, "ab"):
             pass
     except OSError as err:
         raise InputError(f"{flag} {path}: cannot write there ({err.strerror or err})") from None
     if not existed:
-        path.unlink()
+        target.unlink()
     return path
+
+
+def _distinct(paths: list[Path]) -> None:
+    """InputError when two of `paths` name one file (a.csv and ./a.csv): --joint would read one
+    record twice, as if two runs agreed."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        first = seen.setdefault(path.resolve(), path)
+        if first is not path:
+            raise InputError(f"--joint: {first} and {path} are the same file; give each record once")
 
 
 def _write_json(path: Path, reading: dict) -> None:
@@ -115,6 +138,15 @@ def _write_json(path: Path, reading: dict) -> None:
     write_text_atomic(json.dumps(finite(reading), indent=2) + "\n", path)
 
 
+def _parsed(p: argparse.ArgumentParser, pr: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The command line, files allowed among the options (`predict a.csv --joint b.csv`): the
+    predict subparser reads them intermixed, which argparse allows only on a parser without
+    subcommands; help and any other first word go through the top-level parser."""
+    if argv[:1] != ["predict"]:
+        return p.parse_args(argv)
+    return pr.parse_intermixed_args(argv[1:], argparse.Namespace(command="predict"))
+
+
 OTHER_COMMANDS = """the model's own life cycle, each with its --help:
   python -m nsode.data generate ...   draw random ODEs and solve them (training data)
   python -m nsode.train ...           train a model on them, or resume training
@@ -123,7 +155,7 @@ OTHER_COMMANDS = """the model's own life cycle, each with its --help:
 
 def main(argv=None) -> int:
     from nsode.options import add_search_arguments, changed_flags, settings_from
-    from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES
+    from nsode.search.funnel import MAX_BEAM, SEARCH_BEAM, SEARCH_BRANCHES
 
     p = argparse.ArgumentParser(prog="python -m nsode", description=__doc__, epilog=OTHER_COMMANDS,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -138,8 +170,9 @@ def main(argv=None) -> int:
                     help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
                          "nsode-eps's training range; with --paper nsode-eps alone)")
-    pr.add_argument("--beam", type=whole_number(1), default=None,
-                    help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU)")
+    pr.add_argument("--beam", type=whole_number(1, MAX_BEAM), default=None,
+                    help=f"beam width (default: {SEARCH_BEAM} with the search; with --paper 64 on CPU, 1536 on a GPU; "
+                         f"at most {MAX_BEAM}: memory and time grow with it, 1 GB and 30 s a record on CPU there)")
     pr.add_argument("--branches", type=int, default=None,
                     help=f"constant intervals each beam hypothesis may branch into (default: {SEARCH_BRANCHES} with "
                          "the search, so that the beam holds more distinct skeletons; with --paper all, as the paper; "
@@ -171,7 +204,7 @@ def main(argv=None) -> int:
                          "a second thread gained nothing measurable, and beside one busy process it made the whole "
                          "run 10-35%% slower)")
     add_search_arguments(pr)
-    args = p.parse_args(argv)
+    args = _parsed(p, pr, sys.argv[1:] if argv is None else list(argv))
     if args.branches is not None and args.branches < 0:
         pr.error("--branches must be 0 (all) or a positive number of constant intervals")
     changed = changed_flags(args) + (["--refine"] if args.refine else [])
@@ -202,6 +235,7 @@ def main(argv=None) -> int:
         if args.by is None:
             records = [read_trajectory(path, args.columns) for path in args.file]
             names = [str(path) for path in args.file]
+            _distinct(args.file)
         else:
             by_name = read_records(args.file[0], args.by, args.columns)
             records, names = list(by_name.values()), [f"{args.by} {name}" for name in by_name]

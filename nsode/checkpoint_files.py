@@ -18,8 +18,9 @@ class CheckpointError(ValueError):
 
 def check(folder: str | Path) -> None:
     """CheckpointError naming what is wrong with `folder`: no folder or config.json, a config that
-    is not a JSON object, pickle files (never loaded), or weights that are missing or not a whole
-    safetensors file (a truncated copy)."""
+    is not a JSON object, pickle files (never loaded), weights that are missing or not a whole
+    safetensors file (a truncated copy), or a vocabulary or constant grid in config.json that does
+    not fit the weights (`_vocabulary_problem`)."""
     folder = Path(folder)
     if not folder.exists():
         raise CheckpointError(f"{folder}: no such checkpoint folder")
@@ -46,23 +47,76 @@ def check(folder: str | Path) -> None:
     weights = folder / WEIGHTS_NAME
     if not weights.is_file():
         raise CheckpointError(f"{folder} has no {WEIGHTS_NAME}")
-    if not _whole_safetensors(weights):
+    tensors = _whole_safetensors(weights)
+    if tensors is None:
         raise CheckpointError(f"{weights} is not a whole safetensors file (truncated or overwritten?)")
+    problem = _vocabulary_problem(config, tensors)
+    if problem:
+        raise CheckpointError(f"{folder / 'config.json'} does not match its weights: {problem}")
 
 
-def _whole_safetensors(path: Path) -> bool:
-    """The safetensors header (8-byte length, then JSON) parses and its tensors end at the file's end."""
+def _whole_safetensors(path: Path) -> dict | None:
+    """The header's tensors {name: entry with shape} when the safetensors header (8-byte length,
+    then JSON) parses and its tensors end at the file's end; else None."""
     size = path.stat().st_size
     try:
         with open(path, "rb") as handle:
             (length,) = struct.unpack("<Q", handle.read(8))
             if length > size - 8:
-                return False
+                return None
             header = json.loads(handle.read(length))
-        ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
+        tensors = {key: entry for key, entry in header.items() if key != "__metadata__"}
+        ends = [entry["data_offsets"][1] for entry in tensors.values()]
     except (OSError, ValueError, struct.error, AttributeError, KeyError, TypeError, IndexError):
-        return False  # unreadable, or a header that is not a map of tensors with their offsets
-    return 8 + length + max(ends, default=0) == size
+        return None  # unreadable, or a header that is not a map of tensors with their offsets
+    return tensors if 8 + length + max(ends, default=0) == size else None
+
+
+def _vocabulary_problem(config: dict, tensors: dict) -> str | None:
+    """What in config.json's vocabulary contradicts the weights or itself, in words, or None: the
+    decoder indexes the token list by the rows of lm_head.weight and reads constants off the grid
+    (constant_token_ids with their constant_values), so a mismatch would fail mid-decoding."""
+    tokens = config.get("tokens")
+    if not isinstance(tokens, list) or not all(isinstance(tok, str) for tok in tokens):
+        return "tokens is not a list of token names"
+    shape = tensors.get("lm_head.weight", {}).get("shape")
+    if not isinstance(shape, list) or not shape:  # nsode.model.load names it among the missing keys
+        return None
+    rows = shape[0]
+    if len(tokens) != rows or config.get("vocab_size") != rows:
+        return (f"{len(tokens)} tokens and vocab_size {config.get('vocab_size')}, but lm_head.weight scores "
+                f"{rows} (a vocabulary edited after training?)")
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        if not _index(config.get(name), rows):
+            return f"{name} {config.get(name)!r} is not a token of the {rows}"
+    return _grid_problem(tokens, config.get("constant_token_ids"), config.get("constant_values"))
+
+
+def _grid_problem(tokens: list[str], ids, values) -> str | None:
+    """What is wrong with the constant grid, or None: at least two increasing values, each the
+    number its token (by id) names."""
+    if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values):
+        return f"constant_token_ids and constant_values differ in length ({_length(ids)} and {_length(values)})"
+    if len(ids) < 2 or not all(_index(i, len(tokens)) for i in ids):
+        return f"constant_token_ids must name two or more of the {len(tokens)} tokens"
+    for i, value in zip(ids, values):
+        try:
+            if float(tokens[i]) != value:
+                return f"constant value {value!r} is not its token {tokens[i]!r} (id {i})"
+        except (ValueError, TypeError):
+            return f"constant token {tokens[i]!r} (id {i}) is not a number"
+    if any(b <= a for a, b in zip(values, values[1:])):
+        return "constant_values do not increase"
+    return None
+
+
+def _index(value, size: int) -> bool:
+    """A whole number that indexes a list of `size` (not a flag)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < size
+
+
+def _length(value) -> str:
+    return str(len(value)) if isinstance(value, list) else "not a list"
 
 
 def share_weights(folder: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nsode.report import shown
+from nsode.report import shown, times_text
 
 DENSE_POINTS = 1000  # a plot draws more observations than this small and faint
 
@@ -15,7 +15,7 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
          rivals: tuple[np.ndarray, list[np.ndarray]] | None = None, aside=None) -> None:
     """Data against y' = `expression` from y0 over twice the observed span; the legend reads
     `label`. `rivals` (a grid and trajectories on it) are drawn thin and grey beneath, points set
-    `aside` (t, y) as crosses."""
+    `aside` (t, y) as crosses, or as triangles at the edge beyond the axis of the rest (`_set_aside`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,8 +28,6 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     dense = len(t) > DENSE_POINTS  # a long record drawn as small, faint points: the fit stays visible through it
     ax.plot(t, y, ".", ms=1 if dense else 3, alpha=max(0.1, DENSE_POINTS / len(t)) if dense else 1.0, color="k",
             label="data")
-    if aside is not None and len(aside[0]):
-        ax.plot(*aside, "x", ms=5, color="tab:red", label="set aside")
     for i, path_ in enumerate(rivals[1] if rivals else []):
         ax.plot(rivals[0], path_, color="0.6", lw=0.8, label="fits as good on the data" if i == 0 else None)
     if expression:
@@ -42,6 +40,8 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
             ax.plot(t, solve(f, start, t, time_limit=5.0), label=label, zorder=3)
         ax.axvline(t[-1], color="0.7", ls="--", lw=1)
+    if aside is not None and len(aside[0]):
+        _set_aside(ax, *map(np.asarray, aside))
     ax.set(xlabel="t", ylabel="y")
     legend = ax.legend(fontsize=8)
     if dense:  # the legend's marker as a sparse record's, so that it can be seen
@@ -49,6 +49,33 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _set_aside(ax, t: np.ndarray, y: np.ndarray) -> None:
+    """Points set aside as crosses, on the axis that the kept data and the fit set: a glitch
+    beyond it (1e6 among values near 3 would flatten the record to a line) is a triangle at the
+    axis's edge, its value in the legend."""
+    lo, hi = ax.get_ylim()
+    inside = (lo <= y) & (y <= hi)
+    if inside.any():
+        ax.plot(t[inside], y[inside], "x", ms=5, color="tab:red", label="set aside")
+    edge = ax.get_xaxis_transform()  # x in data, y in axes units: at the edge whatever the scale
+    for beyond, height, marker in ((y > hi, 0.97, "^"), (y < lo, 0.03, "v")):
+        if beyond.any():
+            ax.plot(t[beyond], np.full(beyond.sum(), height), marker, ms=6, color="tab:red", transform=edge,
+                    label=f"set aside, off the axis (y = {times_text(y[beyond], 3)})")
+    ax.set_ylim(lo, hi)
+
+
+def record_labels(names: list[str]) -> list[str]:
+    """The records' names shortened for a legend to the fewest last parts of their paths that tell
+    them apart: run.csv where the file names differ, a/run.csv and b/run.csv where they do not."""
+    parts = [Path(name).parts or (name,) for name in names]
+    for k in range(1, max(map(len, parts)) + 1):
+        labels = [str(Path(*p[-k:])) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return list(names)
 
 
 def plot_records(path: Path, records, names: list[str], law: str, template, values, y0s) -> None:
@@ -61,9 +88,9 @@ def plot_records(path: Path, records, names: list[str], law: str, template, valu
     from core.fitting import SOLVE_FAILURES, trajectory
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for k, (name, record, y0) in enumerate(zip(names, records, y0s)):
+    for k, (label, record, y0) in enumerate(zip(record_labels(names), records, y0s)):
         colour = f"C{k % 10}"
-        ax.plot(record.t, record.y, ".", ms=3, color=colour, label=Path(name).name)
+        ax.plot(record.t, record.y, ".", ms=3, color=colour, label=label)
         grid = np.linspace(record.t[0], record.t[0] + 2 * (record.t[-1] - record.t[0]), 512)
         for times in (grid, record.t):  # where it fails beyond the data: the fitted part only
             try:

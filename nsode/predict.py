@@ -33,7 +33,7 @@ from nsode.search.fits import Found, restate
 from nsode.model import NSODEModel, load, resolve_device
 from nsode.options import checked
 from nsode.scaling import Scale, in_raw_range
-from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES, search
+from nsode.search.funnel import MAX_BEAM, SEARCH_BEAM, SEARCH_BRANCHES, search
 from nsode.select import EXACT_TOP, select
 from nsode.search.settings import Settings
 
@@ -70,11 +70,14 @@ def model_view(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
 
 
 def _check_counts(**counts: int | None) -> None:
-    """A ValueError naming a budget that is not a whole number, or a beam under 1 (None: the default)."""
+    """A ValueError naming a budget that is not a whole number, or a beam under 1 or over MAX_BEAM
+    (None: the default)."""
     for name, value in counts.items():
         least = 1 if name == "beam" else 0
         if value is not None and not is_whole(value, least):
             raise ValueError(f"{name}={value!r}: must be a whole number of at least {least}")
+    if counts.get("beam") is not None and counts["beam"] > MAX_BEAM:
+        raise ValueError(f"beam={counts['beam']!r}: must be at most {MAX_BEAM} (memory and time grow with it)")
 
 
 class Predictor:

@@ -124,10 +124,11 @@ STEADY_R2 = 0.5
 def fit_notes(result, t, y, missed: float, write) -> list[str]:
     """What a reader of the pick must know besides its R^2: that single points stand apart from the
     record's course (glitches bend a least-squares fit); that the record turns, which no law
-    y' = f(y) does; that y' = 0 on a flat record scores R^2 0 by definition; that the pick misses the
-    data beyond their noise; and then, when a better fit was set aside as unstable beyond the data,
-    which one (written by `write`, as listed) and why. `missed` is the pick's misfit in noise levels
-    (nsode.search.fits.misfit), which the caller also reports."""
+    y' = f(y) does; that y' = 0 on a record flat within its noise (`missed` within MISFIT_NOISES)
+    scores R^2 0 by definition; that the pick misses the data beyond their noise; and then, when a
+    better fit was set aside as unstable beyond the data, which one (written by `write`, as listed)
+    and why. `missed` is the pick's misfit in noise levels (nsode.search.fits.misfit), which the
+    caller also reports."""
     from core.noise import isolated_glitches, noise_level
     from core.trajectories import largest_reversal
     from nsode.search.settings import MISFIT_NOISES
@@ -144,7 +145,7 @@ def fit_notes(result, t, y, missed: float, write) -> list[str]:
     if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
         notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
                      "times its noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
-    if result.expression == "0" and result.r2 < STEADY_R2:
+    if result.expression == "0" and result.r2 < STEADY_R2 and missed <= MISFIT_NOISES:  # flat within its noise
         notes.append("note: the record holds its level within its noise, read as y' = 0 (a steady state): its "
                      "course is the record's mean, whose R^2 on the data is 0 by definition, not a poor fit")
     look = result.info.get("second_look")

@@ -71,6 +71,8 @@ def shard_paths(folder: str | Path) -> list[Path]:
 def why_no_shards(folder: str | Path) -> str:
     """Why `folder` holds no solution shards, in words a user can act on."""
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder (give a folder written by python -m nsode.data generate)"
     if not folder.is_dir():
         return f"{folder}: no such folder"
     if (folder / SKELETON_FILE).is_file():

@@ -47,6 +47,9 @@ from nsode.search.settings import Settings
 from nsode.search.terms import Skeleton, skeleton_key, split
 
 SEARCH_BEAM = 256  # beam width the search uses by default (CPU and GPU alike)
+# the widest beam nsode predict and Predictor take: memory and time grow with it (4096 on CPU: 1 GB
+# and 30 s a record; 100000: 13.6 GB), and the paper reads at 1536 (nsode.decode.GPU_DEFAULT_BEAM)
+MAX_BEAM = 4096
 SEARCH_BRANCHES = 1  # constant intervals each beam hypothesis branches into (nsode.decode.beam_search; docs/search.md)
 FALLBACK_TIERS = 4  # when no shortlisted fit integrates, this many times top_k more skeletons are fitted
 

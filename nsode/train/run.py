@@ -169,7 +169,8 @@ def check_data(args) -> list[Path]:
     data = [Path(d) for d in args.data]
     for folder in data:  # each named folder counts: a mistyped supplement must not drop out unseen
         if not folder.is_dir():
-            raise UsageError(f"--data {folder}: no such folder")
+            raise UsageError(f"--data {folder}: {'a file, not a folder' if folder.exists() else 'no such folder'} "
+                             "(give a folder written by python -m nsode.data generate)")
         try:
             read_config(folder)
         except FileNotFoundError:

@@ -189,3 +189,42 @@ def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
     assert len(shown.fit.values) == 2 and np.all(np.isfinite(shown.fit.errors))
     assert sum(shown.fit.chi2) == pytest.approx(sum(fit.chi2), rel=1e-6)  # the same law
     assert shown.fit.values[1] == pytest.approx(-0.2, abs=3 * shown.fit.errors[-1])
+
+
+def test_files_given_after_the_options_are_read_and_one_file_named_twice_is_refused(tmp_path, capsys, write_record,
+                                                                                       monkeypatch):
+    from nsode.__main__ import main
+
+    t = np.arange(20) / 10
+    good, bad = write_record(tmp_path / "good.csv", t, np.exp(-t)), write_record(tmp_path / "bad.csv", [0, 1], [1, 2])
+    assert main(["predict", str(good), "--joint", str(bad)]) == 2  # read as a file, not an unknown argument
+    assert "bad.csv" in capsys.readouterr().err
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    for again in (str(good), "../good.csv"):
+        assert main(["predict", str(good), "--top", "0", "--joint", again]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: --joint: {good} and {again} are the same file; give each record once\n"
+
+
+def test_a_joint_plot_tells_records_with_one_file_name_apart_by_their_folders(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import matplotlib.figure
+
+    from core.fitting import Template
+    from nsode.plots import plot_records, record_labels
+
+    assert record_labels(["a/run.csv", "b/run.csv"]) == ["a/run.csv", "b/run.csv"]
+    assert record_labels(["x/a/run.csv", "y/b.csv"]) == ["run.csv", "b.csv"]  # file names that differ suffice
+    assert record_labels(["/p/q/a/run.csv", "/p/b/run.csv"]) == ["a/run.csv", "b/run.csv"]
+    assert record_labels(["run 1", "run 2"]) == ["run 1", "run 2"]  # --by's names
+    drawn = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
+    t = np.linspace(0, 2, 16)
+    records = [SimpleNamespace(t=t, y=y0 * np.exp(-t)) for y0 in (1.0, 2.0)]
+    c = sympy.Symbol("c0", real=True)
+    plot_records(tmp_path / "p.png", records, ["a/run.csv", "b/run.csv"], "-y", Template(c * Y, (c,)), [-1.0],
+                 [1.0, 2.0])
+    labels = [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
+    assert labels == ["a/run.csv", "b/run.csv"]

@@ -86,3 +86,26 @@ def test_a_training_run_folder_is_pointed_to_its_checkpoints(tmp_path):
     build("tiny").save_pretrained(tmp_path / "best")
     with pytest.raises(CheckpointError, match="a training run"):
         load(tmp_path)
+
+
+def _edited_vocabulary(folder, edit):
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda c: c["tokens"].pop(), "35 tokens and vocab_size 36, but lm_head.weight scores 36"),
+    (lambda c: c.update(tokens=c["tokens"][:-1], vocab_size=35), "35 tokens and vocab_size 35, but lm_head.weight"),
+    (lambda c: c.update(constant_values=[1.0]), r"constant_token_ids and constant_values differ in length \(21 and 1"),
+    (lambda c: c["constant_values"].__setitem__(3, 2.5), "constant value 2.5 is not its token '-7'"),
+    (lambda c: c.update(eos_token_id=36), "eos_token_id 36 is not a token of the 36"),
+])
+def test_a_config_whose_vocabulary_contradicts_its_weights_is_refused_at_load(tmp_path, edit, problem):
+    from nsode.checkpoint_files import check
+
+    build("tiny").save_pretrained(tmp_path)
+    check(tmp_path)  # as saved: consistent
+    _edited_vocabulary(tmp_path, edit)
+    with pytest.raises(CheckpointError, match=f"config.json does not match its weights: {problem}"):
+        load(tmp_path)

@@ -1,3 +1,4 @@
+import json
 import re
 from pathlib import Path
 
@@ -223,3 +224,58 @@ def test_a_noisy_flat_record_read_as_a_steady_state_says_why_its_r2_is_zero(tmp_
     out = capsys.readouterr().out
     assert "y' = 0\n" in out and "R^2 on the data: 0.000000" in out
     assert "R^2 on the data is 0 by definition" in out
+
+
+def test_a_beam_wider_than_the_bound_is_refused_before_the_model_loads(tmp_path, capsys, write_record):
+    from nsode.predict import Predictor
+    from nsode.search.funnel import MAX_BEAM
+
+    path = write_record(tmp_path / "decay.csv", np.arange(20) / 10, np.exp(-np.arange(20) / 20))
+    with pytest.raises(SystemExit) as stop:
+        main(["predict", str(path), "--beam", "100000"])  # took 13.6 GB
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"argument --beam: 100000 must be at most {MAX_BEAM}" in err
+    with pytest.raises(ValueError, match=f"beam=100000: must be at most {MAX_BEAM}"):
+        Predictor(beam=100000)
+
+
+def test_json_and_plot_targets_that_are_no_regular_file_are_refused_unopened(tmp_path, capsys, write_record):
+    import os
+
+    path = write_record(tmp_path / "decay.csv", np.arange(20) / 10, np.exp(-np.arange(20) / 20))
+    os.mkfifo(tmp_path / "pipe")
+    reader = os.open(tmp_path / "pipe", os.O_RDONLY | os.O_NONBLOCK)  # a regression fails here, not hangs
+    try:
+        for flag in ("--json", "--plot"):
+            assert main(["predict", str(path), flag, str(tmp_path / "pipe")]) == 2
+            assert capsys.readouterr().err == f"error: {flag} {tmp_path / 'pipe'}: not a regular file\n"
+    finally:
+        os.close(reader)
+    assert (tmp_path / "pipe").is_fifo() and not (tmp_path / "pipe.png").exists()
+    if Path("/dev/full").is_char_device():
+        assert main(["predict", str(path), "--json", "/dev/full"]) == 2
+        assert "--json /dev/full: not a regular file" in capsys.readouterr().err
+        assert Path("/dev/full").is_char_device()
+
+
+def test_json_through_a_link_is_written_to_its_target(tmp_path, capsys, overfit, write_record):
+    path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path, write_record)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "fit.json").write_text("old\n")
+    (tmp_path / "link.json").symlink_to(tmp_path / "out" / "fit.json")
+    assert main(["predict", path, "--checkpoint", checkpoint, "--beam", "4", "--top", "0",
+                 "--json", str(tmp_path / "link.json")]) == 0
+    assert (tmp_path / "link.json").is_symlink()
+    assert json.loads((tmp_path / "out" / "fit.json").read_text())["law"] in capsys.readouterr().out
+
+
+def test_a_rising_record_read_as_y_prime_zero_is_not_called_a_steady_state(tmp_path, capsys, write_record):
+    rng = np.random.default_rng(0)  # y rising from 1 to 100 toward a blow-up, with one proposal fitted
+    t = np.linspace(0, 2, 40)
+    y = 1 / (1 - 0.99 * t / 2) + 0.01 * rng.normal(size=t.size)
+    path = write_record(tmp_path / "blowup.csv", t, y)
+    assert main(["predict", str(path), "--beam", "1", "--top-k", "1", "--combine", "0", "--per-capita", "0",
+                 "--prune", "0", "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "y' = 0\n" in out and "times their noise" in out  # the pick misses the record, and says so
+    assert "holds its level" not in out

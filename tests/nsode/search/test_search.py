@@ -155,6 +155,22 @@ def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
     assert drawn[0].axes[0].get_legend().legend_handles[0].get_alpha() == 1.0
 
 
+def test_a_glitch_set_aside_far_off_is_marked_at_the_edge_not_scaled_to(tmp_path, monkeypatch):
+    import matplotlib.figure
+    from nsode.plots import plot
+
+    drawn = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
+    t = np.linspace(0, 2, 40)
+    y = 3 * np.exp(-0.3 * t)
+    plot(tmp_path / "p.png", t, y, "-0.3*y", aside=(np.array([1.0, 1.5]), np.array([1e6, 2.0])))
+    ax = drawn[0].axes[0]
+    low, high = ax.get_ylim()
+    assert 0 < low < 1 and 3 < high < 4  # the kept data and the fit (to 0.9) over twice the span
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "set aside" in labels and "set aside, off the axis (y = 1e+06)" in labels  # 2.0 within, 1e6 beyond
+
+
 def test_data_at_rest_read_y_prime_zero_and_the_pick_is_not_flagged_unstable(tmp_path, capsys, write_record):
     """Another template fitted to the same text 0 may fail the check; the listed fit did not."""
     from nsode.__main__ import main

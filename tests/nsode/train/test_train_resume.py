@@ -87,6 +87,9 @@ def test_a_data_folder_that_cannot_be_read_is_one_line_not_skipped(training_data
     args = ["--preset", "tiny", "--batch-size", "4", "--steps", "2", "--out", str(tmp_path / "run")]
     assert main(args + ["--data", str(training_data), str(tmp_path / "typo"), "--weights", "1", "2"]) == 2
     assert "typo: no such folder" in capsys.readouterr().err  # a mistyped supplement is not dropped unseen
+    (tmp_path / "good.csv").write_text("t,y\n0,1\n")
+    assert main(args + ["--data", str(tmp_path / "good.csv")]) == 2
+    assert "good.csv: a file, not a folder" in capsys.readouterr().err
     shutil.copytree(training_data / "shards", tmp_path / "bare" / "shards")  # shards copied without config.json
     assert main(args + ["--data", str(tmp_path / "bare")]) == 2
     assert "no config.json" in capsys.readouterr().err
@@ -117,6 +120,8 @@ def test_a_data_folder_given_twice_or_holding_no_shards_is_named(training_data, 
     assert main(["--data", str(training_data), str(training_data), "--out", str(tmp_path / "run"), "--steps", "2"]) == 2
     assert "is given twice (its data and its validation would count double)" in capsys.readouterr().err
     assert why_no_shards(tmp_path / "none") == f"{tmp_path / 'none'}: no such folder"
+    (tmp_path / "good.csv").write_text("t,y\n0,1\n")
+    assert why_no_shards(tmp_path / "good.csv").startswith(f"{tmp_path / 'good.csv'} is a file, not a folder")
     (tmp_path / "list").mkdir()
     (tmp_path / "list" / shards.SKELETON_FILE).touch()
     assert "run the same generate command without --skeletons-only" in why_no_shards(tmp_path / "list")
@@ -386,3 +391,16 @@ def test_a_save_killed_between_its_renames_is_finished_on_resume(training_data, 
     (out / "last.tmp").mkdir()
     assert main(args + ["--steps", "6", "--resume"]) == 0
     assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 6
+
+
+def test_init_from_weights_whose_config_contradicts_them_is_refused_in_one_line(training_data, tmp_path, capsys):
+    from nsode.model import build
+
+    build("tiny").save_pretrained(tmp_path / "bad")
+    config = json.loads((tmp_path / "bad" / "config.json").read_text())
+    (tmp_path / "bad" / "config.json").write_text(json.dumps({**config, "tokens": config["tokens"][:-1]}))
+    assert main(["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--steps", "2",
+                 "--init", str(tmp_path / "bad"), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "config.json does not match its weights: 35 tokens" in err and err.count("\n") == 1
+    assert not (tmp_path / "run" / "last").exists()
