@@ -30,26 +30,33 @@ class FolderBusy(ValueError):
 def sole_writer(folder: Path):
     """Hold `folder`'s lock while rows are written: two `bench run` commands into one folder at once
     would each run every pair, and one start's record in sweep.json would be lost. The lock goes
-    with the process, so a killed sweep leaves none behind."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        yield
-        return
+    with the process, so a killed sweep leaves none behind; where the file system takes no locks
+    (not POSIX, some network mounts) the command runs unguarded, as before."""
     folder.mkdir(parents=True, exist_ok=True)
     handle = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(handle, 32).decode(errors="replace").strip()
-            raise FolderBusy(f"{folder}: another process{f' ({holder})' if holder else ''} is writing results "
-                             "here; wait for it to end, or write to another --out folder") from None
-        os.ftruncate(handle, 0)
-        os.write(handle, f"pid {os.getpid()}".encode())
+        if _locked(handle, folder):
+            os.ftruncate(handle, 0)
+            os.write(handle, f"pid {os.getpid()}".encode())
         yield
     finally:
         os.close(handle)
+
+
+def _locked(handle: int, folder: Path) -> bool:
+    """True once `handle` holds the lock, False where locks are not to be had; FolderBusy, naming
+    the holder, when another process holds it."""
+    try:
+        import fcntl
+
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        holder = os.read(handle, 32).decode(errors="replace").strip()
+        raise FolderBusy(f"{folder}: another process{f' ({holder})' if holder else ''} is writing results "
+                         "here; wait for it to end, or write to another --out folder") from None
+    except (ImportError, OSError):
+        return False
 
 
 class SweepFileError(ValueError):

@@ -208,6 +208,20 @@ def test_a_second_writer_into_a_folder_is_refused_while_the_first_runs(tmp_path)
     assert len(runner.run(sweep(tmp_path, "truth", noise=(0.0,)), progress=False).read()) == 12  # lock released
 
 
+def test_a_folder_on_a_file_system_without_locks_is_written_unguarded(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    from bench.store import sole_writer
+
+    def no_locks(handle, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with sole_writer(tmp_path / "out"), sole_writer(tmp_path / "out"):
+        pass
+
+
 def test_a_sweep_file_of_the_wrong_shape_is_named_not_a_traceback(tmp_path):
     import json
 
