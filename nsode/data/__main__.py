@@ -98,8 +98,9 @@ def parser() -> argparse.ArgumentParser:
                     help="default: datasets/large.json")
     la.add_argument("--seed", type=whole_number(0), default=20230723, metavar="S",
                     help="default: 20230723 (not a training seed)")
-    la.add_argument("--count", type=int, default=162, metavar="N", help="number of ODEs (default 162)")
-    la.add_argument("--per-complexity", type=int, default=10, metavar="M", help="at most M per complexity (default 10)")
+    la.add_argument("--count", type=whole_number(1), default=162, metavar="N", help="number of ODEs (default 162)")
+    la.add_argument("--per-complexity", type=whole_number(1), default=10, metavar="M",
+                    help="at most M per complexity (default 10)")
     la.add_argument("--excluded", metavar="FILE", help="where to write the skeleton list "
                     "(default nsode/data/excluded_skeletons.yaml)")
     la.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -111,11 +112,12 @@ def main(argv=None) -> int:
     from nsode.data.config import ConfigError
     from nsode.data.generate import GenerateError
     from nsode.data.parallel import ClusterError
+    from nsode.data.shards import ShardError
 
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, GenerateError, ClusterError) as err:
+    except (ConfigError, GenerateError, ClusterError, ShardError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # an --out that is a file, a folder that cannot be made or written

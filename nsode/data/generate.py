@@ -38,7 +38,6 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
 from core.files import write_text_atomic
@@ -380,7 +379,7 @@ def _read_skeletons(file: Path) -> tuple[list[tuple[SkeletonRow, int]], dict]:
     """(skeleton rows with their block, search state) kept by an earlier run; none yet: empty."""
     if not file.exists():
         return [], {"block": 0, "position": 0, "candidates": {}}
-    table = pq.read_table(file)
+    table = store.read_table(file)
     return ([(SkeletonRow(r["skeleton_index"], r["skeleton"], r["expression"], r["complexity"]), r["block"])
              for r in table.to_pylist()], json.loads(table.schema.metadata[b"search"]))
 
@@ -395,16 +394,23 @@ def _write_skeletons(file: Path, records: list, search: dict) -> None:
 
 def _solved_end(folder: Path) -> int:
     """One past the last skeleton index that the folder's finished shards hold (0 for none)."""
-    ends = [(pq.read_schema(path).metadata or {}).get(b"skeletons", b"0:0").decode().partition(":")[2]
-            for path in store.shard_paths(folder)]
+    ends = [_shard_range(path).partition(":")[2] for path in store.shard_paths(folder)]
     return max((int(end) for end in ends if end.isdigit()), default=0)
+
+
+def _shard_range(path: Path) -> str:
+    """The skeleton range "start:end" a finished shard holds; "" for one that cannot be read (it is
+    made again)."""
+    try:
+        return (store.read_schema(path).metadata or {}).get(b"skeletons", b"").decode()
+    except store.ShardError:
+        return ""
 
 
 def shard_is_done(path: Path, expected: str) -> bool:
     if not (path.exists() and store.extra_path(path).exists()):
         return False
-    meta = pq.read_schema(path).metadata or {}
-    return meta.get(b"skeletons", b"").decode() == expected
+    return _shard_range(path) == expected
 
 
 def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs: int = 1,
@@ -448,7 +454,7 @@ def totals(folder: Path) -> dict:
     """Counts summed over the finished shards (from their metadata, without reading the data)."""
     out = {"shards": 0, "skeletons": 0, "odes": 0, "solutions": 0, "drops": Counter()}
     for path in store.shard_paths(folder):
-        counts = json.loads((pq.read_schema(path).metadata or {}).get(b"counts", b"{}"))
+        counts = json.loads((store.read_schema(path).metadata or {}).get(b"counts", b"{}"))
         out["shards"] += 1
         for key in ("skeletons", "odes", "solutions"):
             out[key] += counts.get(key, 0)

@@ -87,14 +87,38 @@ def extra_path(shard: str | Path) -> Path:
     return shard.parent.parent / "extra" / shard.name
 
 
+class ShardError(ValueError):
+    """A shard or skeleton list that is not a whole parquet file (a copy cut short, a full disk);
+    the message names it and how to make it again."""
+
+
+def _readable(read, path, *args, **kwargs):
+    try:
+        return read(path, *args, **kwargs)
+    except (pa.ArrowInvalid, OSError) as err:
+        why = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ShardError(f"{path}: not a readable parquet file ({why}); delete it and run the same "
+                         "`python -m nsode.data generate` command to make it again") from None
+
+
+def read_schema(path: str | Path) -> pa.Schema:
+    """A shard's or skeleton list's schema with its metadata (no data is read); ShardError if unreadable."""
+    return _readable(pq.read_schema, path)
+
+
+def read_table(path: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """A shard or skeleton list as an arrow table; ShardError, naming it, if it is unreadable."""
+    return _readable(pq.read_table, path, columns=columns)
+
+
 def read_shard(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
-    return pq.read_table(path, columns=columns).to_pandas()
+    return read_table(path, columns).to_pandas()
 
 
 def iter_rows(folder: str | Path, columns: list[str] | None = None) -> Iterator[dict]:
     """Every solution of a folder as a dict, shard by shard (one shard in memory at a time)."""
     for path in shard_paths(folder):
-        for batch in pq.ParquetFile(path).iter_batches(columns=columns):
+        for batch in _readable(pq.ParquetFile, path).iter_batches(columns=columns):
             yield from batch.to_pylist()
 
 

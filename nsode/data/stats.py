@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pandas as pd
-import pyarrow.parquet as pq
 
 from nsode.data import generate
 from nsode.data import shards as store
@@ -25,7 +24,7 @@ def expressions(folder: Path) -> Iterator[tuple[str, int]]:
     """(infix expression, complexity) of each distinct ODE of a folder, in shard order."""
     seen = set()
     for path in store.shard_paths(folder):
-        table = pq.read_table(path, columns=["ode_id", "expression", "complexity"])
+        table = store.read_table(path, columns=["ode_id", "expression", "complexity"])
         for ode_id, expression, complexity in zip(*(table.column(c).to_pylist() for c in table.column_names)):
             if ode_id not in seen:
                 seen.add(ode_id)
@@ -58,7 +57,7 @@ def token_frequencies(frame: pd.DataFrame) -> pd.DataFrame:
 def summary(folder: Path) -> dict:
     """Counts from the shard and skeleton-list metadata (cheap: no data is read)."""
     totals = generate.totals(folder)
-    meta = pq.read_schema(folder / store.SKELETON_FILE).metadata if (folder / store.SKELETON_FILE).exists() else {}
+    meta = store.read_schema(folder / store.SKELETON_FILE).metadata if (folder / store.SKELETON_FILE).exists() else {}
     search = json.loads(meta.get(b"search", b"{}")) if meta else {}
     return {**totals, "candidates": search.get("candidates", {})}
 

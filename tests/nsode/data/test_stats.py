@@ -25,6 +25,24 @@ def test_stats_of_a_folder_without_shards_is_a_one_line_error(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_a_shard_cut_short_and_a_large_count_of_0_are_one_line_errors(tiny_folder, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_folder, copy)
+    shard = store.shard_paths(copy)[0]
+    shard.write_bytes(b"")
+    assert main(["stats", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and shard.name in err and "not a readable parquet file" in err
+    for option in ("--count", "--per-complexity"):  # 0 ODEs would overwrite the dataset; 0 per complexity, hang
+        try:
+            main(["large", "--out", str(tmp_path / "large.json"), option, "0"])
+        except SystemExit as refused:
+            assert refused.code == 2
+    assert "must be at least 1" in capsys.readouterr().err and not (tmp_path / "large.json").exists()
+
+
 def test_help_reads_for_every_command(capsys):
     for command in ([], ["generate"], ["stats"], ["large"]):
         try:
