@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from tqdm import tqdm
@@ -33,6 +34,7 @@ from bench.store import ResultStore, SweepFileError, read_sweep_file, sole_write
 from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import processes, protocol
+from core.arguments import is_whole
 from core.cluster import check_address
 from core.files import write_text_atomic
 from core.trajectories import TY
@@ -57,9 +59,40 @@ class Sweep:
     columns: tuple[str, str] = TY  # the columns a CSV dataset's t and y are read from
     by: str | None = None  # the column that tells several records in one CSV file apart
 
+    def __post_init__(self):
+        """A sweep built from Python is checked as the command line checks its options: a bad value
+        is a SweepError naming the field, before any folder is made or task is run."""
+        for name, value, ok, want in (
+                ("datasets", self.datasets, lambda v: isinstance(v, str) and v, "dataset names or paths"),
+                ("methods", self.methods, lambda v: isinstance(v, MethodSpec),
+                 "method specs, e.g. registry.select(['truth'], registry.discover())"),
+                ("noise", self.noise, lambda v: _is_number(v) and 0 <= v < 1, "noise levels in [0, 1)"),
+                ("n", self.n, lambda v: is_whole(v, protocol.MIN_POINTS), f"whole numbers >= {protocol.MIN_POINTS}"),
+                ("seeds", self.seeds, lambda v: is_whole(v, 0), "whole numbers >= 0")):
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or not value \
+                    or not all(ok(v) for v in value):
+                raise SweepError(f"Sweep {name}={value!r}: expected a non-empty sequence of {want}")
+        if not is_whole(self.jobs, 1):
+            raise SweepError(f"Sweep jobs={self.jobs!r}: expected a whole number >= 1")
+        limits = {"time_limit": self.time_limit, **{f"time_limits[{k!r}]": v for k, v in self.time_limits.items()}}
+        for name, value in limits.items():
+            if value is not None and not (_is_number(value) and value > 0):
+                raise SweepError(f"Sweep {name}={value!r}: expected a number of seconds > 0")
+        if self.backend not in ("joblib", "dask"):
+            raise SweepError(f"Sweep backend={self.backend!r}: expected 'joblib' or 'dask'")
+
     @property
     def reading(self) -> datasets.CsvReading:
         return datasets.CsvReading(self.columns, self.by)
+
+
+class SweepError(ValueError):
+    """A Sweep built with a value the runner cannot use; the message names the field."""
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and bool(np.isfinite(value))
 
 
 def evenly_spread(items: list, count: int | None) -> list:

@@ -242,3 +242,12 @@ def test_a_method_name_that_cannot_be_typed_is_refused(tmp_path):
                       "    def run(self, observations, budget):\n        return Prediction('-y')\n")
     with pytest.raises(registry.RegistryError, match="cannot be typed"):
         registry.discover((str(plugin),))
+
+
+@pytest.mark.parametrize("bad", [dict(methods=("truth",)), dict(noise=(-1.0,)), dict(noise=0.01), dict(seeds=(-1,)),
+                                 dict(jobs=0), dict(n=(0,)), dict(time_limit=-1), dict(datasets="textbook")])
+def test_a_sweep_built_from_python_names_a_bad_field_before_anything_runs(tmp_path, bad):
+    field = next(iter(bad))
+    with pytest.raises(runner.SweepError, match=f"Sweep {field}="):
+        sweep(tmp_path, "truth", **bad)
+    assert not (tmp_path / "out").exists()
