@@ -45,6 +45,7 @@ from nsode.train.loader import training_stream
 from nsode.train.validation import Validation
 
 DEFAULT_LR = {"paper": 1e-4, "small": 3e-4, "mini": 4e-4, "tiny": 5e-4}
+MAX_BATCH = 8192  # examples in one batch, built in memory at once: beyond it, --accum adds batches per update
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -73,7 +74,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "or AMX; a warning says when not); CUDA always uses mixed precision")
     p.add_argument("--dropout", type=probability_below_one, default=None, metavar="P",
                    help="dropout of a model built from scratch (default 0, as shipped); a loaded model keeps its own")
-    p.add_argument("--batch-size", type=whole_number(1), default=32, help="examples per batch")
+    p.add_argument("--batch-size", type=whole_number(1, MAX_BATCH), default=32,
+                   help=f"examples per batch (at most {MAX_BATCH}; larger batches: --accum)")
     p.add_argument("--accum", type=whole_number(1), default=1, help="gradient accumulation steps per update")
     p.add_argument("--lr", type=positive_number, default=None, help="peak learning rate (default depends on preset)")
     p.add_argument("--warmup", type=whole_number(0), default=None,

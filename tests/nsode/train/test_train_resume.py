@@ -341,7 +341,7 @@ def test_a_run_whose_state_file_is_lost_or_edited_is_refused_not_trained_over(tr
     assert (out / "last" / "model.safetensors").read_bytes() == weights
 
 
-@pytest.mark.parametrize("flag", [["--batch-size", "0"], ["--eval-every", "0"], ["--val-percent", "100"],
+@pytest.mark.parametrize("flag", [["--batch-size", "0"], ["--batch-size", "100000000"], ["--eval-every", "0"], ["--val-percent", "100"],
                                   ["--lr", "0"], ["--threads", "0"], ["--workers", "-1"], ["--dropout", "1.5"],
                                   ["--accum", "0"], ["--off-grid", "2"], ["--max-minutes", "-1"]])
 def test_a_flag_that_cannot_train_is_refused_in_one_line(tmp_path, flag, capsys):
