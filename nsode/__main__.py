@@ -36,7 +36,7 @@ import numpy as np
 
 from core.arguments import run_command, whole_number
 from core.files import write_text_atomic
-from nsode.plots import plot, plot_records
+from nsode.plots import figure_file, plot, plot_records
 from nsode.report import (NUMBER, beyond_the_data, fit_notes, noise_text, numbered_as_read, r2_text, readable, shown,
                           time_text, times_text)
 
@@ -68,18 +68,13 @@ def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict[str, tup
         raise InputError(hinted(str(err))) from None
 
 
-FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
-
-
 def _figure_path(path: Path) -> Path:
     """The file `--plot` writes: .png added to a name without a known ending; a folder, or a
     file in a folder that does not exist, is refused."""
     if path.is_dir():
         raise InputError(f"--plot {path}: that is a folder; give a file name such as {path / 'fit.png'}")
     _regular_if_there(path, "--plot")  # before .png is added: /dev/fd/63 is the pipe named, not 63.png
-    if path.suffix.lower() not in FIGURE_ENDINGS:
-        path = path.with_name(path.name + ".png")
-    return _writable(path, "--plot")
+    return _writable(figure_file(path), "--plot")
 
 
 def _regular_if_there(path: Path, flag: str) -> None:

@@ -14,6 +14,7 @@ from typing import Iterator
 import pandas as pd
 
 from nsode.data import generate
+from nsode.plots import figure_file
 from nsode.data import shards as store
 from nsode.data import tokens as tok
 
@@ -86,6 +87,7 @@ def report(folder: Path, plot: str | Path | None = None) -> Path:
     print("\n## Operator and leaf frequencies (prefix tokens of all ODEs)\n"
           + tokens.to_markdown(index=False, floatfmt=".4f"))
     path = Path(plot) if plot else folder / "stats.png"
+    path = path / "stats.png" if path.is_dir() else figure_file(path)
     _plot(frame, tokens, path)
     print(f"\nplot: {path}")
     return path

@@ -18,6 +18,12 @@ def test_stats_prints_the_tables_and_writes_the_plot(tiny_folder, tmp_path, caps
     for heading in ("## Counts", "## Complexity", "## Operator and leaf frequencies", "solution: solve failed"):
         assert heading in out
     assert plot.stat().st_size > 10_000
+    capsys.readouterr()
+    assert main(["stats", str(tiny_folder), "--plot", str(tmp_path / "x.txt")]) == 0  # matplotlib writes no .txt
+    assert main(["stats", str(tiny_folder), "--plot", str(tmp_path)]) == 0  # a folder: stats.png inside
+    said = capsys.readouterr().out
+    assert (tmp_path / "x.txt.png").is_file() and f"plot: {tmp_path / 'x.txt.png'}" in said
+    assert f"plot: {tmp_path / 'stats.png'}" in said
 
 
 def test_stats_of_a_folder_without_shards_is_a_one_line_error(tmp_path, capsys):
