@@ -412,6 +412,14 @@ def main() -> None:
                         "(R^2 on [0, 4], recovered): pair two runs on the same draw case by case")
     add_search_arguments(p)
     args = p.parse_args()
+    if args.datasets != ["none"]:
+        from bench.datasets import DatasetError, resolve
+
+        try:
+            for name in args.datasets:  # before any table is printed
+                resolve(name)
+        except DatasetError as err:
+            p.error(f"--datasets: {err}")
     torch.set_num_threads(args.threads)
     for path in (args.tasks_csv, args.cases_csv):  # written anew by each run, one part per variant
         if path:
