@@ -174,7 +174,7 @@ def _add_result_commands(sub) -> None:
                       help=f"n of the per-dataset R^2 figures (default {protocol.DATASET_FIGURE_N}, else one "
                       "the results hold)")
     plot.add_argument("--data-folder", metavar="DIR", type=existing_folder,
-                       help="training data to include in the dataset statistics")
+                      help="training data to include in the dataset statistics")
     plot.set_defaults(handler=_plot)
 
     report = sub.add_parser("report", help="median tables (markdown and CSV) of one or several result folders",
@@ -278,7 +278,8 @@ def _plot(args) -> int:
     if (shown_dataset, shown_n) != (dataset, n):
         print(f"main figure: {shown_dataset}, n = {shown_n} (the results hold no {dataset} at n = {n})")
     if args.n_datasets is not None and args.n_datasets not in set(rows["n"]):
-        raise UserError(f"--n-datasets {args.n_datasets}: the results hold n = {', '.join(map(str, sorted(set(rows['n']))))}")
+        raise UserError(f"--n-datasets {args.n_datasets}: the results hold n = "
+                        f"{', '.join(map(str, sorted(set(rows['n']))))}")
     n_datasets = args.n_datasets or protocol.DATASET_FIGURE_N
     if plots.pick(rows["n"], n_datasets) != n_datasets:
         print(f"per-dataset figures: n = {plots.pick(rows['n'], n_datasets)} (the results hold no n = {n_datasets})")

@@ -23,7 +23,7 @@ import numpy as np
 
 from bench.tasks import Trajectory
 from core import protocol
-from core.arguments import close_matches, is_whole
+from core.arguments import close_matches, is_finite_number, is_whole
 from core.expressions import ExpressionError, complexity, parse
 from core.solving import SolveError, is_valid_initial_value, solve_truth
 from core.trajectories import TY, TrajectoryFileError, column_names, hinted, read_records, read_trajectory
@@ -153,7 +153,7 @@ def read_spec(path: Path) -> dict:
         except ExpressionError as err:
             raise DatasetError(f"{where}: {err}") from None
         y0 = eq.get("y0")
-        if not isinstance(y0, list) or not y0 or not all(_is_finite_number(v) for v in y0):
+        if not isinstance(y0, list) or not y0 or not all(is_finite_number(v) for v in y0):
             raise DatasetError(f"{where}: 'y0' must be a non-empty list of finite numbers")
     return spec
 
@@ -296,10 +296,6 @@ def _store(file: Path, y: np.ndarray, y_extra: np.ndarray) -> None:
                       f"set BENCH_CACHE to a writable folder to keep them", stacklevel=3)
 
 
-def _is_finite_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
-
-
 def _check_y0_rule(path: Path, rule) -> None:
     """One line for a "y0_draw" rule that cannot draw (a count of 0 would search for ever)."""
     if not isinstance(rule, dict):
@@ -312,7 +308,7 @@ def _check_y0_rule(path: Path, rule) -> None:
     for key, low in (("count", 1), ("seed", 0), ("max_draws", 1)):
         if key in rule and not is_whole(rule[key], low):
             raise DatasetError(f"{path}: \"y0_draw\" {key} must be a whole number >= {low} (found {rule[key]!r})")
-    if not (_is_finite_number(rule["low"]) and _is_finite_number(rule["high"]) and rule["low"] < rule["high"]):
+    if not (is_finite_number(rule["low"]) and is_finite_number(rule["high"]) and rule["low"] < rule["high"]):
         raise DatasetError(f"{path}: \"y0_draw\" low and high must be numbers with low < high "
                            f"(found {rule['low']!r}, {rule['high']!r})")
 
@@ -340,11 +336,8 @@ def fill_initial_values(path: Path, progress=None) -> int:
         except ExpressionError as err:
             raise DatasetError(f"{path}: equation {eq.get('id')!r}: {err}") from None
     for eq in progress(todo) if progress else todo:
-        try:
-            eq["y0"], eq["y0_range"] = draw_initial_values(
-                eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule.get("max_draws", 10_000))
-        except ExpressionError as err:
-            raise DatasetError(f"{path}: equation {eq.get('id')!r}: {err}") from None
+        eq["y0"], eq["y0_range"] = draw_initial_values(
+            eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule.get("max_draws", 10_000))
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(spec, indent=1) + "\n")
         os.replace(tmp, path)

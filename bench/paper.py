@@ -68,7 +68,7 @@ def _check_figures(path, config: dict) -> None:
             raise ConfigError(f"{path}: 'figures: {name}' must be a mapping of {', '.join(keys)}")
         _check_keys(path, block, keys, f"key(s) in figures: {name}:")
     dataset = (figures.get("main") or {}).get("dataset")
-    if dataset is not None and dataset not in config["datasets"]:
+    if dataset is not None and isinstance(config["datasets"], list) and dataset not in config["datasets"]:
         raise ConfigError(f"{path}: figures: main: dataset {dataset!r} is not among the datasets "
                           f"({', '.join(map(str, config['datasets']))})")
 

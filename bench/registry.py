@@ -136,8 +136,7 @@ def _discover(builtin: list[Path], extra_files: tuple[str, ...]) -> dict[str, Me
             BROKEN[f"{ep.name} (entry point)"] = f"{ep.value} is not a Method subclass"
             continue
         try:
-            for name in (ep.name, *own_variants(cls)):
-                _typable(name, f"entry point {ep.value}")
+            _typable((ep.name, *own_variants(cls)), f"entry point {ep.value}")
         except RegistryError as err:
             BROKEN[f"{ep.name} (entry point)"] = str(err)
             continue
@@ -197,18 +196,18 @@ def own_variants(cls: type[Method]) -> dict[str, Variant]:
     return vars(cls).get("variants", {})
 
 
-def _typable(name, where) -> None:
+def _typable(names, where) -> None:
     """A method is chosen by name on a command line (`--methods NAME:key=value`) and named in rows."""
-    if not (isinstance(name, str) and METHOD_NAME.fullmatch(name)):
-        raise RegistryError(f"{where}: method name {name!r} cannot be typed after --methods (letters, digits "
-                            "and - _ + . only, starting with a letter or digit)")
+    for name in names:
+        if not (isinstance(name, str) and METHOD_NAME.fullmatch(name)):
+            raise RegistryError(f"{where}: method name {name!r} cannot be typed after --methods (letters, digits "
+                                "and - _ + . only, starting with a letter or digit)")
 
 
 def _file_specs(classes: list[type[Method]], file: Path) -> dict[str, MethodSpec]:
     specs = {}
     for cls in classes:
-        for name in (cls.name, *own_variants(cls)):
-            _typable(name, file)
+        _typable((cls.name, *own_variants(cls)), file)
         specs[cls.name] = MethodSpec(cls.name, file=str(file))
         for name, variant in own_variants(cls).items():
             specs[name] = MethodSpec(name, file=str(file), cls=cls.name, preset=tuple(sorted(variant.params.items())))

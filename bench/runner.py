@@ -20,7 +20,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from tqdm import tqdm
@@ -34,7 +33,7 @@ from bench.store import ResultStore, SweepFileError, read_sweep_file, sole_write
 from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import processes, protocol
-from core.arguments import is_whole
+from core.arguments import is_finite_number, is_whole
 from core.cluster import check_address
 from core.files import write_text_atomic
 from core.trajectories import TY
@@ -66,7 +65,7 @@ class Sweep:
                 ("datasets", self.datasets, lambda v: isinstance(v, str) and v, "dataset names or paths"),
                 ("methods", self.methods, lambda v: isinstance(v, MethodSpec),
                  "method specs, e.g. registry.select(['truth'], registry.discover())"),
-                ("noise", self.noise, lambda v: _is_number(v) and 0 <= v < 1, "noise levels in [0, 1)"),
+                ("noise", self.noise, lambda v: is_finite_number(v) and 0 <= v < 1, "noise levels in [0, 1)"),
                 ("n", self.n, lambda v: is_whole(v, protocol.MIN_POINTS), f"whole numbers >= {protocol.MIN_POINTS}"),
                 ("seeds", self.seeds, lambda v: is_whole(v, 0), "whole numbers >= 0")):
             if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or not value \
@@ -76,7 +75,7 @@ class Sweep:
             raise SweepError(f"Sweep jobs={self.jobs!r}: expected a whole number >= 1")
         limits = {"time_limit": self.time_limit, **{f"time_limits[{k!r}]": v for k, v in self.time_limits.items()}}
         for name, value in limits.items():
-            if value is not None and not (_is_number(value) and value > 0):
+            if value is not None and not (is_finite_number(value) and value > 0):
                 raise SweepError(f"Sweep {name}={value!r}: expected a number of seconds > 0")
         if self.backend not in ("joblib", "dask"):
             raise SweepError(f"Sweep backend={self.backend!r}: expected 'joblib' or 'dask'")
@@ -88,11 +87,6 @@ class Sweep:
 
 class SweepError(ValueError):
     """A Sweep built with a value the runner cannot use; the message names the field."""
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-        and bool(np.isfinite(value))
 
 
 def evenly_spread(items: list, count: int | None) -> list:

@@ -27,6 +27,12 @@ def is_whole(value, low: int) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
 
 
+def is_finite_number(value) -> bool:
+    """A finite real number (not a flag): a level or a limit given from Python or read from JSON."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and bool(np.isfinite(value))
+
+
 def close_matches(unknown: list[str], known) -> str:
     """" (did you mean ...?)" for names typed with a slip, else ""."""
     import difflib
