@@ -25,7 +25,8 @@ def _generate(args) -> int:
                                scheduler=args.scheduler, progress=not args.quiet, solve=not args.skeletons_only,
                                solution_seed=args.solution_seed)
     if args.skeletons_only:
-        print(f"{args.out}: {args.n_skeletons} skeletons listed in skeletons.parquet (not solved)")
+        solved = f"already solved into {result['shards']} shards" if result["shards"] else "not solved"
+        print(f"{args.out}: {args.n_skeletons} skeletons listed in skeletons.parquet ({solved})")
         return 0
     drops = ", ".join(f"{k} {v}" for k, v in sorted(result["drops"].items())) or "none"
     print(f"{args.out}: {result['shards']} shards, {result['skeletons']} skeletons, {result['odes']} ODEs, "

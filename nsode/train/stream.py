@@ -122,6 +122,7 @@ def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed
     buffer: list[Example] = []
     produced = 0
     seen_any = False
+    warned: set[Path] = set()
     while True:
         paths = list_shards(folders, None if want_val else weights, part)  # re-listed each pass: new shards join in
         if not paths:
@@ -133,7 +134,9 @@ def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed
                 examples = read_examples(path, t, want_val=want_val, val_percent=val_percent, max_rows=max_rows,
                                          excluded=excluded)
             except (OSError, ValueError) as err:  # a shard being replaced while we list: next pass
-                print(f"warning: skipped {path} ({err})", file=sys.stderr)
+                if path not in warned:  # said once, not once a pass
+                    print(f"warning: skipped {path} ({err})", file=sys.stderr)
+                    warned.add(path)
                 continue
             if want_val:
                 for ex in examples:

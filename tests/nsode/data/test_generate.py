@@ -241,3 +241,14 @@ def test_a_whole_number_setting_is_never_truncated(value, ok):
     else:
         with pytest.raises(config.ConfigError, match="grid: .* is not a whole number"):
             config.from_dict(data)
+
+
+def test_listing_skeletons_of_a_solved_folder_says_how_many_are_solved(tmp_path, tiny_folder, tiny_config, capsys):
+    from tests.nsode.data.conftest import TINY
+
+    folder = tmp_path / "copy"
+    shutil.copytree(tiny_folder, folder)
+    (tmp_path / "tiny.yaml").write_text(json.dumps(TINY))  # JSON is YAML
+    args = ["generate", "--out", str(folder), "--n-skeletons", "7", "--seed", "3", "--config", str(tmp_path / "tiny.yaml")]
+    assert main(args + ["--skeletons-only", "-q"]) == 0
+    assert "7 skeletons listed in skeletons.parquet (already solved into 3 shards)" in capsys.readouterr().out

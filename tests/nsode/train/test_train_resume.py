@@ -71,6 +71,20 @@ def test_a_held_out_copy_streams_the_same_validation_and_no_training(training_da
     assert list(stream_examples(cut, split="train", val_percent=VAL_PERCENT)) == []
 
 
+def test_a_shard_that_cannot_be_read_is_skipped_with_one_warning_not_one_a_pass(training_data, tmp_path, capsys):
+    import itertools
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(training_data, copy)
+    broken = shards.shard_paths(copy)[0]
+    broken.write_bytes(broken.read_bytes()[:1000])  # a copy stopped halfway
+    stored = sum(len(shards.read_shard(p, ["ode_id"])) for p in shards.shard_paths(copy)[1:])
+    examples = list(itertools.islice(stream_examples(copy, split="train", val_percent=0, repeat=True), 2 * stored))
+    assert len(examples) == 2 * stored  # two passes over the readable shards
+    assert capsys.readouterr().err.count(f"warning: skipped {broken}") == 1
+
+
 def test_warm_up_then_constant_or_cosine_learning_rate():
     assert lr_at(0, 1e-3, 10) == pytest.approx(1e-4) and lr_at(9, 1e-3, 10) == pytest.approx(1e-3)
     assert lr_at(500, 1e-3, 10, total=1000) == 1e-3
