@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import datasets, registry
 from core import processes, protocol
-from core.arguments import existing_folder, output_path, positive_number, relative_noise, whole_number
+from core.arguments import Repeatable, existing_folder, output_path, positive_number, relative_noise, whole_number
 from core.cluster import scheduler_address
 from core.trajectories import TY
 
@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
                          description="Run every method on every task of a sweep: datasets x noise x n x seeds. "
                          "Rows are written as they finish; rerunning the same command resumes.",
                          epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("--dataset", nargs="+", default=["textbook"], metavar="NAME|PATH",
+    run.add_argument("--dataset", nargs="+", action=Repeatable, default=["textbook"], metavar="NAME|PATH",
                      help="built-in dataset name (%s), a dataset JSON file, or CSV file/folder "
                           "(default: textbook)" % ", ".join(datasets.builtin_names()))
     run.add_argument("--columns", nargs=2, default=list(TY), metavar=("TIME", "VALUE"),
@@ -91,15 +91,15 @@ def _parser() -> argparse.ArgumentParser:
                           "(names read without case or spaces; default: t y)")
     run.add_argument("--by", metavar="COLUMN", help="CSV files that hold several records (wells, runs) told apart by "
                      "this column: each record is a trajectory of its file's law, its label in the rows' `record`")
-    run.add_argument("--noise", nargs="+", type=relative_noise, default=[0.0], metavar="SIGMA",
+    run.add_argument("--noise", nargs="+", action=Repeatable, type=relative_noise, default=[0.0], metavar="SIGMA",
                      help=f"multiplicative noise levels (paper: {' '.join(map(str, protocol.NOISE_LEVELS))}; default 0)")
-    run.add_argument("--n", nargs="+", type=_point_count, default=[128], metavar="N",
+    run.add_argument("--n", nargs="+", action=Repeatable, type=_point_count, default=[128], metavar="N",
                      help=f"observed points per trajectory, {protocol.MIN_POINTS} or more, capped at the points a "
                           f"trajectory has ({protocol.GRID} on the built-in grids; paper: "
                           f"{' '.join(map(str, protocol.N_SAMPLES))}; default 128)")
-    run.add_argument("--methods", "--method", nargs="+", metavar="NAME", help="methods to run (default: every available one)")
-    run.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
-    run.add_argument("--seeds", nargs="+", type=whole_number(0), default=[0], metavar="S", help="data and method seeds (default 0)")
+    run.add_argument("--methods", "--method", nargs="+", action=Repeatable, metavar="NAME", help="methods to run (default: every available one)")
+    run.add_argument("--method-file", nargs="+", action=Repeatable, default=[], metavar="FILE.py", help="extra method files to load")
+    run.add_argument("--seeds", nargs="+", action=Repeatable, type=whole_number(0), default=[0], metavar="S", help="data and method seeds (default 0)")
     run.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     run.add_argument("--time-limit", type=positive_number, metavar="SECONDS",
                      help="hard deadline per (method, task), overriding each method's default")
@@ -122,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="the grid (default: the project's configs/paper.yaml)")
     paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
     paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
-    paper.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to load")
+    paper.add_argument("--method-file", nargs="+", action=Repeatable, default=[], metavar="FILE.py", help="extra method files to load")
     paper.add_argument("--data-folder", metavar="DIR", type=existing_folder,
                        help="training data to include in the dataset statistics")
     paper.add_argument("--docs", type=output_path, metavar="DIR", help="also copy REPRODUCTION.md, its tables and the "
@@ -134,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list datasets and methods, with why a method cannot run here",
                          description="The datasets (built-in names for --dataset) and the methods with their "
                          "versions and variants; a method that cannot run here is listed with the reason.")
-    lst.add_argument("--method-file", nargs="+", default=[], metavar="FILE.py", help="extra method files to list")
+    lst.add_argument("--method-file", nargs="+", action=Repeatable, default=[], metavar="FILE.py", help="extra method files to list")
     lst.set_defaults(handler=_list)
 
     draw = sub.add_parser("draw-y0", help="draw and store initial values for a dataset file (maintainers)",
@@ -192,7 +192,7 @@ def _add_result_commands(sub) -> None:
                              "them solves, and the exact two-sided sign test on those, for interpolation and "
                              "extrapolation. Tells a real gap between two methods from a draw of the noise.")
     compare.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
-    compare.add_argument("--methods", nargs="+", required=True, metavar="METHOD",
+    compare.add_argument("--methods", nargs="+", action=Repeatable, required=True, metavar="METHOD",
                          help="the two methods, as stored (e.g. nsode-eps+refine proged)")
     compare.add_argument("--by", nargs="*", default=["dataset", "noise"], metavar="COLUMN",
                          help="task columns that split the tasks into cells: dataset, equation_id, y0_index, "

@@ -136,7 +136,7 @@ def _discover(builtin: list[Path], extra_files: tuple[str, ...]) -> dict[str, Me
             BROKEN[f"{ep.name} (entry point)"] = f"{ep.value} is not a Method subclass"
             continue
         try:
-            _typable((ep.name, *own_variants(cls)), f"entry point {ep.value}")
+            _check_class(cls, (ep.name, *own_variants(cls)), f"entry point {ep.value}")
         except RegistryError as err:
             BROKEN[f"{ep.name} (entry point)"] = str(err)
             continue
@@ -196,18 +196,25 @@ def own_variants(cls: type[Method]) -> dict[str, Variant]:
     return vars(cls).get("variants", {})
 
 
-def _typable(names, where) -> None:
-    """A method is chosen by name on a command line (`--methods NAME:key=value`) and named in rows."""
+def _check_class(cls: type[Method], names, where) -> None:
+    """What a sweep needs of a method class, checked when it is found rather than once per task:
+    names that can be typed on a command line (`--methods NAME:key=value`) and are named in rows,
+    a `run` of its own, and `requires` as module names."""
     for name in names:
         if not (isinstance(name, str) and METHOD_NAME.fullmatch(name)):
             raise RegistryError(f"{where}: method name {name!r} cannot be typed after --methods (letters, digits "
                                 "and - _ + . only, starting with a letter or digit)")
+    if cls.run is Method.run:
+        raise RegistryError(f"{where}: {cls.__name__} does not implement run(self, observations, budget)")
+    if not (isinstance(cls.requires, (tuple, list)) and all(isinstance(m, str) and m for m in cls.requires)):
+        raise RegistryError(f"{where}: {cls.__name__}.requires must be a tuple of module names, e.g. ('numpy',), "
+                            f"not {cls.requires!r}")
 
 
 def _file_specs(classes: list[type[Method]], file: Path) -> dict[str, MethodSpec]:
     specs = {}
     for cls in classes:
-        _typable((cls.name, *own_variants(cls)), file)
+        _check_class(cls, (cls.name, *own_variants(cls)), file)
         specs[cls.name] = MethodSpec(cls.name, file=str(file))
         for name, variant in own_variants(cls).items():
             specs[name] = MethodSpec(name, file=str(file), cls=cls.name, preset=tuple(sorted(variant.params.items())))

@@ -1,6 +1,7 @@
 """Argument types shared by the command lines (`python -m bench`, `python -m nsode`): a bad
 number is refused by argparse in one line that names the option. Also how the commands exit
-(`run_command`) and the check of a count given from Python (`is_whole`)."""
+(`run_command`), list options that add up when repeated (`Repeatable`) and the check of a count
+given from Python (`is_whole`)."""
 from __future__ import annotations
 
 import argparse
@@ -39,6 +40,17 @@ def close_matches(unknown: list[str], known) -> str:
 
     guesses = [match for name in unknown for match in difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)]
     return f" (did you mean {', '.join(dict.fromkeys(guesses))}?)" if guesses else ""
+
+
+class Repeatable(argparse.Action):
+    """A list option that may be given more than once, each time adding to it (`--noise 0
+    --noise 0.01` is both levels, as `--noise 0 0.01` is); its default stands until the option is
+    given. (argparse's own `extend` adds to the default, and `store` keeps only the last.)"""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        kept = [] if before is None or before is self.default else list(before)
+        setattr(namespace, self.dest, kept + list(values))
 
 
 def nonnegative_number(text: str) -> float:

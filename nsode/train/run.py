@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from transformers.utils import logging as hf_logging
 
-from core.arguments import output_path, positive_number, probability_below_one, share, whole_number
+from core.arguments import Repeatable, output_path, positive_number, probability_below_one, share, whole_number
 from core.processes import signal_handled
 from nsode import model as nsode_model
 from nsode.train.batching import VARIANTS, two_hot_loss
@@ -50,9 +50,9 @@ MAX_BATCH = 8192  # examples in one batch, built in memory at once: beyond it, -
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m nsode.train", description=__doc__, formatter_class=_Formatter)
-    p.add_argument("--data", required=True, nargs="+", metavar="DIR",
+    p.add_argument("--data", required=True, nargs="+", action=Repeatable, metavar="DIR",
                    help="data folder(s) written by `python -m nsode.data generate` (several: e.g. other seeds)")
-    p.add_argument("--weights", nargs="+", type=int, metavar="W",
+    p.add_argument("--weights", nargs="+", action=Repeatable, type=int, metavar="W",
                    help="how many times each --data folder is read per pass (default 1 each): "
                         "up-weights a small supplement, e.g. of simple skeletons")
     p.add_argument("--out", required=True, type=output_path,

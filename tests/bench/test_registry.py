@@ -1,5 +1,6 @@
 """A command that names its methods imports only the method files that declare them, and finds
 exactly what reading every file would find."""
+import re
 import textwrap
 
 import pytest
@@ -91,3 +92,25 @@ def test_a_subclass_does_not_list_its_base_s_variants_again(tmp_path):
     specs = registry.discover((str(file),))
     assert specs["base-small"].cls == "base" and "sub" in specs
     assert registry.declared_names(file) == {"base", "base-small", "sub"}
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("""
+        class NoRun(Method):
+            name = "norun"
+            def fit(self, observations, budget):
+                return Prediction("-y")
+        """, "NoRun does not implement run(self, observations, budget)"),
+    ("""
+        class OneString(Method):
+            name = "onestring"
+            requires = "numpy"
+            def run(self, observations, budget):
+                return Prediction("-y")
+        """, "OneString.requires must be a tuple of module names"),
+])
+def test_a_method_class_a_sweep_cannot_use_is_refused_when_found(tmp_path, body, problem):
+    file = tmp_path / "plugin.py"
+    _write(file, body)
+    with pytest.raises(registry.RegistryError, match=re.escape(problem)):
+        registry.discover((str(file),))
