@@ -38,7 +38,13 @@ def test_metrics_follow_their_definitions():
     assert m["r2"] == pytest.approx(1 - 1 / 5)
     assert m["l1"] == pytest.approx(0.25) and m["linf"] == pytest.approx(1.0)
     assert m["isclose"] == pytest.approx(0.75)
-    assert r2(np.ones(3), np.ones(3)) == 1.0
+    assert r2(np.ones(3), np.ones(3)) == 1.0 and r2([1.0, 2.0], [1.0, 2.0]) == 1.0
+    with pytest.raises(ValueError, match="one shape"):  # numpy would broadcast these into a number
+        r2(truth[:, None], truth)
+    with pytest.raises(ValueError, match="one shape"):
+        compare(truth[:1], truth)
+    with pytest.raises(ValueError, match="non-empty"):
+        r2(np.array([]), np.array([]))
 
 
 def test_a_truth_constant_up_to_rounding_is_scored_as_constant():
