@@ -2,8 +2,11 @@
 
 Every figure is saved as PNG and PDF, together with a CSV of exactly the numbers it shows
 (`<name>.csv`), so a figure can be checked against the report tables. Medians follow the report's
-failure policy (failed tasks count as R^2 = -inf). Each method keeps one colour in every figure:
-colours are assigned from the sorted names of all methods in the results.
+failure policy (failed tasks count as R^2 = -inf and errors of +inf); a median beyond a panel's
+axis (below R^2 = -3, a failed median, an oracle's rounding error) is drawn on the axis's edge
+as an open triangle, never dropped. Each method keeps one colour in every figure: colours are
+assigned from the sorted names of all methods in the results; methods are listed best first
+(`best_first`) everywhere.
 """
 from __future__ import annotations
 
@@ -23,19 +26,23 @@ from bench import report  # noqa: E402
 from core import protocol  # noqa: E402
 
 R2_LIMITS = (-3.0, 1.0)  # the paper's x-axis range for R^2; methods below it are marked
-R2_AXIS = (R2_LIMITS[0], R2_LIMITS[1] + 0.15)  # line plots: room above 1, where the best methods sit
 METRIC_LABELS = {"r2": "median $R^2$", "l1": "median $L_1$", "linf": "median $L_\\infty$",
-                 "isclose": "median isclose", "complexity": "median complexity", "fit_time": "median fit time (s)"}
+                 "isclose": "median share within 5%\n(isclose)", "complexity": "median complexity (nodes)",
+                 "fit_time": "median fit time (s)"}
+COLOUR_ORDER = (0, 1, 2, 4, 7, 3, 5, 9, 8, 6)  # seaborn's colorblind palette: blue, orange, green, pink, grey, ...
+ERROR_DECADES = 6  # L1 and L-inf panels span this many decades below their largest median
+EDGE_NOTE = "open triangles: medians beyond the axis (failed: $\\pm\\infty$), drawn on its edge"
 APPENDIX_METRICS = ("r2", "l1", "linf", "isclose", "complexity", "fit_time")
 PART_LABELS = {"interp": "interpolation $[0, T]$", "extrap": "extrapolation $[T, T_{extra}]$"}
 
 
 def palette(methods) -> dict[str, tuple]:
     """One colour per method, the same in every figure drawn from the same results. Up to 20
-    methods get distinct colours: tab10's ten hues first, then their light tints."""
+    methods get distinct colours: up to 10 from seaborn's colour-blind palette, else tab20's
+    hues and tints."""
     names = sorted(set(methods))
-    if len(names) <= 10:
-        colours = sns.color_palette("tab10", len(names))
+    if len(names) <= 10:  # told apart with red-green colour blindness too; its two orange-reds far apart
+        colours = [sns.color_palette("colorblind", 10)[k] for k in COLOUR_ORDER[:len(names)]]
     elif len(names) <= 20:
         tab20 = sns.color_palette("tab20", 20)
         colours = (tab20[0::2] + tab20[1::2])[:len(names)]
@@ -64,6 +71,56 @@ def pick(values, preferred):
     return preferred if preferred in values else values[len(values) // 2]
 
 
+def best_first(medians: pd.DataFrame, column: str = "r2_interp") -> list[str]:
+    """Methods by their mean median R^2 over the cells shown, each clipped at the plotted floor
+    (-3; a failed cell counts as -3), best first, ties by name: one order for every figure."""
+    clipped = medians[column].astype(float).fillna(-np.inf).clip(lower=R2_LIMITS[0])
+    score = clipped.groupby(medians["method"]).mean()
+    return sorted(score.index, key=lambda method: (-score[method], method))
+
+
+def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list[str], *, legend: bool = False,
+                 limits: tuple[float, float] | None = None, log: bool = False, decades: float | None = None) -> bool:
+    """One method's median per line against the noise level, on `limits` (or, on a log axis with
+    `decades`, that many decades below the largest median). A median beyond the axis is drawn on
+    its edge as an open triangle pointing out of it: a failed median (+-inf) stays visible.
+    Returns whether any was."""
+    values = data[column].astype(float)
+    finite = values[np.isfinite(values)]
+    positive = finite[finite > 0]
+    log = log and not positive.empty
+    if limits is None and log:
+        limits = (max(positive.min(), positive.max() / 10**decades) if decades else positive.min(), positive.max())
+    elif limits is None:
+        limits = (finite.min(), finite.max()) if not finite.empty else (0.0, 1.0)
+    low, high = limits
+    below, above = (values < low).to_numpy(), (values > high).to_numpy()
+    shown = data.assign(**{column: values.clip(low, high)})
+    sns.lineplot(shown, x="noise", y=column, hue="method", hue_order=order, palette=colours, marker="o", ax=ax,
+                 legend=legend)
+    for outside, marker in ((below, "v"), (above, "^")):
+        for method, points in shown[outside].groupby("method"):
+            ax.scatter(points["noise"], points[column], marker=marker, s=70, facecolors="none",
+                       edgecolors=[colours[method]], linewidths=1.5, zorder=5)
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylim(low / 2, high * 2)
+    elif column.startswith("r2"):
+        ax.set_ylim(_r2_axis(values.clip(lower=low)))
+    ax.set_xticks(sorted(data["noise"].unique()))
+    ax.set_xlabel("noise level $\\sigma$")
+    return bool(below.any() or above.any())
+
+
+def _r2_axis(values: pd.Series) -> tuple[float, float]:
+    """From the lowest median shown (at most 0.9; -3 where one lies below) to 1, with room for the
+    markers: medians of 0.97 and 0.999 stay apart, where a fixed [-3, 1] drew them as one line."""
+    finite = values[np.isfinite(values)]
+    low = min(float(finite.min()) if not finite.empty else R2_LIMITS[0], 0.9)
+    margin = 0.05 * (R2_LIMITS[1] - low)
+    return low - margin, R2_LIMITS[1] + margin
+
+
 def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = protocol.MAIN_FIGURE["dataset"],
                 n: int = protocol.MAIN_FIGURE["n"]) -> list[Path]:
     """Median R^2, complexity and fit time per method against noise, on one dataset and n
@@ -72,25 +129,20 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     n = pick(medians.loc[medians.dataset == dataset, "n"], n)
     data = medians[(medians.dataset == dataset) & (medians.n == n)]
     data = data[["dataset", "n", "method", "noise", "r2_interp", "complexity", "fit_time"]].reset_index(drop=True)
-    order = data.groupby("method")["r2_interp"].max().sort_values(ascending=False).index.tolist()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    order = best_first(data)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    edges = False
     for ax, col in zip(axes, ("r2_interp", "complexity", "fit_time")):
-        shown = data.replace([-np.inf], np.nan)
-        sns.lineplot(shown, x="noise", y=col, hue="method", hue_order=order, palette=colours,
-                     marker="o", ax=ax, legend=ax is axes[0])
-        ax.set_xlabel("noise level $\\sigma$")
-        ax.set_xticks(sorted(data.noise.unique()))
+        edges |= metric_panel(ax, data, col, colours, order, legend=ax is axes[0],
+                              limits=R2_LIMITS if col == "r2_interp" else None, log=col == "fit_time")
         ax.set_ylabel(METRIC_LABELS["r2" if col == "r2_interp" else col])
-        if col == "r2_interp":
-            ax.set_ylim(R2_AXIS)
-        if col == "fit_time":
-            ax.set_yscale("log")
     handles, labels = axes[0].get_legend_handles_labels()
     axes[0].get_legend().remove()
-    fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=8, loc="center left",
+    fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=9, loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
-    fig.suptitle(f"{dataset}, n = {n} ($R^2$ on the {PART_LABELS['interp']})")
+    note = f"\n{EDGE_NOTE}" if edges else ""
+    fig.suptitle(f"{dataset}, n = {n} ($R^2$ on the {PART_LABELS['interp']}){note}")
     return _save(fig, data, out, "main")
 
 
@@ -105,7 +157,7 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
     grid = data.pivot_table(index="method", columns=["dataset", "noise"], values=col, aggfunc="first")
     if grid.empty:  # nothing scored in this part (observed data have no extrapolation window)
         return []
-    grid = grid.loc[grid.fillna(-np.inf).clip(lower=R2_LIMITS[0]).mean(axis=1).sort_values(ascending=False).index]
+    grid = grid.loc[best_first(data, col)]
     values = grid.to_numpy(dtype=float)
     labels = np.vectorize(_r2_label)(values)
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1] + 0.09 * max(len(m) for m in grid.index),
@@ -125,10 +177,11 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
 
 
 def _r2_label(value: float) -> str:
-    """A heatmap cell's text: two decimals, '<-3' below the plotted range, empty where not run."""
+    """A heatmap cell's text: three significant digits (0.997 and 0.999 differ), '<-3' below the
+    plotted range, empty where not run."""
     if np.isnan(value):
         return ""
-    return f"{value:.2f}" if value >= R2_LIMITS[0] else f"<{R2_LIMITS[0]:g}"
+    return f"{value:.3g}" if value >= R2_LIMITS[0] else f"<{R2_LIMITS[0]:g}"
 
 
 def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp") -> list[Path]:
@@ -144,29 +197,29 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
     data = medians[["dataset", "n", "method", "noise", *columns]].reset_index(drop=True)
     if data[columns].replace([-np.inf], np.nan).isna().all().all():  # nothing scored (observed data, extrapolation)
         return None
-    zeros = False
-    fig, axes = plt.subplots(len(combos), len(columns), figsize=(3.3 * len(columns), 2.6 * len(combos)), squeeze=False)
-    shown = data.replace([-np.inf], np.nan)
+    order = best_first(data, f"r2_{part}")
+    edges = False
+    fig, axes = plt.subplots(len(combos), len(columns), figsize=(2.9 * len(columns), 2.5 * len(combos)), squeeze=False)
     for row, (dataset, n) in enumerate(combos):
-        subset = shown[(shown.dataset == dataset) & (shown.n == n)]
+        subset = data[(data.dataset == dataset) & (data.n == n)]
         for ax, metric, col in zip(axes[row], APPENDIX_METRICS, columns):
-            sns.lineplot(subset, x="noise", y=col, hue="method", palette=colours, marker="o", ax=ax,
-                         legend=(row == 0 and metric == "r2"))
+            error = metric in ("l1", "linf")
+            edges |= metric_panel(ax, subset, col, colours, order, legend=(row == 0 and metric == "r2"),
+                                  limits={"r2": R2_LIMITS, "isclose": (0.0, 1.0)}.get(metric),
+                                  log=error or metric == "fit_time", decades=ERROR_DECADES if error else None)
             if ax.get_legend():  # moved beside the grid: inside a panel it covers the data and squeezes the rows
                 handles, labels = ax.get_legend_handles_labels()
                 ax.get_legend().remove()
+            if metric == "isclose":
+                ax.set_ylim(-0.05, 1.05)
             ax.set_title(f"{dataset}, n = {n}", fontsize=9)
-            ax.set_xlabel("$\\sigma$")
-            ax.set_ylabel(METRIC_LABELS[metric], fontsize=8)
-            if metric == "r2":
-                ax.set_ylim(R2_AXIS)
-            if metric in ("l1", "linf", "fit_time") and (subset[col] > 0).any():
-                ax.set_yscale("log")
-                zeros = zeros or bool((subset[col] == 0).any())
-    note = " (medians of exactly 0, e.g. the oracle's errors, lie off the log axes)" if zeros else ""
-    fig.legend(handles, labels, title="method", fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5),
-               frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
+            ax.set_xlabel("$\\sigma$", fontsize=9)
+            ax.set_ylabel(METRIC_LABELS[metric], fontsize=9)
+            ax.tick_params(labelsize=8)
+    fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=9, loc="center left",
+               bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
+    note = f"\n{EDGE_NOTE}" if edges else ""
     fig.suptitle(f"All metrics, {PART_LABELS[part]}{note}")
     return fig, data
 

@@ -1,10 +1,11 @@
 """Tables of median scores from a result store.
 
 Policy for failed rows (stated once, applied everywhere): a task whose prediction failed
-(error, timeout, invalid expression, or an integration that diverged) counts with R^2 = -inf
-and isclose = 0 in the medians; its L1 and L-infinity are missing and left out, and so is its
-complexity unless it wrote a law (a diverged prediction keeps the complexity of its law).
-So a method that fails on most tasks has a median R^2 of -inf, as in the paper's figures.
+(error, timeout, invalid expression, or an integration that diverged) counts with R^2 = -inf,
+L1 = L-infinity = +inf and isclose = 0 in the medians; its complexity is left out unless it
+wrote a law (a diverged prediction keeps the complexity of its law). So a method that fails on
+most tasks has a median R^2 of -inf, as in the paper's figures, and never the smallest median
+error from the few tasks it did not fail.
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ METRICS = list(METRIC_COLUMNS)
 
 
 def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:
-    """Failed rows' R^2 = -inf and isclose = 0, per part: a prediction that diverged after T
-    (score status "diverged-extrap") fails extrapolation only. `failed`: failed in either part."""
+    """Failed rows' R^2 = -inf, L1 = L-infinity = +inf and isclose = 0, per part: a prediction that
+    diverged after T (score status "diverged-extrap") fails extrapolation only. `failed`: failed
+    in either part."""
     rows = rows.copy()
     for col in METRICS:
         rows[col] = pd.to_numeric(rows.get(col), errors="coerce")
@@ -37,6 +39,7 @@ def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:
         lost = failed & ~(rows["score_status"] == EXTRAP_DIVERGED) if part == "interp" else failed
         rows.loc[lost & ~unknown, f"r2_{part}"] = protocol.R2_FLOOR
         rows.loc[lost & ~unknown, f"isclose_{part}"] = 0.0
+        rows.loc[lost & ~unknown, [f"l1_{part}", f"linf_{part}"]] = np.inf
     rows["failed"] = failed
     return rows
 

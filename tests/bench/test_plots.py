@@ -50,10 +50,11 @@ def test_every_figure_is_written_as_png_and_pdf(drawn):
 
 def medians_by_hand(rows: pd.DataFrame) -> pd.DataFrame:
     """The paper's medians computed here, not by the code under test: a failed task counts as
-    R^2 = -inf; numpy's median of each group."""
+    R^2 = -inf and an error of +inf; numpy's median of each group."""
     rows = rows.copy()
     failed = (rows.status != "ok") | (rows.score_status != "ok")
     rows.loc[failed, ["r2_interp", "r2_extrap"]] = -np.inf
+    rows.loc[failed, ["linf_extrap"]] = np.inf
     columns = ["r2_interp", "r2_extrap", "linf_extrap", "complexity", "fit_time"]
     return rows.groupby(["dataset", "method", "noise", "n"])[columns].agg(lambda s: float(np.median(s.to_numpy(float))))
 
@@ -153,5 +154,25 @@ def test_the_appendix_legend_lies_beside_its_grid_of_equal_panels(rows):
         assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
         heights = [ax.get_position().height * fig.get_figheight() for ax in fig.axes]
         assert min(heights) > 1.5  # inches: of the 2.6 each row is given
+    finally:
+        plt.close(fig)
+
+
+def test_a_failed_median_is_drawn_on_the_axis_edge_and_never_has_the_smallest_error(rows):
+    """'fails' fails half its tasks: its median R^2 is -inf and its median L-inf +inf (not the
+    median of the tasks it did not fail); both are drawn as open triangles on the panel's edge."""
+    import matplotlib.pyplot as plt
+
+    medians = report.medians(rows)
+    failing = medians[medians.method == "fails"]
+    assert np.isneginf(failing.r2_extrap).all() and np.isposinf(failing.linf_extrap).all()
+    assert plots.best_first(medians) == ["good", "awful", "fails"]  # -50 and -inf both count as -3: a tie, by name
+    fig, _ = plots.appendix_figure(medians, plots.palette(medians["method"]), part="extrap")
+    try:
+        r2_panel, linf_panel = fig.axes[0], fig.axes[2]
+        edge = {ax: [tuple(point) for c in ax.collections for point in c.get_offsets()] for ax in fig.axes[:3]}
+        assert (0.0, plots.R2_LIMITS[0]) in edge[r2_panel] and (0.01, plots.R2_LIMITS[0]) in edge[r2_panel]
+        assert max(y for _, y in edge[linf_panel]) < linf_panel.get_ylim()[1] < np.inf
+        assert "open triangles" in fig._suptitle.get_text()
     finally:
         plt.close(fig)
