@@ -351,7 +351,7 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
         reading["as_good_on_the_data"] = [{"law": written(f), "r2": f.r2} for f in result.rivals]
     if args.plot:
         try:
-            plot(args.plot, t, y, result.expression, result.y0, label, others, set_aside)
+            plot(args.plot, t, y, result.expression, result.y0, label, others, set_aside, args.columns)
         except OSError as err:
             print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
             return 1
@@ -454,7 +454,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     reading["notes"] = [note.removeprefix("note: ") for note in notes]
     if args.plot:
         try:
-            plot_records(args.plot, result.records, names, law, chosen.template, values, y0s)
+            plot_records(args.plot, result.records, names, law, chosen.template, values, y0s, args.columns)
         except OSError as err:
             print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
             return 1

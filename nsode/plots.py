@@ -19,11 +19,17 @@ def figure_file(path: Path) -> Path:
     return path if path.suffix.lower() in FIGURE_ENDINGS else path.with_name(path.name + ".png")
 
 
+def axis_labels(columns=("t", "y")) -> tuple[str, str]:
+    """The axes named after the file's columns, with the law's letters: `hours (t)`, `OD600 (y)`."""
+    return tuple(name if name == letter else f"{name} ({letter})" for name, letter in zip(columns, "ty"))
+
+
 def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None,
-         rivals: tuple[np.ndarray, list[np.ndarray]] | None = None, aside=None) -> None:
+         rivals: tuple[np.ndarray, list[np.ndarray]] | None = None, aside=None, columns=("t", "y")) -> None:
     """Data against y' = `expression` from y0 over twice the observed span; the legend reads
-    `label`. `rivals` (a grid and trajectories on it) are drawn thin and grey beneath, points set
-    `aside` (t, y) as crosses, or as triangles at the edge beyond the axis of the rest (`_set_aside`)."""
+    `label`, the axes the data's `columns`. `rivals` (a grid and trajectories on it) are drawn thin
+    and grey beneath, points set `aside` (t, y) as crosses, or as triangles at the edge beyond the
+    axis of the rest (`_set_aside`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -47,10 +53,10 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
             ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label, zorder=3)
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
             ax.plot(t, solve(f, start, t, time_limit=5.0), label=label, zorder=3)
-        ax.axvline(t[-1], color="0.7", ls="--", lw=1)
+        ax.axvline(t[-1], color="0.7", ls="--", lw=1, label="end of the data")
     if aside is not None and len(aside[0]):
         _set_aside(ax, *map(np.asarray, aside))
-    ax.set(xlabel="t", ylabel="y")
+    ax.set(xlabel=axis_labels(columns)[0], ylabel=axis_labels(columns)[1])
     legend = ax.legend(fontsize=8)
     if dense:  # the legend's marker as a sparse record's, so that it can be seen
         legend.legend_handles[0].set(alpha=1.0, markersize=3)
@@ -86,9 +92,21 @@ def record_labels(names: list[str]) -> list[str]:
     return list(names)
 
 
-def plot_records(path: Path, records, names: list[str], law: str, template, values, y0s) -> None:
+def _record_colours(count: int) -> list:
+    """A colour per record, none twice: matplotlib's ten, else tab20's twenty, else a sequential map."""
+    import matplotlib.pyplot as plt
+
+    if count <= 10:
+        return [f"C{k}" for k in range(count)]
+    if count <= 20:
+        return [plt.get_cmap("tab20")(k) for k in range(count)]
+    return [plt.get_cmap("viridis")(k / (count - 1)) for k in range(count)]
+
+
+def plot_records(path: Path, records, names: list[str], law: str, template, values, y0s,
+                 columns=("t", "y")) -> None:
     """Each record's data against the joint law's course (`template` with `values`) from its own
-    initial value, over twice its observed span (one colour per record)."""
+    initial value, over twice its observed span (one colour per record); the axes read `columns`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,8 +114,7 @@ def plot_records(path: Path, records, names: list[str], law: str, template, valu
     from core.fitting import SOLVE_FAILURES, trajectory
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for k, (label, record, y0) in enumerate(zip(record_labels(names), records, y0s)):
-        colour = f"C{k % 10}"
+    for label, record, y0, colour in zip(record_labels(names), records, y0s, _record_colours(len(records))):
         ax.plot(record.t, record.y, ".", ms=3, color=colour, label=label)
         grid = np.linspace(record.t[0], record.t[0] + 2 * (record.t[-1] - record.t[0]), 512)
         for times in (grid, record.t):  # where it fails beyond the data: the fitted part only
@@ -106,8 +123,9 @@ def plot_records(path: Path, records, names: list[str], law: str, template, valu
                 break
             except SOLVE_FAILURES:
                 continue
-    ax.set(xlabel="t", ylabel="y", title=f"y' = {law}")
-    ax.title.set_fontsize(9)
+    ax.plot([], [], color="0.3", lw=1.2, label="the joint law,\neach from its own y0")
+    ax.set(xlabel=axis_labels(columns)[0], ylabel=axis_labels(columns)[1], title=f"y' = {law}")
+    ax.title.set_fontsize(10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

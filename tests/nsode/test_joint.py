@@ -225,6 +225,13 @@ def test_a_joint_plot_tells_records_with_one_file_name_apart_by_their_folders(tm
     records = [SimpleNamespace(t=t, y=y0 * np.exp(-t)) for y0 in (1.0, 2.0)]
     c = sympy.Symbol("c0", real=True)
     plot_records(tmp_path / "p.png", records, ["a/run.csv", "b/run.csv"], "-y", Template(c * Y, (c,)), [-1.0],
-                 [1.0, 2.0])
-    labels = [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
-    assert labels == ["a/run.csv", "b/run.csv"]
+                 [1.0, 2.0], columns=("hours", "OD600"))
+    ax = drawn[0].axes[0]
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels[:2] == ["a/run.csv", "b/run.csv"] and labels[2].startswith("the joint law")
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("hours (t)", "OD600 (y)")  # the file's columns, the law's letters
+    twelve = [SimpleNamespace(t=t, y=y0 * np.exp(-t)) for y0 in np.linspace(1, 3, 12)]
+    plot_records(tmp_path / "p.png", twelve, [f"run {k}" for k in range(12)], "-y", Template(c * Y, (c,)), [-1.0],
+                 [r.y[0] for r in twelve])
+    colours = [tuple(line.get_color()) for line in drawn[1].axes[0].get_lines() if line.get_marker() == "."]
+    assert len(set(colours)) == 12  # none twice

@@ -151,6 +151,7 @@ def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
     t = np.linspace(0, 2, 5000)
     plot(tmp_path / "p.png", t, 3 * np.exp(-0.5 * t), "-0.5*y")
     data, fit = drawn[0].axes[0].get_lines()[:2]
+    assert "end of the data" in [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
     assert data.get_alpha() == pytest.approx(0.2) and fit.get_zorder() > data.get_zorder()
     assert drawn[0].axes[0].get_legend().legend_handles[0].get_alpha() == 1.0
 
