@@ -176,3 +176,8 @@ def test_a_failed_median_is_drawn_on_the_axis_edge_and_never_has_the_smallest_er
         assert "open triangles" in fig._suptitle.get_text()
     finally:
         plt.close(fig)
+
+
+def test_statistics_say_which_datasets_they_leave_out(capsys):
+    assert plots._datasets_found(["textbook", "mine"]) == ["textbook"]  # "mine": e.g. a JSON file's own name
+    assert "dataset statistics leave out mine: not a built-in dataset" in capsys.readouterr().out
