@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core import protocol
-from core.arguments import is_whole  # methods' check_params import it from here too
+from core.arguments import is_finite_number, is_whole  # methods' check_params import is_whole from here too
 from core.trajectories import observed
 
 
@@ -42,6 +42,10 @@ class Observations:
         object.__setattr__(self, "t", t)
         object.__setattr__(self, "y", y)
 
+    def __reduce__(self):
+        """Rebuilt by the constructor where it arrives (a worker process): unpickled arrays are writable."""
+        return type(self), (self.t, self.y)
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -49,6 +53,12 @@ class Budget:
 
     time_limit: float = protocol.DEFAULT_TIME_LIMIT
     seed: int = 0
+
+    def __post_init__(self):
+        if not (is_finite_number(self.time_limit) and self.time_limit > 0):
+            raise ValueError(f"Budget time_limit={self.time_limit!r}: expected a number of seconds > 0")
+        if not is_whole(self.seed, 0):
+            raise ValueError(f"Budget seed={self.seed!r}: expected a whole number >= 0")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,10 @@ def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:
     """Failed rows' R^2 = -inf, L1 = L-infinity = +inf and isclose = 0, per part: a prediction that
     diverged after T (score status "diverged-extrap") fails extrapolation only. `failed`: failed
     in either part."""
+    absent = [column for column in ("status", "score_status", "truth_kind") if column not in rows]
+    if absent:  # an empty frame: ResultStore of a mistyped or empty folder
+        raise ValueError(f"no result rows here (no column {absent[0]!r}): read them with ResultStore(FOLDER).read() "
+                         "from a folder that `bench run` wrote")
     rows = rows.copy()
     for col in METRICS:
         rows[col] = pd.to_numeric(rows.get(col), errors="coerce")

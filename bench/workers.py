@@ -96,7 +96,7 @@ def _run_job(job: Job, methods: dict):
             yield {"phase": "prediction", "status": "error", "reason": f"bad input: {err}",
                    "warnings": _warning_summary(caught)}
             return
-        except Exception as err:
+        except (Exception, SystemExit) as err:  # sys.exit inside a library (ffx) fails the task, not the worker
             yield {"phase": "prediction", "status": "error", "reason": one_line(err),
                    "traceback": traceback.format_exc(limit=-3), "warnings": _warning_summary(caught)}
             return

@@ -101,6 +101,10 @@ def test_tables_give_medians_with_interquartile_ranges_and_failure_counts(rows, 
     counts = report.failure_counts(rows).set_index("method")
     assert counts.loc["fails", "error"] == 16 and "good" not in counts.index
     assert "RuntimeError: boom" in paths["failures_markdown"].read_text()
+    from bench.store import ResultStore
+
+    with pytest.raises(ValueError, match="no result rows here"):  # a mistyped folder reads as no rows
+        report.with_failure_policy(ResultStore(tmp_path / "my-sweeep").read())
 
 
 def test_laws_csv_holds_each_task_s_law_and_the_printed_table_rounds_its_constants(tmp_path):

@@ -30,17 +30,18 @@ def test_method_file_is_discovered():
 
 
 def test_hanging_crashing_and_garbage_methods_are_recorded_and_the_sweep_goes_on(tmp_path):
-    config = sweep(tmp_path, "hangs", "crashes", "dies", "garbage", "truth", jobs=2)
+    config = sweep(tmp_path, "hangs", "crashes", "exits", "dies", "garbage", "truth", jobs=2)
     # two tasks per method keep this fast: restrict the dataset to one folder of CSV files
     store = runner.run(config, progress=False)
     rows = store.read()
-    assert len(rows) == 5 * 12
+    assert len(rows) == 6 * 12
     by = rows.groupby("method")["status"].agg(set)
     assert by["hangs"] == {"timeout"}
-    assert by["crashes"] == {"error"} and by["dies"] == {"error"}
+    assert by["crashes"] == {"error"} and by["dies"] == {"error"} and by["exits"] == {"error"}
     assert by["garbage"] == {"invalid"}
     assert by["truth"] == {"ok"}
     assert rows.loc[rows.method == "crashes", "reason"].iloc[0] == "RuntimeError: this method always fails"
+    assert set(rows.loc[rows.method == "exits", "reason"]) == {"SystemExit: a library gave up"}
     assert "died" in rows.loc[rows.method == "dies", "reason"].iloc[0]
     hang_times = rows.loc[rows.method == "hangs"]
     assert "2 s limit" in hang_times["reason"].iloc[0]

@@ -1,3 +1,5 @@
+import pickle
+
 import numpy as np
 import pytest
 
@@ -69,6 +71,8 @@ def test_observations_keep_their_own_frozen_copy_and_leave_the_caller_s_arrays_w
     seen = Observations(t, y)
     y[0] = 99.0  # the caller goes on using its array
     assert seen.y[0] == 1.0 and not seen.y.flags.writeable
+    sent = pickle.loads(pickle.dumps(seen))  # as a worker process receives them
+    assert not (sent.t.flags.writeable or sent.y.flags.writeable) and np.array_equal(sent.t, seen.t)
 
 
 def test_data_at_rest_and_at_the_size_limits_are_accepted():
@@ -142,3 +146,15 @@ def test_an_edited_built_in_dataset_is_other_data_to_a_stored_folder(tmp_path, m
     with pytest.raises(datasets.DatasetError, match="different data under one name, 'textbook'"):
         data_digests.check_unchanged(data_digests.digests(["textbook"]), before, tmp_path / "out", "start anew")
     data_digests.check_unchanged(data_digests.digests(["textbook"]), {}, tmp_path / "out", "")  # an older folder
+
+
+def test_a_task_or_budget_built_with_a_bad_value_names_its_field(logistic):
+    from bench.method import Budget
+
+    for noise, n, seed, field in ((-0.5, 128, 0, "noise"), (5, 128, 0, "noise"), (0.01, 0, 0, "n"),
+                                  (0.01, 128, -3, "seed"), (0.01, 128.5, 0, "n")):
+        with pytest.raises(ValueError, match=f"Task {field}="):
+            Task(logistic, noise, n, seed)
+    for limit, seed, field in ((-1, 0, "time_limit"), ("x", 0, "time_limit"), (10, 1.5, "seed")):
+        with pytest.raises(ValueError, match=f"Budget {field}="):
+            Budget(limit, seed)
