@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from core import protocol
+from core.arguments import is_whole
 from core.expressions import ExpressionError, parse
 
 
@@ -283,8 +284,10 @@ def observed(t, y, min_points: int = protocol.MIN_POINTS) -> tuple[np.ndarray, n
 def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MIN_POINTS) -> None:
     """The rules every observed trajectory obeys, from a file or from code: 1-D t and y of equal
     length, at least `min_points` points, all finite, strictly increasing times, y neither
-    beyond 1e100 nor all below 1e-100 in size (unless all zero). ValueError
+    beyond 1e100 nor all below 1e-100 in size (unless all zero), times spanning 1e-100 to 1e100. ValueError
     whose one-line message names the problem and the fix."""
+    if not is_whole(min_points, 2):
+        raise ValueError(f"min_points={min_points!r}: must be a whole number of at least 2")
     if t.ndim != 1 or y.ndim != 1 or t.shape != y.shape:
         raise ValueError(f"t and y must be 1-D arrays of equal length (got {t.shape} and {y.shape})")
     if len(t) < min_points:
@@ -300,6 +303,9 @@ def check_trajectory(t: np.ndarray, y: np.ndarray, min_points: int = protocol.MI
         raise ValueError(f"duplicate time {float(times[counts > 1][0]):.15g}; keep one point per time")
     if np.any(np.diff(t) < 0):
         raise ValueError("times are not sorted in increasing order; sort the points by t")
+    span = float(t[-1] - t[0])
+    if not 1 / MAX_SIZE <= span <= MAX_SIZE:  # a solver's steps over- or underflow
+        raise ValueError(f"the times span {span:.3g}, outside [1e-100, 1e100]; rescale t (change its unit)")
 
 
 def largest_reversal(y) -> float:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, fields
 
+import numpy as np
+
 from core import protocol
 from core.arguments import nonnegative_number, positive_number, share, whole_number
 from nsode.search.settings import Settings
@@ -148,17 +150,24 @@ def search_settings(params: dict) -> Settings:
 def checked(settings: Settings) -> Settings:
     """`settings` as given from Python, each value checked as its flag checks it (ValueError
     naming a field out of range: top_k=0 would search nothing)."""
+    if not isinstance(settings, Settings):
+        raise TypeError(f"search settings must be a Settings (nsode.search.settings.Settings), not "
+                        f"{type(settings).__name__}: Settings(top_k=8), not {{'top_k': 8}}")
     return search_settings(asdict(settings))
 
 
 def setting_value(name: str, kind: type, value):
     """`value` as `kind`, checked as its flag checks it (ValueError naming it if it is out of range
     or not among the choices); text for a switch must say true or false (bool('false') would be True)."""
-    if kind is bool and isinstance(value, str):
-        if value.strip().lower() not in ("true", "false"):
+    if kind is bool:
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if not isinstance(value, (bool, np.bool_)):  # None, 0 or 5 would pass as a switch
             raise ValueError(f"{name}={value!r}: expected True or False")
-        return value.strip().lower() == "true"
-    option = SEARCH_OPTIONS.get(name, (None,))[0]  # None: a field without a flag, not checked
+        return bool(value)
+    option = SEARCH_OPTIONS.get(name, (None,))[0]  # None: a field without a flag, checked as a number >= 0
+    if option is None and kind in (int, float):
+        option = whole_number(0) if kind is int else nonnegative_number
     if isinstance(option, tuple) and value not in option:
         raise ValueError(f"{name}={value!r}: use one of {', '.join(option)}")
     if callable(option) and option is not bool and not isinstance(value, bool):
@@ -166,7 +175,10 @@ def setting_value(name: str, kind: type, value):
             option(str(value))
         except argparse.ArgumentTypeError as err:
             raise ValueError(f"{name}={value!r}: {err}") from None
-    return kind(value)
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r}: expected {kind.__name__}") from None
 
 
 def changed_flags(args: argparse.Namespace, *, values: bool = False) -> list[str]:

@@ -19,7 +19,7 @@ import torch
 from scipy.interpolate import CubicSpline
 
 from core import protocol
-from core.arguments import is_whole
+from core.arguments import is_finite_number, is_whole
 from core.expressions import Y
 from core.fitting import bin_means
 from core.noise import isolated_glitches
@@ -32,6 +32,7 @@ from nsode.encoding import encode_observations
 from nsode.search.fits import Found, restate
 from nsode.model import NSODEModel, load, resolve_device
 from nsode.options import checked
+from nsode.report import turning_note
 from nsode.scaling import Scale, in_raw_range
 from nsode.search.funnel import MAX_BEAM, SEARCH_BEAM, SEARCH_BRANCHES, search
 from nsode.select import EXACT_TOP, select
@@ -70,10 +71,10 @@ def model_view(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
 
 
 def _check_counts(**counts: int | None) -> None:
-    """A ValueError naming a budget that is not a whole number, or a beam under 1 or over MAX_BEAM
-    (None: the default)."""
+    """A ValueError naming a budget that is not a whole number, a beam or exact under 1, or a beam
+    over MAX_BEAM (None: the default)."""
     for name, value in counts.items():
-        least = 1 if name == "beam" else 0
+        least = 1 if name in ("beam", "exact") else 0  # exact=0 would score no candidate
         if value is not None and not is_whole(value, least):
             raise ValueError(f"{name}={value!r}: must be a whole number of at least {least}")
     if counts.get("beam") is not None and counts["beam"] > MAX_BEAM:
@@ -99,8 +100,11 @@ class Predictor:
                  scaled: NSODEModel | str | Path | None = None, branches: int | None = None,
                  samples: int = 0, temperature: float = 1.0, reads: int | None = None):
         _check_counts(beam=beam, branches=branches, samples=samples, reads=reads, exact=exact)
-        if not temperature > 0:
-            raise ValueError(f"temperature={temperature!r}: must be above 0")
+        if not (is_finite_number(temperature) and temperature > 0):
+            raise ValueError(f"temperature={temperature!r}: must be a number above 0")
+        for name, given in (("model", model), ("scaled", scaled)):
+            if not (given is None or isinstance(given, (NSODEModel, str, Path))):
+                raise TypeError(f"{name} must be a checkpoint folder or an NSODEModel, not {type(given).__name__}")
         device = resolve_device(device)
         if model is None:
             model = default_checkpoint()
@@ -184,7 +188,8 @@ class Predictor:
     def predict(self, t: np.ndarray, y: np.ndarray, *, min_points: int = protocol.MIN_POINTS) -> Prediction:
         """y' = f(y) for one record; ValueError naming the problem when t and y are not one
         (`core.trajectories.observed`: NaN, unsorted or repeated times, fewer than `min_points`
-        points, dates)."""
+        points, dates). `info["notes"]` says what a reader of the answer must know besides its
+        R^2: that the record turns, which no law y' = f(y) does (then the answer is a curve fit)."""
         t, y = observed(t, y, min_points)
         aside = self.glitches(t, y)
         t, y = np.delete(t, aside), np.delete(y, aside)
@@ -203,6 +208,7 @@ class Predictor:
                 result = Prediction(best[0], best[1], ranked)
         result.timings.update(timings, beam_s=t1 - t0, select_s=time.perf_counter() - t1, n_candidates=len(cands))
         result.info["set_aside"] = aside
+        result.info["notes"] = [note for note in (turning_note(t, y),) if note]
         return result
 
     def glitches(self, t: np.ndarray, y: np.ndarray) -> list[int]:

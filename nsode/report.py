@@ -121,6 +121,19 @@ REVERSAL_NOISES = 6.0
 STEADY_R2 = 0.5
 
 
+def turning_note(t, y) -> str | None:
+    """Why no law y' = f(y) reproduces the record, when it rises and falls back (or falls and rises)
+    by more than its noise explains (a solution of a scalar autonomous ODE never turns); else None."""
+    from core.noise import noise_level
+    from core.trajectories import largest_reversal
+
+    turn, level = largest_reversal(y), noise_level(t, y)
+    if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
+        return (f"the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} times its "
+                "noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
+    return None
+
+
 def fit_notes(result, t, y, missed: float, write) -> list[str]:
     """What a reader of the pick must know besides its R^2: that single points stand apart from the
     record's course (glitches bend a least-squares fit); that the record turns, which no law
@@ -129,8 +142,7 @@ def fit_notes(result, t, y, missed: float, write) -> list[str]:
     better fit was set aside as unstable beyond the data, which one (written by `write`, as listed)
     and why. `missed` is the pick's misfit in noise levels (nsode.search.fits.misfit), which the
     caller also reports."""
-    from core.noise import isolated_glitches, noise_level
-    from core.trajectories import largest_reversal
+    from core.noise import isolated_glitches
     from nsode.search.settings import MISFIT_NOISES
 
     notes = []
@@ -141,10 +153,9 @@ def fit_notes(result, t, y, missed: float, write) -> list[str]:
                      f"{'their' if several else 'its'} neighbours' course (t = {times_text(t[glitches])}): a "
                      "glitch bends the fit and raises the noise level read from the data; if they are glitches, "
                      "remove them and fit again")
-    turn, level = largest_reversal(y), noise_level(t, y)
-    if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
-        notes.append(f"note: the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} "
-                     "times its noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
+    turning = turning_note(t, y)
+    if turning:
+        notes.append(f"note: {turning}")
     if result.expression == "0" and result.r2 < STEADY_R2 and missed <= MISFIT_NOISES:  # flat within its noise
         notes.append("note: the record holds its level within its noise, read as y' = 0 (a steady state): its "
                      "course is the record's mean, whose R^2 on the data is 0 by definition, not a poor fit")

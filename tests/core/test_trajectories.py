@@ -162,3 +162,13 @@ def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_pat
             read_trajectory(path, columns=columns)
     with pytest.raises(TrajectoryFileError, match="column 'hours' holds the times"):
         read_records(path, "hours", columns=("Hours", "OD600"))
+
+
+def test_a_minimum_point_count_from_python_must_be_a_whole_number_of_at_least_two():
+    from core.trajectories import observed
+
+    t = np.linspace(0, 1, 12)
+    assert len(observed(t, t, min_points=2)[0]) == 12
+    for bad in (0, -1, "3", 2.5):
+        with pytest.raises(ValueError, match="min_points="):
+            observed(t, t, min_points=bad)

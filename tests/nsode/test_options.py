@@ -55,3 +55,17 @@ def test_a_switch_given_as_text_must_say_true_or_false():
     assert search_settings({"drift": "false", "snap": "True"}) == Settings(drift=False, snap=True)
     with pytest.raises(ValueError, match="drift='no'"):
         search_settings({"drift": "no"})
+
+
+def test_settings_from_python_are_checked_field_by_field_with_or_without_a_flag():
+    from nsode.options import checked
+
+    assert checked(Settings(pareto=True, forecast_weight=0.5)) == Settings(pareto=True, forecast_weight=0.5)
+    for bad, problem in ((Settings(glitches=None), "glitches=None: expected True or False"),
+                         (Settings(pareto=5), "pareto=5: expected True or False"),  # no flag, still a switch
+                         (Settings(forecast_weight=-1), "forecast_weight=-1"),
+                         (Settings(forecast_weight="abc"), "forecast_weight='abc'")):
+        with pytest.raises(ValueError, match=problem):
+            checked(bad)
+    with pytest.raises(TypeError, match="must be a Settings"):
+        checked({"top_k": 8})

@@ -53,12 +53,13 @@ def test_search_reads_exponential_decay_to_two_digits(predictor, sigma):
     assert (first.expression, first.candidates, first.info["nfev"]) == (  # counted budgets only:
         second.expression, second.candidates, second.info["nfev"])  # the same fits, to the last count
     assert rate(first.expression) == pytest.approx(-0.5, abs=0.005)
-    assert not first.info["safety_net"]
+    assert not first.info["safety_net"] and first.info["notes"] == []
 
 
 @pytest.mark.parametrize("t, y, problem", [(T[::-1], DECAY, "not sorted"), (T[:5], DECAY[:5], "only 5 points"),
                                             (T, np.where(T > 1, np.nan, DECAY), "NaN"),
-                                            (np.datetime64("2024-01-01") + np.arange(64), DECAY, "dates")])
+                                            (np.datetime64("2024-01-01") + np.arange(64), DECAY, "dates"),
+                                            (T * 1e-300, DECAY, "the times span 2e-300")])
 def test_a_record_that_is_not_one_is_refused_by_name(predictor, t, y, problem):
     with pytest.raises(ValueError, match=problem):
         predictor.predict(t, y)
@@ -75,6 +76,12 @@ def test_search_settings_given_from_python_are_checked_as_their_flags():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="this machine has no CUDA device"):
             Predictor.searching(device="cuda")
+    for given, error, words in ((dict(exact=0), ValueError, "exact=0: must be a whole number of at least 1"),
+                                (dict(temperature="1"), ValueError, "temperature='1': must be a number above 0"),
+                                (dict(search={"top_k": 8}), TypeError, "must be a Settings"),
+                                (dict(model=5), TypeError, "model must be a checkpoint folder")):
+        with pytest.raises(error, match=re.escape(words)):
+            Predictor(**given)
 
 
 def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write_record):
@@ -125,6 +132,9 @@ def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path
     assert main(["predict", str(write_record(tmp_path / "sine.csv", t, np.sin(t))), "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "note: the record rises and falls back" in out and "times their noise (root mean square)" in out
+    from nsode.report import turning_note  # what Predictor.predict puts in info["notes"] for Python users
+
+    assert turning_note(t, np.sin(t)).startswith("the record rises and falls back") and not turning_note(t, np.exp(t))
     t = np.linspace(0, 2.45, 128)  # y' = y^2 from 0.4 blows up at t = 2.5, just after the data
     assert main(["predict", str(write_record(tmp_path / "blowup.csv", t, 0.4 / (1 - 0.4 * t))), "--top", "0"]) == 0
     out = capsys.readouterr().out
