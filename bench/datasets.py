@@ -66,6 +66,8 @@ GENERATED_LATER = ("large",)  # built-in datasets written by `python -m nsode.da
 
 def resolve(name_or_path: str) -> Path:
     """The file or folder behind a dataset argument: a built-in name or a path."""
+    if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():  # '' would be the current folder
+        raise DatasetError(f"dataset {name_or_path!r}: give a built-in name ({', '.join(builtin_names())}) or a path")
     path = Path(name_or_path)
     if path.exists():
         return path

@@ -158,3 +158,9 @@ def test_a_task_or_budget_built_with_a_bad_value_names_its_field(logistic):
     for limit, seed, field in ((-1, 0, "time_limit"), ("x", 0, "time_limit"), (10, 1.5, "seed")):
         with pytest.raises(ValueError, match=f"Budget {field}="):
             Budget(limit, seed)
+
+
+def test_an_empty_dataset_name_is_refused_not_read_as_the_current_folder():
+    for empty in ("", "  ", None):
+        with pytest.raises(datasets.DatasetError, match="give a built-in name"):
+            datasets.load(empty)
