@@ -225,7 +225,8 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
 
 
 def operator_counts(expressions) -> Counter:
-    """How often each operator occurs in the parsed expressions (sympy node names: Add, Mul, Pow, sin, ...)."""
+    """How often each operator occurs in the parsed expressions (sympy's node names in lower case,
+    as `nsode.data stats` names its tokens: add, mul, pow, sin, ...)."""
     import sympy
 
     from core.expressions import ExpressionError, parse
@@ -238,7 +239,7 @@ def operator_counts(expressions) -> Counter:
             continue
         for node in sympy.preorder_traversal(expr):
             if node.args:
-                counts[type(node).__name__] += 1
+                counts[type(node).__name__.lower()] += 1
     return counts
 
 
@@ -273,10 +274,10 @@ def dataset_statistics(names, out: Path, data_folder: str | Path | None = None) 
     ops["frequency"] = ops["count"] / ops.groupby("dataset")["count"].transform("sum")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     sns.histplot(frame, x="complexity", hue="dataset", stat="density", common_norm=False, element="step",
-                 discrete=True, ax=axes[0])
-    axes[0].set_title("complexity of the true f(y)")
+                 fill=False, linewidth=1.5, discrete=True, ax=axes[0])  # outlines: overlaps do not mix colours
+    axes[0].set(title="complexity of the true f(y)", xlabel="complexity (nodes)", ylabel="share of equations")
     sns.barplot(ops, x="frequency", y="operator", hue="dataset", orient="h", ax=axes[1])
-    axes[1].set_title("operator frequencies")
+    axes[1].set(title="operator frequencies", xlabel="share of operator nodes", ylabel="operator")
     paths = _save(fig, frame, out, "dataset_stats")
     ops.to_csv(out / "dataset_operators.csv", index=False)
     return paths + [out / "dataset_operators.csv"]

@@ -83,7 +83,7 @@ def test_dataset_statistics_count_each_equation_once(drawn):
         equations = {tr.equation_id for tr in datasets.load(name)}
         assert (stats.dataset == name).sum() == len(equations)
     operators = pd.read_csv(out / "dataset_operators.csv")
-    assert {"Add", "Mul"} <= set(operators.operator)
+    assert {"add", "mul"} <= set(operators.operator)
 
 
 def test_each_method_keeps_its_colour_across_figures(rows):
