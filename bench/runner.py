@@ -33,7 +33,7 @@ from bench.store import ResultStore, SweepFileError, read_sweep_file, sole_write
 from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import processes, protocol
-from core.arguments import is_finite_number, is_whole
+from core.arguments import is_finite_number, is_noise_level, is_whole
 from core.cluster import check_address
 from core.files import write_text_atomic
 from core.trajectories import TY
@@ -65,7 +65,7 @@ class Sweep:
                 ("datasets", self.datasets, lambda v: isinstance(v, str) and v, "dataset names or paths"),
                 ("methods", self.methods, lambda v: isinstance(v, MethodSpec),
                  "method specs, e.g. registry.select(['truth'], registry.discover())"),
-                ("noise", self.noise, lambda v: is_finite_number(v) and 0 <= v < 1, "noise levels in [0, 1)"),
+                ("noise", self.noise, is_noise_level, "noise levels in [0, 1)"),
                 ("n", self.n, lambda v: is_whole(v, protocol.MIN_POINTS), f"whole numbers >= {protocol.MIN_POINTS}"),
                 ("seeds", self.seeds, lambda v: is_whole(v, 0), "whole numbers >= 0")):
             if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or not value \

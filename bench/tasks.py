@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.method import InvalidInput, Observations
-from core.arguments import is_finite_number, is_whole
+from core.arguments import is_noise_level, is_whole
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Task:
 
     def __post_init__(self):
         """Checked as the command line checks them: a bad value names its field, not numpy's error."""
-        if not (is_finite_number(self.noise) and 0 <= self.noise < 1):
+        if not is_noise_level(self.noise):
             raise ValueError(f"Task noise={self.noise!r}: expected a noise level in [0, 1)")
         for name, low in (("n", 1), ("seed", 0)):  # too few points: Observations says so
             if not is_whole(getattr(self, name), low):

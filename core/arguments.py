@@ -34,6 +34,11 @@ def is_finite_number(value) -> bool:
         and bool(np.isfinite(value))
 
 
+def is_noise_level(value) -> bool:
+    """A multiplicative noise level sigma in [0, 1) (`relative_noise`), given from Python or read from JSON."""
+    return is_finite_number(value) and 0 <= value < 1
+
+
 def close_matches(unknown: list[str], known) -> str:
     """" (did you mean ...?)" for names typed with a slip, else ""."""
     import difflib
@@ -62,7 +67,7 @@ def relative_noise(text: str) -> float:
     """An argparse type: a multiplicative noise level sigma in [0, 1), y (1 + sigma eps). At 1 or
     more the noise flips the sign of y at every other point or so: a user who typed 2 meant 2%."""
     try:
-        return _finite(text, lambda v: 0 <= v < 1, "in [0, 1)")
+        return _finite(text, is_noise_level, "in [0, 1)")
     except argparse.ArgumentTypeError as err:
         raise argparse.ArgumentTypeError(f"{err}: a relative standard deviation, 0.01 for 1%") from None
 

@@ -137,7 +137,7 @@ def turning_note(t, y) -> str | None:
 def fit_notes(result, t, y, missed: float, write) -> list[str]:
     """What a reader of the pick must know besides its R^2: that single points stand apart from the
     record's course (glitches bend a least-squares fit); that the record turns, which no law
-    y' = f(y) does; that y' = 0 on a record flat within its noise (`missed` within MISFIT_NOISES)
+    y' = f(y) does (read by Predictor.predict into `result.info["notes"]`); that y' = 0 on a record flat within its noise (`missed` within MISFIT_NOISES)
     scores R^2 0 by definition; that the pick misses the data beyond their noise; and then, when a
     better fit was set aside as unstable beyond the data, which one (written by `write`, as listed)
     and why. `missed` is the pick's misfit in noise levels (nsode.search.fits.misfit), which the
@@ -153,9 +153,7 @@ def fit_notes(result, t, y, missed: float, write) -> list[str]:
                      f"{'their' if several else 'its'} neighbours' course (t = {times_text(t[glitches])}): a "
                      "glitch bends the fit and raises the noise level read from the data; if they are glitches, "
                      "remove them and fit again")
-    turning = turning_note(t, y)
-    if turning:
-        notes.append(f"note: {turning}")
+    notes += [f"note: {note}" for note in result.info.get("notes", [])]  # Predictor.predict's (turning_note)
     if result.expression == "0" and result.r2 < STEADY_R2 and missed <= MISFIT_NOISES:  # flat within its noise
         notes.append("note: the record holds its level within its noise, read as y' = 0 (a steady state): its "
                      "course is the record's mean, whose R^2 on the data is 0 by definition, not a poor fit")
