@@ -7,7 +7,8 @@ over [0, T_extra] and compared on the interpolation grid [0, T] and the extrapol
 [T, T_extra] with the noise-free truth. Norms are normalised per point: L1 is the mean absolute
 difference, L-infinity the largest one, both in the units of y. A prediction that cannot be
 parsed, or whose integration fails, gets no scores but a status and a reason; `report` then
-treats its R^2 as -inf (see protocol.R2_FLOOR) and its other metrics as missing. As in the paper,
+counts its R^2 as -inf (see protocol.R2_FLOOR), its L1 and L-infinity as +inf and its isclose as 0
+(`report.with_failure_policy`). As in the paper,
 which solves on [0, T] and on [T, T_extra] separately, a prediction that fails only after T keeps
 its interpolation scores (status "diverged-extrap"): a blow-up at t = 3 says nothing about [0, 2].
 """
@@ -43,6 +44,9 @@ class Scores:
 
 
 def score(expression: str, trajectory: Trajectory) -> Scores:
+    if not isinstance(trajectory, Trajectory):  # e.g. a (t, y) pair: the truth needs y0 and both grids
+        raise TypeError(f"score needs a bench.tasks.Trajectory (the truth: y0 and both grids), "
+                        f"not {type(trajectory).__name__}; bench.datasets.load gives them")
     try:
         expr = parse(expression)
     except ExpressionError as err:

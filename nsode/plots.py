@@ -24,6 +24,22 @@ def axis_labels(columns=("t", "y")) -> tuple[str, str]:
     return tuple(name if name == letter else f"{name} ({letter})" for name, letter in zip(columns, "ty"))
 
 
+def law_text(law: str) -> str:
+    """y' = `law` as the figures write it, in matplotlib's mathtext ($\\dot{y} = 0.5 y e^{- y}$, not
+    `0.5*y*exp(-y)`); as written where it has no such form."""
+    import sympy
+    from matplotlib.mathtext import MathTextParser
+
+    from core.expressions import ExpressionError, parse
+
+    try:
+        text = "$\\dot{y} = " + sympy.latex(parse(law), mul_symbol=None) + "$"
+        MathTextParser("path").parse(text)  # what the figure will render, checked before it is drawn
+    except (ExpressionError, ValueError):
+        return f"y' = {law}"
+    return text
+
+
 def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str | None = None,
          rivals: tuple[np.ndarray, list[np.ndarray]] | None = None, aside=None, columns=("t", "y")) -> None:
     """Data against y' = `expression` from y0 over twice the observed span; the legend reads
@@ -48,7 +64,7 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
         grid = np.linspace(t[0], t[0] + 2 * (t[-1] - t[0]), 1024)
         f = compile_scalar(parse(expression))
         start = y[0] if y0 is None else y0
-        label = f"y' = {label or shown(expression)}"
+        label = law_text(label or shown(expression))
         try:
             ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label, zorder=3)
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
@@ -124,7 +140,7 @@ def plot_records(path: Path, records, names: list[str], law: str, template, valu
             except SOLVE_FAILURES:
                 continue
     ax.plot([], [], color="0.3", lw=1.2, label="the joint law,\neach from its own y0")
-    ax.set(xlabel=axis_labels(columns)[0], ylabel=axis_labels(columns)[1], title=f"y' = {law}")
+    ax.set(xlabel=axis_labels(columns)[0], ylabel=axis_labels(columns)[1], title=law_text(law))
     ax.title.set_fontsize(10)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -29,6 +29,8 @@ def test_wrong_expression_scores_below_one_and_blowup_is_recorded():
     later = score(f"{1 / (3 * tr.y0)!r}*y**2", tr)  # blows up at t = 3: [0, T] is still scored, as in the paper
     assert later.status == "diverged-extrap" and re.search(r"t = (2\.999|3) ", later.reason)  # where it stopped
     assert np.isfinite(later.interpolation["r2"]) and later.extrapolation is None
+    with pytest.raises(TypeError, match="needs a bench.tasks.Trajectory"):  # not an AttributeError on t_extra
+        score("0.05*y", (tr.t, tr.y))
 
 
 def test_metrics_follow_their_definitions():

@@ -230,6 +230,7 @@ def test_a_joint_plot_tells_records_with_one_file_name_apart_by_their_folders(tm
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
     assert labels[:2] == ["a/run.csv", "b/run.csv"] and labels[2].startswith("the joint law")
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("hours (t)", "OD600 (y)")  # the file's columns, the law's letters
+    assert ax.get_title() == r"$\dot{y} = - y$"
     twelve = [SimpleNamespace(t=t, y=y0 * np.exp(-t)) for y0 in np.linspace(1, 3, 12)]
     plot_records(tmp_path / "p.png", twelve, [f"run {k}" for k in range(12)], "-y", Template(c * Y, (c,)), [-1.0],
                  [r.y[0] for r in twelve])

@@ -161,9 +161,19 @@ def test_a_dense_record_is_drawn_faint_beneath_its_fit(tmp_path, monkeypatch):
     t = np.linspace(0, 2, 5000)
     plot(tmp_path / "p.png", t, 3 * np.exp(-0.5 * t), "-0.5*y")
     data, fit = drawn[0].axes[0].get_lines()[:2]
-    assert "end of the data" in [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
+    labels = [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
+    assert "end of the data" in labels and r"$\dot{y} = - 0.5 y$" in labels  # the law as mathematics, not Python
     assert data.get_alpha() == pytest.approx(0.2) and fit.get_zorder() > data.get_zorder()
     assert drawn[0].axes[0].get_legend().legend_handles[0].get_alpha() == 1.0
+
+
+def test_a_law_is_drawn_as_mathematics_where_it_has_such_a_form():
+    from nsode.plots import law_text
+
+    assert law_text("1.38/sqrt(y) - y") == r"$\dot{y} = - y + \frac{1.38}{\sqrt{y}}$"
+    assert law_text("0.5*y*exp(-y)") == r"$\dot{y} = 0.5 y e^{- y}$"
+    assert law_text("abs(y)") == r"$\dot{y} = \left|{y}\right|$"
+    assert law_text("(none)") == "y' = (none)"  # not an expression: as written
 
 
 def test_a_glitch_set_aside_far_off_is_marked_at_the_edge_not_scaled_to(tmp_path, monkeypatch):
