@@ -28,6 +28,7 @@ class TrajectoryFile:
     t: np.ndarray
     y: np.ndarray
     expression: str | None = None  # the true f(y), when the file has an `expression` column
+    columns: tuple[str, str] = ("t", "y")  # t's and y's columns as the file spells them (`Hours`, `OD600`)
 
 
 TY = ("t", "y")  # the columns a trajectory file names, unless its reader is told others
@@ -42,8 +43,8 @@ def read_trajectory(path: str | Path, *, sort: bool = False, min_points: int = p
     user's file says `hours,OD600`; names are read without case or spaces). Raises
     TrajectoryFileError."""
     path = Path(path)
-    frame, t, y = _columns(path, columns)
-    return _checked_file(path, t, y, sort, min_points, _expression(path, frame) if law else None)
+    frame, t, y, spelled = _columns(path, columns)
+    return _checked_file(path, t, y, sort, min_points, _expression(path, frame) if law else None, spelled)
 
 
 def read_records(path: str | Path, by: str, *, sort: bool = True, min_points: int = protocol.MIN_POINTS,
@@ -53,8 +54,8 @@ def read_records(path: str | Path, by: str, *, sort: bool = True, min_points: in
     checked as a file of its own (`read_trajectory`, `columns` as there); `min_records` or more are
     needed (two to read one law from several). Raises TrajectoryFileError."""
     path = Path(path)
-    frame, t, y = _columns(path, columns)
-    return _records(path, frame, t, y, by, sort, min_points, column_names(columns), min_records)
+    frame, t, y, spelled = _columns(path, columns)
+    return _records(path, frame, t, y, by, sort, min_points, column_names(columns), min_records, spelled)
 
 
 def hinted(message: str) -> str:
@@ -73,8 +74,8 @@ def column_names(columns: tuple[str, str]) -> tuple[str, str]:
 
 
 def _columns(path: Path, columns: tuple[str, str]):
-    """(the file's columns as read, its t, its y): every check of `read_trajectory` but the
-    trajectory's own (`check_trajectory`)."""
+    """(the file's columns as read, its t, its y, t's and y's column names as the file spells them):
+    every check of `read_trajectory` but the trajectory's own (`check_trajectory`)."""
     import pandas as pd
 
     columns = column_names(columns)
@@ -141,11 +142,12 @@ def _columns(path: Path, columns: tuple[str, str]):
         raise TrajectoryFileError(f"{path}: {int(missing.sum())} row{'' if missing.sum() == 1 else 's'} with an "
                                   f"empty, NaN or infinite t or y (the first is row {int(np.argmax(missing)) + 1} "
                                   "below the header); remove those points")
-    return frame, t, y
+    return frame, t, y, tuple(as_named[frame.columns.get_loc(name)] for name in columns)
 
 
 def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: bool,
-             min_points: int, columns: tuple[str, str], min_records: int) -> dict[str, TrajectoryFile]:
+             min_points: int, columns: tuple[str, str], min_records: int,
+             spelled: tuple[str, str]) -> dict[str, TrajectoryFile]:
     column = by.strip().lower()
     if column in columns:
         raise TrajectoryFileError(f"{path}: column {by!r} holds the {'times' if column == columns[0] else 'values'}; "
@@ -166,12 +168,12 @@ def _records(path: Path, frame, t: np.ndarray, y: np.ndarray, by: str, sort: boo
     names = list(dict.fromkeys(labels))
     if len(names) < min_records:
         raise TrajectoryFileError(f"{path}: column {column} names one record ({names[0]!r}); give two or more")
-    return {name: _checked_file(path, t[labels == name], y[labels == name], sort, min_points, None,
+    return {name: _checked_file(path, t[labels == name], y[labels == name], sort, min_points, None, spelled,
                                 where=f"{column} {name}: ") for name in names}
 
 
 def _checked_file(path: Path, t: np.ndarray, y: np.ndarray, sort: bool, min_points: int, expression: str | None,
-                  where: str = "") -> TrajectoryFile:
+                  spelled: tuple[str, str], where: str = "") -> TrajectoryFile:
     if sort:
         order = np.argsort(t, kind="stable")
         t, y = t[order], y[order]
@@ -179,7 +181,7 @@ def _checked_file(path: Path, t: np.ndarray, y: np.ndarray, sort: bool, min_poin
         check_trajectory(t, y, min_points)
     except ValueError as err:
         raise TrajectoryFileError(f"{path}: {where}{err}") from None
-    return TrajectoryFile(t, y, expression)
+    return TrajectoryFile(t, y, expression, spelled)
 
 
 def _numbers(path: Path, frame, name: str) -> np.ndarray:

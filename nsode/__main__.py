@@ -45,25 +45,25 @@ class InputError(ValueError):
     """A problem with the user's file, reported as one line."""
 
 
-def read_trajectory(path: Path, columns: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
-    """t and y of the user's CSV file (from `columns`), rows sorted by time (`core.trajectories`,
-    the harness's reader); every other column, an `expression` too, is ignored."""
+def read_trajectory(path: Path, columns: tuple[str, str]):
+    """t and y of the user's CSV file (from `columns`; `.columns` as the file spells them), rows
+    sorted by time (`core.trajectories`, the harness's reader); every other column, an `expression`
+    too, is ignored."""
     from core.trajectories import TrajectoryFileError, hinted, read_trajectory as read
 
     try:
-        data = read(path, sort=True, law=False, columns=columns)
+        return read(path, sort=True, law=False, columns=columns)
     except TrajectoryFileError as err:
         raise InputError(hinted(str(err))) from None
-    return data.t, data.y
 
 
-def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict:
     """The records of one CSV file told apart by column `by` (core.trajectories.read_records; t and y
-    from `columns`), each sorted by time: {that column's value: (t, y)}."""
+    from `columns`), each sorted by time: {that column's value: its t and y}."""
     from core.trajectories import TrajectoryFileError, hinted, read_records as read
 
     try:
-        return {name: (data.t, data.y) for name, data in read(path, by, columns=columns).items()}
+        return read(path, by, columns=columns)
     except TrajectoryFileError as err:
         raise InputError(hinted(str(err))) from None
 
@@ -228,12 +228,14 @@ def main(argv=None) -> int:
             if args.plot and args.json.resolve() == args.plot.resolve():
                 raise InputError(f"--json {args.json}: --plot writes that file too; give two names")
         if args.by is None:
-            records = [read_trajectory(path, args.columns) for path in args.file]
+            files = [read_trajectory(path, args.columns) for path in args.file]
             names = [str(path) for path in args.file]
             _distinct(args.file)
         else:
             by_name = read_records(args.file[0], args.by, args.columns)
-            records, names = list(by_name.values()), [f"{args.by} {name}" for name in by_name]
+            files, names = list(by_name.values()), [f"{args.by} {name}" for name in by_name]
+        records = [(data.t, data.y) for data in files]
+        args.columns = files[0].columns  # the plot's axes as the (first) file spells them: OD600, not od600
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -154,7 +154,9 @@ def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_pat
                                                                         for t in range(24)))
     data = read_trajectory(path, columns=(" hours", "od600 "))  # names without case or spaces, as t and y are
     assert np.array_equal(data.t, np.arange(24)) and data.y[1] == pytest.approx(0.15)
-    assert list(read_records(path, "well", columns=("Hours", "OD600"))) == ["0", "1"]
+    assert data.columns == ("Hours", "OD600")  # as the file spells them, for a figure's axes
+    records = read_records(path, "well", columns=("hours", "OD600"))
+    assert list(records) == ["0", "1"] and records["1"].columns == ("Hours", "OD600")
     for columns, message in ((("t", "y"), "naming columns t and y, comma-separated (found 'Hours', 'OD600', 'well')"),
                              (("hours", "od"), "naming columns hours and od, comma"),
                              (("hours", "Hours"), "two different, named columns")):

@@ -54,13 +54,20 @@ def test_predict_prints_the_ode_and_writes_a_plot(tmp_path, capsys, overfit, wri
     assert out.startswith("y' = ") and r2 >= 0.99 and (tmp_path / "p.png").is_file()
 
 
-def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_path, capsys, overfit, write_record):
+def test_a_file_with_its_own_column_names_is_read_from_the_columns_named(tmp_path, capsys, overfit, write_record,
+                                                                        monkeypatch):
+    import matplotlib.figure
+
     path, checkpoint = saved_model_and_its_trajectory(overfit, tmp_path, write_record)
     lines = Path(path).read_text().splitlines()
     Path(path).write_text("\n".join(["Hours,OD600", *lines[1:]]) + "\n")
-    assert main(["predict", path, "--columns", "hours", "OD600", "--checkpoint", checkpoint, "--beam", "8",
-                 "--top", "0"]) == 0
+    drawn = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
+    assert main(["predict", path, "--columns", "hours", "od600", "--checkpoint", checkpoint, "--beam", "8",
+                 "--top", "0", "--plot", str(tmp_path / "p.png")]) == 0
     assert capsys.readouterr().out.startswith("y' = ")
+    ax = drawn[0].axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("Hours (t)", "OD600 (y)")  # as the file spells them, not as typed
 
 
 def test_a_record_without_variation_read_paper_style_is_named_as_such(tmp_path, capsys, overfit, write_record):
