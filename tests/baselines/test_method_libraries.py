@@ -79,8 +79,32 @@ def test_bsr_says_in_its_row_when_its_sampler_accepted_no_move(logistic_observat
 
     y = np.linspace(0.1, 0.9, 60)
     model = BSRRegressor(itr_num=5, val=10).fit(y[:, None], 0.23 * y * (1 - y))
-    assert (model.accepted_ == 0) == (model.defect_ == BSR_STUCK)
+    assert model.accepted_ == 0 and model.defect_ == BSR_STUCK  # the pinned 1.0.0's sampler never moves
     with warnings.catch_warnings(record=True) as caught:  # as the harness's worker records them
         warnings.simplefilter("always")
         run(load("bsr")(**SMALL["bsr"]), logistic_observations)
-    assert any(str(w.message) == BSR_STUCK for w in caught) == (model.accepted_ == 0)
+    assert any(str(w.message) == BSR_STUCK for w in caught)
+
+
+def test_bsr_counts_the_moves_a_sampler_accepted(monkeypatch):
+    """A sampler that moves (one error recorded per accepted move) is not flagged as stuck."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    bsr = pytest.importorskip("autora.theorist.bsr")
+    from baselines.libraries import BSRRegressor
+
+    class Moving:
+        def __init__(self, **settings):
+            pass
+
+        def fit(self, X, y):
+            leaf = SimpleNamespace(node_type=SimpleNamespace(name="LEAF"))
+            self.train_errs_, self.betas_, self.roots_ = [[0.3, 0.2], [0.1]], [[0.5, 2.0]], [[leaf]]
+            return self
+
+    monkeypatch.setattr(bsr, "BSRRegressor", Moving)
+    model = BSRRegressor().fit(np.ones((4, 1)), np.ones(4))
+    assert model.accepted_ == 3 and model.defect_ is None
+    assert parse(model.expression_) == parse("0.5 + 2.0*y")

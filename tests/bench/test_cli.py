@@ -255,9 +255,15 @@ def test_method_with_a_broken_dependency_is_listed_unavailable(tmp_path):
 def test_every_builtin_method_runs_here_except_the_ones_that_cannot():
     # PySR needs Julia and FEAT does not build on these machines; anything else unavailable is a
     # broken install (how a missing `six` once made every ffx task fail while `list` said available)
+    from bench.registry import METHODS_DIR, declared_names
+
     listing = bench("list")
-    unavailable = {line.split()[0] for line in listing.stdout.splitlines() if "unavailable:" in line}
+    assert listing.returncode == 0 and "broken:" not in listing.stdout, listing.stdout + listing.stderr
+    states = {line.split()[0]: line for line in listing.stdout.splitlines() if "available" in line}
+    unavailable = {name for name, line in states.items() if "unavailable:" in line}
     assert unavailable <= {"pysr", "feat"}, listing.stdout
+    declared = set().union(*(declared_names(file) or set() for file in METHODS_DIR.glob("*.py")))
+    assert {"ffx", "proged", "nsode-eps+refine", "sindy"} <= declared <= set(states)  # none missing from the list
 
 
 def _entry_point_package(tmp_path, module_source: str, entry_points: str) -> dict:

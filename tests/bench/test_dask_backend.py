@@ -121,3 +121,18 @@ def test_workers_of_our_own_cluster_are_quiet_when_it_closes(cluster):
         assert all(client.run(error_shown).values())
         client.run(_quiet_for_shutdown)
         assert not any(client.run(error_shown).values())
+
+
+def test_closing_quiets_the_workers_of_our_own_cluster_only():
+    """`DaskExecutor.close` quiets the workers of the cluster it started, never a user's own."""
+    from types import SimpleNamespace
+
+    from bench.dask_backend import DaskExecutor, _close_idle_workers, _quiet_for_shutdown
+
+    for own_cluster in (True, False):
+        ran = []
+        executor = DaskExecutor(jobs=1, memory_limit=None, scheduler=None if own_cluster else "tcp://theirs:8786")
+        executor.client = SimpleNamespace(run=ran.append, close=lambda: None)
+        executor.cluster = SimpleNamespace(close=lambda: None) if own_cluster else None
+        executor.close()
+        assert ran == ([_close_idle_workers, _quiet_for_shutdown] if own_cluster else [_close_idle_workers])

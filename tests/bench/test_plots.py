@@ -86,8 +86,27 @@ def test_dataset_statistics_count_each_equation_once(drawn):
     assert {"add", "mul"} <= set(operators.operator)
 
 
-def test_each_method_keeps_its_colour_across_figures(rows):
+def test_each_method_keeps_its_colour_across_figures(rows, tmp_path, monkeypatch):
+    """The main figure, without 'awful' (not run on its dataset; first by name), draws the other
+    methods in the colours the appendix gives them beside 'awful'."""
+    import matplotlib.colors
+    import matplotlib.figure
+
     assert plots.palette(rows.method) == plots.palette(reversed(rows.method.tolist()))
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: figures.append(fig))
+    plots.draw_all(rows[~((rows.method == "awful") & (rows.dataset == "classic"))], tmp_path, dataset="classic",
+                   n_main=192, n_datasets=128, statistics=False)
+
+    def legend_colours(fig) -> dict:
+        legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+        return {text.get_text(): matplotlib.colors.to_hex(handle.get_color())
+                for legend in legends for handle, text in zip(legend.legend_handles, legend.get_texts())}
+
+    drawn = [legend_colours(fig) for fig in figures]
+    main = next(colours for colours in drawn if "fails" in colours and "awful" not in colours)
+    appendix = next(colours for colours in drawn if {"good", "fails", "awful"} <= set(colours))
+    assert main == {method: appendix[method] for method in main} and len(set(appendix.values())) >= 3
 
 
 def test_tables_give_medians_with_interquartile_ranges_and_failure_counts(rows, tmp_path):

@@ -229,8 +229,9 @@ def test_a_folder_on_a_file_system_without_locks_is_written_unguarded(tmp_path, 
         raise OSError(errno.ENOLCK, "No locks available")
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
-    with sole_writer(tmp_path / "out"), sole_writer(tmp_path / "out"):
+    with sole_writer(tmp_path / "out"), sole_writer(tmp_path / "out"):  # neither refused: no lock to be had
         pass
+    assert len(runner.run(sweep(tmp_path, "truth", noise=(0.0,)), progress=False).read()) == 12  # rows written
 
 
 def test_a_sweep_file_of_the_wrong_shape_is_named_not_a_traceback(tmp_path):

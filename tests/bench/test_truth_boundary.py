@@ -84,6 +84,7 @@ def test_warnings_inside_a_method_are_recorded_not_printed(tmp_path):
     assert "Warning" not in result.stderr
     from bench.store import ResultStore
     warned = [json.loads(w) for w in ResultStore(out).read()["warnings"]]
+    assert len(warned) == 12  # Textbook's twelve trajectories, each with its warnings
     assert all("RuntimeWarning: overflow encountered in exp" in w for w in warned)
     assert all(any("divide by zero" in line for line in w) for w in warned)
 

@@ -11,7 +11,7 @@ from nsode.data import shards as store
 from nsode.data import tokens as tok
 from nsode.data.__main__ import main
 from nsode.data.parallel import Executor
-from core.expressions import compile_vector
+from core.expressions import compile_vector, complexity
 from core.solving import fd_residual
 
 
@@ -46,6 +46,7 @@ def test_shards_follow_the_contract(tiny_folder, tiny_config):
             assert tok.decode(tok.from_strings(list(r.tokens))) == expr
             assert tok.skeleton(expr) == r.skeleton and generate.skeleton_id(r.skeleton) == r.skeleton_id
             assert list(r.constants) == tok.constants(tok.from_strings(list(r.tokens)))
+            assert r.complexity == complexity(expr)  # what the dataset statistics count
             assert len(r.y) == config.grid and r.y[0] == r.y0 and -5 <= r.y0 <= 5
             e = extra.iloc[r.extra_row]
             assert (e.ode_id, e.y0_index) == (r.ode_id, r.y0_index) and e.y_extra[0] == r.y[-1]

@@ -31,6 +31,14 @@ def training_data(tmp_path_factory):
     return small_folder(tmp_path_factory.mktemp("data") / "train", seed=3)
 
 
+def refused(capsys, argv, words: str) -> bool:
+    """`main(argv)` stopped with exit code 2 and a one-line error that says `words` (not another refusal)."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err, err
+    return code == 2
+
+
 def test_stream_reads_the_generator_shards_into_two_hot_targets(training_data):
     examples = list(stream_examples(training_data, split="train", val_percent=0))
     stored = sum(len(shards.read_shard(p, ["ode_id"])) for p in shards.shard_paths(training_data))
@@ -185,7 +193,7 @@ def test_the_same_seed_trains_the_same_weights_from_the_same_start(training_data
     assert all(torch.equal(first[k], second[k]) for k in first)  # initial weights included (--seed's promise)
 
 
-def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, monkeypatch):
+def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, monkeypatch, capsys):
     from nsode.export import export
     from nsode.model import CheckpointError
 
@@ -207,8 +215,10 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, 
     with pytest.raises(CheckpointError, match="training run"):
         export(tmp_path / "shipped", tmp_path / "a" / "last")  # next to another step's optimizer state
     more = [a if a != "tiny" else "small" for a in args]  # --preset at another size than the weights
-    assert main(more + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 2
-    assert main(args + ["--out", str(tmp_path / "b"), "--steps", "2", "--init", str(tmp_path / "shipped")]) == 2
+    assert refused(capsys, more + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")],
+                   "--preset small: the loaded weights are tiny")
+    assert refused(capsys, args + ["--out", str(tmp_path / "b"), "--steps", "2", "--init", str(tmp_path / "shipped")],
+                   "--steps 2 is not beyond the loaded step 2")
     assert main(args[:2] + args[4:] + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 0
     state = json.loads((tmp_path / "b" / "last" / "training_state.json").read_text())
     assert state["step"] == 4 and state["samples"] == 16 and state["warmup_start"] == 2
@@ -226,7 +236,7 @@ def test_skeletons_of_the_large_test_set_are_never_streamed(training_data, monke
     assert len(kept) == sum(e.skeleton != banned for e in everything)
 
 
-def test_scaled_input_training_is_recorded_and_used_by_predict(training_data, tmp_path):
+def test_scaled_input_training_is_recorded_and_used_by_predict(training_data, tmp_path, capsys):
     from nsode.model import load
     from nsode.predict import Predictor
 
@@ -242,14 +252,16 @@ def test_scaled_input_training_is_recorded_and_used_by_predict(training_data, tm
     t = np.linspace(0, 50, 40)
     assert Predictor(model, beam=2).candidates(t, 300 * np.exp(-0.01 * t))  # decodes in user units
     # a run keeps its input path: resuming with the other one is refused
-    assert main(args[:-5] + ["--input-scaling", "none", "--resume", "--steps", "3"]) == 2
+    assert refused(capsys, args[:-5] + ["--input-scaling", "none", "--resume", "--steps", "3"],
+                   "--input-scaling none differs from the run's pow2")
 
 
-def test_cosine_time_anneals_over_the_wall_clock_budget(training_data, tmp_path):
+def test_cosine_time_anneals_over_the_wall_clock_budget(training_data, tmp_path, capsys):
     assert lr_at(50, 1e-3, 10, schedule="cosine-time", time_frac=0.0) == pytest.approx(1e-3)
     assert lr_at(50, 1e-3, 10, schedule="cosine-time", time_frac=0.5) == pytest.approx(5.5e-4)
     assert lr_at(50, 1e-3, 10, schedule="cosine-time", time_frac=2.0) == pytest.approx(1e-4)  # past the budget
-    assert main(["--data", str(training_data), "--out", str(tmp_path / "r"), "--schedule", "cosine-time"]) == 2
+    assert refused(capsys, ["--data", str(training_data), "--out", str(tmp_path / "r"), "--schedule", "cosine-time"],
+                   "anneals over --max-minutes; give it")
 
 
 def test_data_workers_read_disjoint_shares_of_the_shards(training_data):
@@ -300,7 +312,7 @@ def test_validation_draws_from_every_data_folder(training_data, tmp_path, monkey
     assert read == {str(training_data): 8, str(other): 8}  # 4 x 4 wanted, half from each folder
 
 
-def test_dropout_of_a_fresh_model_is_saved_and_a_loaded_model_keeps_its_own(training_data, tmp_path):
+def test_dropout_of_a_fresh_model_is_saved_and_a_loaded_model_keeps_its_own(training_data, tmp_path, capsys):
     from nsode.model import load
 
     args = ["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--eval-every", "2",
@@ -311,7 +323,8 @@ def test_dropout_of_a_fresh_model_is_saved_and_a_loaded_model_keeps_its_own(trai
     more = args[:-1] + ["4"]  # counts continue from the loaded step
     assert main(more + ["--out", str(tmp_path / "b"), "--init", str(tmp_path / "a" / "last")]) == 0
     assert load(tmp_path / "b" / "last").config.dropout == pytest.approx(0.1)
-    assert main(more + ["--out", str(tmp_path / "c"), "--init", str(tmp_path / "a" / "last"), "--dropout", "0"]) == 2
+    assert refused(capsys, more + ["--out", str(tmp_path / "c"), "--init", str(tmp_path / "a" / "last"), "--dropout", "0"],
+                   "--dropout 0.0 differs from the loaded model's 0.1")
 
 
 def test_an_interrupted_run_saves_its_last_update_and_resumes_from_it(training_data, tmp_path, monkeypatch, capsys):
@@ -331,8 +344,9 @@ def test_an_interrupted_run_saves_its_last_update_and_resumes_from_it(training_d
     assert json.loads((out / "last" / "training_state.json").read_text())["step"] == 3
     assert not list(out.glob("last.*"))  # the save swapped in whole
     monkeypatch.setattr(train, "lr_at", real)
-    assert main(args + ["--steps", "5", "--resume", "--variant", "nsode"]) == 2  # trained as nsode-eps
-    assert main(args + ["--steps", "5", "--resume", "--init", str(out / "last")]) == 2
+    assert refused(capsys, args + ["--steps", "5", "--resume", "--variant", "nsode"],
+                   "--variant nsode: the run in")  # trained as nsode-eps
+    assert refused(capsys, args + ["--steps", "5", "--resume", "--init", str(out / "last")], "--init and --resume")
     assert main(args + ["--steps", "5", "--resume"]) == 0
     assert json.loads((out / "last" / "training_state.json").read_text())["variant"] == "nsode-eps"
 
@@ -373,7 +387,7 @@ def test_init_continues_with_the_variant_the_weights_were_trained_with(training_
     assert state["variant"] == "nsode" and state["off_grid"] == 0
 
 
-def test_a_resumed_cosine_time_run_continues_its_anneal(training_data, tmp_path):
+def test_a_resumed_cosine_time_run_continues_its_anneal(training_data, tmp_path, capsys):
     out = tmp_path / "run"
     args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
             "--eval-every", "1", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT),
@@ -388,7 +402,7 @@ def test_a_resumed_cosine_time_run_continues_its_anneal(training_data, tmp_path)
     assert lr == pytest.approx(5.5e-4, abs=2e-5)  # not back at the peak
     assert json.loads(state_file.read_text())["anneal_s"] > 300
     state_file.write_text(json.dumps({**state, "anneal_s": 600.0}))  # the whole budget is spent
-    assert main(args + ["--steps", "4", "--resume"]) == 2
+    assert refused(capsys, args + ["--steps", "4", "--resume"], "has already spent 10.0 minutes")
     assert main(args[:-8] + ["--steps", "4", "--resume"]) == 0  # a constant schedule starts afresh
 
 
