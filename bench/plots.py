@@ -140,10 +140,16 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     axes[0].get_legend().remove()
     fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=9, loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
-    note = f"\n{EDGE_NOTE}" if edges else ""
-    fig.suptitle(f"{dataset}, n = {n} ($R^2$ on the {PART_LABELS['interp']}){note}")
+    _titled(fig, f"{dataset}, n = {n} ($R^2$ on the {PART_LABELS['interp']})", edges)
     return _save(fig, data, out, "main")
+
+
+def _titled(fig, title: str, edges: bool) -> None:
+    """The figure's title, with the note on medians drawn at the edge when there are any, above
+    the panels: room for each line of it is kept free (two lines overlapped the panels' tops)."""
+    lines = 2 if edges else 1
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.2 + 0.3 * lines) / fig.get_figheight()))
+    fig.suptitle(f"{title}\n{EDGE_NOTE}" if edges else title)
 
 
 def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
@@ -218,9 +224,7 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
             ax.tick_params(labelsize=8)
     fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=9, loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
-    note = f"\n{EDGE_NOTE}" if edges else ""
-    fig.suptitle(f"All metrics, {PART_LABELS[part]}{note}")
+    _titled(fig, f"All metrics, {PART_LABELS[part]}", edges)
     return fig, data
 
 
