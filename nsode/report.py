@@ -137,11 +137,11 @@ def turning_note(t, y) -> str | None:
 def fit_notes(result, t, y, missed: float, write) -> list[str]:
     """What a reader of the pick must know besides its R^2: that single points stand apart from the
     record's course (glitches bend a least-squares fit); that the record turns, which no law
-    y' = f(y) does (read by Predictor.predict into `result.info["notes"]`); that y' = 0 on a record flat within its noise (`missed` within MISFIT_NOISES)
-    scores R^2 0 by definition; that the pick misses the data beyond their noise; and then, when a
-    better fit was set aside as unstable beyond the data, which one (written by `write`, as listed)
-    and why. `missed` is the pick's misfit in noise levels (nsode.search.fits.misfit), which the
-    caller also reports."""
+    y' = f(y) does (read by Predictor.predict into `result.info["notes"]`); that y' = 0 on a record
+    flat within its noise (`missed` within MISFIT_NOISES) scores R^2 0 by definition; that the pick
+    misses the data beyond their noise; and then, when a better fit was set aside as unstable beyond
+    the data, which one (written by `write`, as listed) and why. `missed` is the pick's misfit in
+    noise levels (nsode.search.fits.misfit), which the caller also reports."""
     from core.noise import isolated_glitches
     from nsode.search.settings import MISFIT_NOISES
 
