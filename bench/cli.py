@@ -11,6 +11,7 @@ from bench import datasets, registry
 from core import processes, protocol
 from core.arguments import Repeatable, existing_folder, output_path, positive_number, relative_noise, whole_number
 from core.cluster import scheduler_address
+from core.files import figure_file, why_unwritable
 from core.trajectories import TY
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -198,6 +199,10 @@ def _add_result_commands(sub) -> None:
                          help="task columns that split the tasks into cells: dataset, equation_id, y0_index, "
                               "noise, n, seed, truth_expression, truth_complexity, truth_kind (default: dataset "
                               "noise; `--by` with no column: one row for all tasks)")
+    compare.add_argument("--plot", type=output_path, metavar="FILE",
+                         help="also draw the two methods' 1 - R^2 task by task, interpolation and extrapolation, "
+                              "to FILE (.png, .pdf or .svg; .png added to another ending), with the points as "
+                              "FILE's name with .csv")
     compare.set_defaults(handler=_compare)
 
 
@@ -410,6 +415,7 @@ def _report(args) -> int:
 def _compare(args) -> int:
     from bench import compare
 
+    figure = _figure_file(args.plot) if args.plot else None
     named = set(args.methods) | {registry.canonical_label(name) for name in args.methods}
     rows = _read_results([Path(p) for p in args.results], named)  # other methods' rows cannot clash
     unknown = sorted(set(args.by) - set(rows.columns))
@@ -430,7 +436,22 @@ def _compare(args) -> int:
     except ValueError as err:
         raise UserError(str(err)) from None
     print(compare.format_markdown(table, *methods))
+    if figure:
+        from bench import plots
+
+        paths = plots.paired_figure(compare.pair_tasks(rows, *methods), *methods, figure)
+        print(f"\nfigure: {paths[0]} (points: {paths[1]})")
     return 0
+
+
+def _figure_file(text: str) -> Path:
+    """Where `--plot` draws (`core.files.figure_file`), refused before any work if it cannot."""
+    path = figure_file(Path(text))
+    for file in (path, path.with_suffix(".csv")):
+        why = why_unwritable(file)
+        if why:
+            raise UserError(f"--plot {file}: {why}")
+    return path
 
 
 def _draw_y0(args) -> int:

@@ -22,6 +22,16 @@ def paired(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ("
     """One row per cell of `by` and a last row "all": paired tasks, then per part (interp, extrap)
     the solved counts of each method, the tasks only one solves, and the sign test's p-value;
     the median fit seconds of each. Extrapolation counts only tasks with a true solution."""
+    wide = pair_tasks(rows, first, second, by)
+    cells = [(dict(zip(by, key if isinstance(key, tuple) else (key,))), group)
+             for key, group in wide.groupby(list(by), dropna=False)] if by else []
+    cells.append(({column: "all" for column in by}, wide))
+    return pd.DataFrame([{**labels, **counts(group)} for labels, group in cells])
+
+
+def pair_tasks(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The tasks both methods ran, one row each: the task's columns (and those of `by`), then each
+    method's row columns suffixed _1 (`first`) and _2 (`second`), under the failure policy."""
     stored = set(rows["method"])
     for name in (first, second):
         if name not in stored:
@@ -34,13 +44,11 @@ def paired(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ("
     wide = rows[rows["method"] == first].merge(rows[rows["method"] == second], on=on, suffixes=("_1", "_2"))
     if wide.empty:
         raise ValueError(f"{first} and {second} share no task")
-    cells = [(dict(zip(by, key if isinstance(key, tuple) else (key,))), group)
-             for key, group in wide.groupby(list(by), dropna=False)] if by else []
-    cells.append(({column: "all" for column in by}, wide))
-    return pd.DataFrame([{**labels, **_cell(group)} for labels, group in cells])
+    return wide
 
 
-def _cell(wide: pd.DataFrame) -> dict:
+def counts(wide: pd.DataFrame) -> dict:
+    """The numbers of one cell of paired tasks (`pair_tasks`): see `paired`."""
     out = {"tasks": len(wide)}
     for part in ("interp", "extrap"):
         scored = wide[wide[f"r2_{part}_1"].notna() & wide[f"r2_{part}_2"].notna()]

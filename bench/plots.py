@@ -6,7 +6,8 @@ failure policy (failed tasks count as R^2 = -inf and errors of +inf); a median b
 axis (below R^2 = -3, a failed median, an oracle's rounding error) is drawn on the axis's edge
 as an open triangle, never dropped. Each method keeps one colour in every figure: colours are
 assigned from the sorted names of all methods in the results; methods are listed best first
-(`best_first`) everywhere.
+(`best_first`) everywhere. A run is drawn under its method's short name where it is that
+method's only run (`shown_names`), its settings noted under the figure.
 """
 from __future__ import annotations
 
@@ -49,6 +50,39 @@ def palette(methods) -> dict[str, tuple]:
     else:
         colours = sns.color_palette("husl", len(names))
     return dict(zip(names, colours))
+
+
+def shown_names(methods) -> dict[str, str]:
+    """How figures name each run: its method's name where no other run of that method is in the
+    results (`gplearn` for `gplearn:grid={'generations': [8]}`), its full label where two are;
+    `settings_note` lists the settings a short name leaves out. Tables keep the full labels."""
+    labels = sorted(set(methods))
+    runs = Counter(label.partition(":")[0] for label in labels)
+    return {label: label.partition(":")[0] if runs[label.partition(":")[0]] == 1 else label for label in labels}
+
+
+def settings_note(names: dict[str, str]) -> str:
+    """One line per run whose figure name leaves its settings out ('' when none does)."""
+    return "\n".join(f"{short}: {label.partition(':')[2]}" for label, short in sorted(names.items(), key=lambda kv: kv[1])
+                     if short != label)
+
+
+def _as_shown(data: pd.DataFrame, colours: dict, order: list[str], names: dict[str, str]):
+    """`data`, `colours` and `order` under the figure names of `names`."""
+    return (data.assign(method=data["method"].map(names)), {names[m]: c for m, c in colours.items() if m in names},
+            [names[m] for m in order])
+
+
+def _note_below(fig, note: str) -> None:
+    """`note` in small print under everything drawn (tick labels included), left-aligned."""
+    if not note:
+        return
+    renderer = fig.canvas.get_renderer()
+    drawn = [artist.get_tightbbox(renderer) for artist in (*fig.axes, *fig.legends)]
+    bottom, left = min(box.y0 for box in drawn), min(box.x0 for box in drawn)
+    width, height = fig.bbox.width, fig.bbox.height
+    fig.text(left / width, (bottom - 6) / height, "settings of the runs named short:\n" + note,
+             ha="left", va="top", fontsize=7, color="0.3")
 
 
 def _save(fig, data: pd.DataFrame, out: Path, name: str) -> list[Path]:
@@ -129,11 +163,12 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     n = pick(medians.loc[medians.dataset == dataset, "n"], n)
     data = medians[(medians.dataset == dataset) & (medians.n == n)]
     data = data[["dataset", "n", "method", "noise", "r2_interp", "complexity", "fit_time"]].reset_index(drop=True)
-    order = best_first(data)
+    names = shown_names(medians["method"])
+    shown, colours, order = _as_shown(data, colours, best_first(data), names)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     edges = False
     for ax, col in zip(axes, ("r2_interp", "complexity", "fit_time")):
-        edges |= metric_panel(ax, data, col, colours, order, legend=ax is axes[0],
+        edges |= metric_panel(ax, shown, col, colours, order, legend=ax is axes[0],
                               limits=R2_LIMITS if col == "r2_interp" else None, log=col == "fit_time")
         ax.set_ylabel(METRIC_LABELS["r2" if col == "r2_interp" else col])
     handles, labels = axes[0].get_legend_handles_labels()
@@ -141,6 +176,7 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=9, loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False)
     _titled(fig, f"{dataset}, n = {n} ($R^2$ on the {PART_LABELS['interp']})", edges)
+    _note_below(fig, settings_note({m: names[m] for m in data["method"].unique()}))
     return _save(fig, data, out, "main")
 
 
@@ -164,6 +200,8 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
     if grid.empty:  # nothing scored in this part (observed data have no extrapolation window)
         return []
     grid = grid.loc[best_first(data, col)]
+    names = shown_names(medians["method"])
+    grid.index = [names[m] for m in grid.index]
     values = grid.to_numpy(dtype=float)
     labels = np.vectorize(_r2_label)(values)
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1] + 0.09 * max(len(m) for m in grid.index),
@@ -179,6 +217,7 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
     ax.tick_params(axis="x", labelsize=8, rotation=0)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_title(f"median $R^2$, {PART_LABELS[part]}, n = {n} (failed tasks count as $-\\infty$)")
+    _note_below(fig, settings_note({m: names[m] for m in data["method"].unique()}))
     return _save(fig, data, out, f"r2_{part}")
 
 
@@ -203,11 +242,12 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
     data = medians[["dataset", "n", "method", "noise", *columns]].reset_index(drop=True)
     if data[columns].replace([-np.inf], np.nan).isna().all().all():  # nothing scored (observed data, extrapolation)
         return None
-    order = best_first(data, f"r2_{part}")
+    names = shown_names(medians["method"])
+    shown, colours, order = _as_shown(data, colours, best_first(data, f"r2_{part}"), names)
     edges = False
     fig, axes = plt.subplots(len(combos), len(columns), figsize=(2.9 * len(columns), 2.5 * len(combos)), squeeze=False)
     for row, (dataset, n) in enumerate(combos):
-        subset = data[(data.dataset == dataset) & (data.n == n)]
+        subset = shown[(shown.dataset == dataset) & (shown.n == n)]
         for ax, metric, col in zip(axes[row], APPENDIX_METRICS, columns):
             error = metric in ("l1", "linf")
             edges |= metric_panel(ax, subset, col, colours, order, legend=(row == 0 and metric == "r2"),
@@ -225,7 +265,60 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
     fig.legend(handles, labels, title="method (best $R^2$ first)", fontsize=9, loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False)
     _titled(fig, f"All metrics, {PART_LABELS[part]}", edges)
+    _note_below(fig, settings_note({m: names[m] for m in data["method"].unique()}))
     return fig, data
+
+
+def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> list[Path]:
+    """Two methods task by task (`bench compare --plot`): one point per task, first's 1 - R^2
+    against second's on log axes (R^2 near 1 is where methods differ; linear R^2 draws them as one
+    dot), coloured by dataset, interpolation and extrapolation side by side. Lines at R^2 = 0.9
+    cut the panel into the tasks both, one or neither solve, counted as the table counts them
+    (`compare.counts`). Points beyond the axes (a failure, 1 - R^2 above 4 or below the floor)
+    lie on its edges. Also writes the points as `path` with .csv."""
+    from bench.compare import TASK, counts
+
+    gaps = {f"{part}_{k}": 1 - wide[f"r2_{part}_{k}"].astype(float) for part in ("interp", "extrap") for k in (1, 2)}
+    positive = [g[g > 0].min() for g in gaps.values() if (g > 0).any()]
+    low = max(10.0 ** np.floor(np.log10(min(positive))) if positive else 1e-6, 1e-12)
+    high = 1 - R2_LIMITS[0]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
+    numbers = counts(wide)
+    for ax, part in zip(axes, ("interp", "extrap")):
+        x, y = gaps[f"{part}_1"], gaps[f"{part}_2"]
+        scored = x.notna() & y.notna()
+        if not scored.any():
+            ax.text(0.5, 0.5, "not scored (no truth there)", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+            continue
+        shown = pd.DataFrame({"x": x[scored].clip(low, high), "y": y[scored].clip(low, high),
+                              "dataset": wide.loc[scored, "dataset"]})
+        sns.scatterplot(shown, x="x", y="y", hue="dataset", ax=ax, s=22, alpha=0.7, legend=part == "interp")
+        solved = 1 - report.GOOD_R2
+        ax.plot([low, high], [low, high], color="0.6", linewidth=0.8, zorder=0)
+        ax.axvline(solved, color="0.3", linestyle="--", linewidth=0.8)
+        ax.axhline(solved, color="0.3", linestyle="--", linewidth=0.8)
+        ax.set(xscale="log", yscale="log", xlim=(low / 2, high * 2), ylim=(low / 2, high * 2),
+               xlabel=f"{first}: 1 - $R^2$", ylabel=f"{second}: 1 - $R^2$")
+        good_x, good_y = x[scored] < solved, y[scored] < solved
+        corner = dict(fontsize=9, transform=ax.transAxes, color="0.2")
+        ax.text(0.02, 0.02, f"both solve: {int((good_x & good_y).sum())}", **corner)
+        ax.text(0.98, 0.97, f"neither: {int((~good_x & ~good_y).sum())}", ha="right", va="top", **corner)
+        ax.text(0.02, 0.97, f"only {first}: {numbers[f'{part} only 1']}", va="top", **corner)
+        ax.text(0.98, 0.02, f"only {second}: {numbers[f'{part} only 2']}", ha="right", **corner)
+        ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test p {numbers[f'{part} p']:.2g}",
+                     fontsize=10)
+    if axes[0].get_legend():
+        sns.move_legend(axes[0], "lower right", bbox_to_anchor=(1.0, 0.08), fontsize=8, title_fontsize=8)
+    fig.suptitle(f"{first} against {second}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "
+                 "better; points beyond the axes lie on their edges)", fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    names = {f"r2_{part}_{k}": f"r2_{part} {method}" for part in ("interp", "extrap") for k, method in ((1, first), (2, second))}
+    wide[[*TASK, *names]].rename(columns=names).to_csv(path.with_suffix(".csv"), index=False)
+    return [path, path.with_suffix(".csv")]
 
 
 def operator_counts(expressions) -> Counter:

@@ -18,8 +18,9 @@ from bench.rows import runs_stopped_by_time
 from bench.store import SweepFileError, read_sweep_file
 
 REPORT = "REPRODUCTION.md"
+LEADERS_FIGURE = "leaders.png"  # the two leading methods task by task
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
-             "main.png", "r2_interp.png", "r2_extrap.png")  # what `publish` copies; the report links only these
+             "main.png", "r2_interp.png", "r2_extrap.png", LEADERS_FIGURE)  # what `publish` copies; the report links only these
 
 
 def wall_time(rows: pd.DataFrame) -> tuple[float, float]:
@@ -109,16 +110,21 @@ def _grid(rows: pd.DataFrame) -> list[str]:
             f"- stored rows: {len(rows)}"]
 
 
-def _leaders_section(rows: pd.DataFrame, board: pd.DataFrame, oracles: tuple[str, ...]) -> list[str]:
+def _leaders_section(rows: pd.DataFrame, board: pd.DataFrame, oracles: tuple[str, ...], folder: Path) -> list[str]:
     """The two leading methods (oracles aside) paired task by task: is the leader's margin more
-    than a draw of the noise? Empty when fewer than two methods compete."""
+    than a draw of the noise? Drawn as `LEADERS_FIGURE` in `folder`. Empty when fewer than two
+    methods compete."""
+    from bench import plots
+
     leaders = [m for m in board["method"] if m not in oracles][:2]
     if len(leaders) < 2:
         return []
+    plots.paired_figure(compare.pair_tasks(rows, *leaders), *leaders, folder / LEADERS_FIGURE)
     return ["## The two leading methods, task by task", "",
-            f"`python -m bench compare` on this sweep: per dataset and noise level the tasks each of {leaders[0]} and "
-            f"{leaders[1]} solves, the tasks only one of them solves and the exact sign test on those.", "",
-            compare.format_markdown(compare.paired(rows, *leaders), *leaders), ""]
+            f"`python -m bench compare --plot` on this sweep: per dataset and noise level the tasks each of "
+            f"{leaders[0]} and {leaders[1]} solves, the tasks only one of them solves and the exact sign test on those.",
+            "", compare.format_markdown(compare.paired(rows, *leaders), *leaders), "",
+            f"![{leaders[0]} against {leaders[1]}, 1 - R^2 task by task]({LEADERS_FIGURE})", ""]
 
 
 def _claims_section(verdicts: list[claims.Verdict]) -> list[str]:
@@ -174,7 +180,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}; failures count as R^2 = -inf. Per "
               "dataset and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
               report.format_leaderboard(board), "",
-              *_leaders_section(rows, board, roles.oracles),
+              *_leaders_section(rows, board, roles.oracles, folder),
               "## Time per method", "",
               "time_limit_s: the largest task limit among the method's rows (a resume under a longer limit "
               "redoes only the rows the shorter one cut short); time_cut_tasks: rows in which a run stopped "

@@ -18,3 +18,37 @@ def write_text_atomic(text: str, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")  # what matplotlib writes by the name's ending
+
+
+def figure_file(path: Path) -> Path:
+    """The file a figure named `path` is written to: .png added to a name without a known ending
+    (matplotlib would add it anyway, or refuse `.txt` with a traceback)."""
+    path = Path(path)
+    return path if path.suffix.lower() in FIGURE_ENDINGS else path.with_name(path.name + ".png")
+
+
+def why_unwritable(path: Path) -> str | None:
+    """Why a file cannot be written whole at `path`, or None: asked before the work that makes
+    it, so that a bad place is refused then, not after (and no empty file is left behind). A
+    device, pipe or socket is told from stat alone, never opened (a pipe without a reader would
+    hold the probe's open forever); a link is probed at its target, where the file will go."""
+    path = Path(path)
+    if path.is_dir():
+        return "that is a folder; give a file name"
+    if path.exists() and not path.is_file():
+        return "not a regular file"
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if not target.parent.is_dir():
+        return f"the folder {target.parent} does not exist"
+    existed = target.exists()
+    try:
+        with open(target, "ab"):
+            pass
+    except OSError as err:
+        return f"cannot write there ({err.strerror or err})"
+    if not existed:
+        target.unlink()
+    return None

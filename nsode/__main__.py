@@ -28,15 +28,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from core.arguments import run_command, whole_number
-from core.files import write_text_atomic
-from nsode.plots import figure_file, plot, plot_records
+from core.files import figure_file, why_unwritable, write_text_atomic
+from nsode.plots import plot, plot_records
 from nsode.report import (NUMBER, beyond_the_data, fit_notes, noise_text, numbered_as_read, r2_text, readable, shown,
                           time_text, times_text)
 
@@ -73,36 +72,16 @@ def _figure_path(path: Path) -> Path:
     file in a folder that does not exist, is refused."""
     if path.is_dir():
         raise InputError(f"--plot {path}: that is a folder; give a file name such as {path / 'fit.png'}")
-    _regular_if_there(path, "--plot")  # before .png is added: /dev/fd/63 is the pipe named, not 63.png
+    if path.exists() and not path.is_file():  # before .png is added: /dev/fd/63 is the pipe named, not 63.png
+        raise InputError(f"--plot {path}: not a regular file")
     return _writable(figure_file(path), "--plot")
 
 
-def _regular_if_there(path: Path, flag: str) -> None:
-    """InputError when `path` (through links) is there but is no regular file: a device, a pipe
-    (process substitution's /dev/fd/63) or a socket takes no file written whole, and a pipe
-    without a reader would hold the probe's open forever. Told from stat alone, never opened."""
-    if path.exists() and not path.is_file():
-        raise InputError(f"{flag} {path}: not a regular file")
-
-
 def _writable(path: Path, flag: str) -> Path:
-    """`path`, once it is known that a file can be written there: checked before the fit, not
-    after it, so that a place that cannot take the file is refused now (and no empty file is left).
-    A link is probed at its target, where the file will be written."""
-    if path.is_dir():
-        raise InputError(f"{flag} {path}: that is a folder; give a file name")
-    _regular_if_there(path, flag)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if not target.parent.is_dir():
-        raise InputError(f"{flag} {path}: the folder {target.parent} does not exist")
-    existed = target.exists()
-    try:
-        with open(target, "ab"):
-            pass
-    except OSError as err:
-        raise InputError(f"{flag} {path}: cannot write there ({err.strerror or err})") from None
-    if not existed:
-        target.unlink()
+    """`path`, once it is known that a file can be written there (`core.files.why_unwritable`)."""
+    why = why_unwritable(path)
+    if why:
+        raise InputError(f"{flag} {path}: {why}")
     return path
 
 

@@ -9,14 +9,6 @@ import numpy as np
 from nsode.report import shown, times_text
 
 DENSE_POINTS = 1000  # a plot draws more observations than this small and faint
-FIGURE_ENDINGS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")  # what matplotlib writes by the name's ending
-
-
-def figure_file(path: Path) -> Path:
-    """The file a figure named `path` is written to: .png added to a name without a known ending
-    (matplotlib would add it anyway, or refuse `.txt` with a traceback)."""
-    path = Path(path)
-    return path if path.suffix.lower() in FIGURE_ENDINGS else path.with_name(path.name + ".png")
 
 
 def axis_labels(columns=("t", "y")) -> tuple[str, str]:

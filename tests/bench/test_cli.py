@@ -222,6 +222,11 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     assert rescored.returncode == 0 and "re-scored 24" in rescored.stdout
     paired = bench("compare", out, "--methods", "truth", "truth-refit")
     assert paired.returncode == 0 and "12 / 12" in paired.stdout  # both solve every clean task
+    drawn = bench("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path / "pair")
+    assert drawn.returncode == 0 and f"figure: {tmp_path / 'pair.png'}" in drawn.stdout
+    assert (tmp_path / "pair.png").stat().st_size > 0 and len(pd.read_csv(tmp_path / "pair.csv")) == 12
+    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path / "no" / "p.png"),
+                          "does not exist")
     assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"),
                           "no results of sindy (stored: truth, truth-refit)")
     assert_one_line_error(bench("compare", out, "--methods", "proged", "sindy"),

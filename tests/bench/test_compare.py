@@ -67,3 +67,24 @@ def test_a_markdown_table_keeps_a_pipe_or_a_line_break_in_its_cell():
 
     text = markdown_table(pd.DataFrame({"record": ["A|1", "two\nlines"], "r2": [0.5, 1.0]}))
     assert text.count("\n") == 3 and "A\\|1" in text and "two lines" in text
+
+
+def test_the_paired_figure_counts_as_the_table_and_writes_its_points(tmp_path, monkeypatch):
+    """Its corners name the tasks only one method solves, as `paired` counts them (a failure
+    unsolved), and its CSV holds each task's two R^2 under the methods' names."""
+    import matplotlib.figure
+
+    from bench import plots
+
+    frame = pd.DataFrame(rows("a", [0.99] * 6 + [0.999999, 0.5]) + rows("b", [0.5] * 3 + [0.95] * 3)
+                         + rows("b", [0.9999, 0.2], first=6, status="error"))
+    texts, save = [], matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *args, **kwargs: (
+        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts), save(fig, *args, **kwargs)))
+    paths = plots.paired_figure(compare.pair_tasks(frame, "a", "b"), "a", "b", tmp_path / "pair.png")
+    assert paths == [tmp_path / "pair.png", tmp_path / "pair.csv"] and paths[0].stat().st_size > 0
+    for text in ("only a: 4", "only b: 0", "both solve: 3", "neither: 1"):
+        assert texts.count(text) == 2, (text, texts)
+    points = pd.read_csv(paths[1])
+    assert list(points.columns[-4:]) == ["r2_interp a", "r2_interp b", "r2_extrap a", "r2_extrap b"]
+    assert np.isneginf(points["r2_interp b"]).sum() == 2 and points["r2_interp a"].tolist() == [0.99] * 6 + [0.999999, 0.5]

@@ -204,3 +204,22 @@ def test_a_failed_median_is_drawn_on_the_axis_edge_and_never_has_the_smallest_er
 def test_statistics_say_which_datasets_they_leave_out(capsys):
     assert plots._datasets_found(["textbook", "mine"]) == ["textbook"]  # "mine": e.g. a JSON file's own name
     assert "dataset statistics leave out mine: not a built-in dataset" in capsys.readouterr().out
+
+
+def test_figures_name_a_run_by_its_method_and_note_the_settings_left_out(rows):
+    """A method's only run is drawn as `gp`, its settings in small print under the figure; two runs
+    of one method keep their full labels, which tell them apart. Tables keep the full labels."""
+    import matplotlib.pyplot as plt
+
+    labels = {"good": "gp:grid={'generations': [8]}", "fails": "sindy:threshold=0.1", "awful": "sindy:threshold=0.5"}
+    medians = report.medians(rows.assign(method=rows.method.map(labels)))
+    names = plots.shown_names(medians["method"])
+    assert names == {labels["good"]: "gp", labels["fails"]: labels["fails"], labels["awful"]: labels["awful"]}
+    assert plots.settings_note(names) == "gp: grid={'generations': [8]}"
+    fig, data = plots.appendix_figure(medians, plots.palette(medians["method"]))
+    try:
+        shown = [text.get_text() for text in fig.legends[0].get_texts()]
+        assert sorted(shown) == sorted(names.values()) and set(data["method"]) == set(labels.values())
+        assert any("gp: grid={'generations': [8]}" in text.get_text() for text in fig.texts)
+    finally:
+        plt.close(fig)
