@@ -283,7 +283,7 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
     low = max(10.0 ** np.floor(np.log10(min(positive))) if positive else 1e-6, 1e-12)
     high = 1 - R2_LIMITS[0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
-    numbers = counts(wide)
+    numbers, datasets, keyed = counts(wide), sorted(wide["dataset"].unique()), None
     for ax, part in zip(axes, ("interp", "extrap")):
         x, y = gaps[f"{part}_1"], gaps[f"{part}_2"]
         scored = x.notna() & y.notna()
@@ -293,14 +293,16 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
             continue
         shown = pd.DataFrame({"x": x[scored].clip(low, high), "y": y[scored].clip(low, high),
                               "dataset": wide.loc[scored, "dataset"]})
-        sns.scatterplot(shown, x="x", y="y", hue="dataset", ax=ax, s=22, alpha=0.7, legend=part == "interp")
+        sns.scatterplot(shown, x="x", y="y", hue="dataset", hue_order=datasets, ax=ax, s=22, alpha=0.7,
+                        legend=keyed is None)
+        keyed = keyed or ax
         solved = 1 - report.GOOD_R2
         ax.plot([low, high], [low, high], color="0.6", linewidth=0.8, zorder=0)
         ax.axvline(solved, color="0.3", linestyle="--", linewidth=0.8)
         ax.axhline(solved, color="0.3", linestyle="--", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlim=(low / 2, high * 2), ylim=(low / 2, high * 2),
                xlabel=f"{first}: 1 - $R^2$", ylabel=f"{second}: 1 - $R^2$")
-        good_x, good_y = x[scored] < solved, y[scored] < solved
+        good_x, good_y = (wide.loc[scored, f"r2_{part}_{k}"] > report.GOOD_R2 for k in (1, 2))  # as `counts` reads them
         corner = dict(fontsize=9, transform=ax.transAxes, color="0.2")
         ax.text(0.02, 0.02, f"both solve: {int((good_x & good_y).sum())}", **corner)
         ax.text(0.98, 0.97, f"neither: {int((~good_x & ~good_y).sum())}", ha="right", va="top", **corner)
@@ -308,8 +310,8 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
         ax.text(0.98, 0.02, f"only {second}: {numbers[f'{part} only 2']}", ha="right", **corner)
         ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test p {numbers[f'{part} p']:.2g}",
                      fontsize=10)
-    if axes[0].get_legend():
-        sns.move_legend(axes[0], "lower right", bbox_to_anchor=(1.0, 0.08), fontsize=8, title_fontsize=8)
+    if keyed is not None and keyed.get_legend():  # the first scored panel's
+        sns.move_legend(keyed, "lower right", bbox_to_anchor=(1.0, 0.08), fontsize=8, title_fontsize=8)
     fig.suptitle(f"{first} against {second}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "
                  "better; points beyond the axes lie on their edges)", fontsize=10)
     fig.tight_layout()
