@@ -120,21 +120,27 @@ def format_latex(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
 
 
 GOOD_R2 = 0.9  # the leaderboard's "solved" threshold: R^2 above it
+RESAMPLES = 2000  # bootstrap draws of the equations behind each share's interval
+LEVEL = 0.95  # the interval's coverage
 
 
 def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
     """Per method (and per `by` column): tasks, failures, the share of tasks with R^2 > GOOD_R2 in
-    interpolation and in extrapolation, the median R^2 of each and the median fit time, best first
-    (extrapolation share, then interpolation share). Failures count as R^2 = -inf; the extrapolation
-    share and median count only tasks that have a true solution to extrapolate."""
+    interpolation and in extrapolation with a 95% interval (`share_interval`), the median R^2 of
+    each and the median fit time, best first (extrapolation share, then interpolation share).
+    Failures count as R^2 = -inf; the extrapolation share and median count only tasks that have
+    a true solution to extrapolate."""
     rows = with_failure_policy(rows)
     keys = [*by, "method"]
     grouped = rows.groupby(keys, dropna=False)
     table = pd.DataFrame({"tasks": grouped.size(), "failed": grouped["failed"].sum().astype(int)})
     for part in ("interp", "extrap"):
         column = rows[f"r2_{part}"]
-        table[f"{part}_r2_above_{GOOD_R2:g}"] = (column > GOOD_R2).where(column.notna()).groupby(
-            [rows[k] for k in keys], dropna=False).mean()
+        solved = (column > GOOD_R2).where(column.notna())
+        share = f"{part}_r2_above_{GOOD_R2:g}"
+        table[share] = solved.groupby([rows[k] for k in keys], dropna=False).mean()
+        bounds = share_interval(rows.assign(solved=solved), keys)
+        table[f"{share}_low"], table[f"{share}_high"] = bounds["low"], bounds["high"]
     for part in ("interp", "extrap"):
         table[f"median_r2_{part}"] = grouped[f"r2_{part}"].median()
     table["median_fit_s"] = grouped["fit_time"].median()
@@ -142,12 +148,39 @@ def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
     return table.reset_index().sort_values(order, ascending=[True] * len(by) + [False, False], ignore_index=True)
 
 
+def share_interval(rows: pd.DataFrame, keys: list[str], seed: int = 0) -> pd.DataFrame:
+    """A 95% interval (columns low, high; index `keys`) for each group's share of `solved` tasks
+    (NaN: not scored), by the percentile bootstrap over equations: the tasks of one equation (its
+    noise levels, sample sizes, starts, seeds) rise and fall together, so the equations, not the
+    tasks, are drawn with replacement. One set of draws serves every group of a `keys` cell, so two
+    methods' intervals come from the same equations; seeded, so a table is the same each time."""
+    cluster = [k for k in ("dataset", "equation_id") if k not in keys]  # an equation within its cell
+    cells = [k for k in keys if k != "method"]
+    out = []
+    for _, cell in (rows.groupby(cells, dropna=False) if cells else [((), rows)]):
+        counts = cell.groupby([*keys, *cluster], dropna=False)["solved"].agg(["sum", "count"])
+        solved = counts["sum"].unstack(cluster, fill_value=0)
+        scored = counts["count"].unstack(cluster, fill_value=0)
+        draws = np.random.default_rng(seed).integers(0, scored.shape[1], (RESAMPLES, scored.shape[1]))
+        tally = np.stack([np.bincount(row, minlength=scored.shape[1]) for row in draws])  # times each equation is drawn
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shares = (solved.to_numpy(float) @ tally.T) / (scored.to_numpy(float) @ tally.T)
+        tail, bounds = 100 * (1 - LEVEL) / 2, np.full((len(shares), 2), np.nan)
+        some = scored.to_numpy().sum(axis=1) > 0  # a group with no scored task has no share
+        if some.any():
+            bounds[some] = np.nanpercentile(shares[some], [tail, 100 - tail], axis=1).T
+        out.append(pd.DataFrame(bounds, columns=["low", "high"], index=scored.index))
+    return pd.concat(out)
+
+
 def format_leaderboard(table: pd.DataFrame) -> str:
-    """The leaderboard as markdown, shares in percent."""
+    """The leaderboard as markdown, shares in percent with their 95% intervals (`share_interval`)."""
     shown = table.copy()
-    for column in shown.columns:
-        if "_above_" in column:
-            shown[column] = (100 * shown[column]).round().astype("Int64").astype(str) + "%"
+    for column in [c for c in shown.columns if c.endswith(f"_above_{GOOD_R2:g}")]:
+        shares = zip(*(pd.to_numeric(shown[column + end], errors="coerce") for end in ("", "_low", "_high")))
+        shown[column] = [f"{100 * mid:.0f}% ({100 * low:.0f}-{100 * high:.0f})" if np.isfinite(mid) else "not scored"
+                         for mid, low, high in shares]
+        shown = shown.drop(columns=[column + "_low", column + "_high"])
     shown = shown.rename(columns=lambda c: c.replace("_r2_above_", " R^2 > ").replace("median_r2_", "median R^2 ")
                          .replace("median_fit_s", "median fit (s)"))
     return markdown_table(shown, floatfmt=".3g")

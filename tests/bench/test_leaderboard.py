@@ -58,3 +58,21 @@ def test_latex_tables_keep_variant_labels_verbatim():
     latex = report.format_latex(frame)
     assert r"gplearn:grid=\{\textquotesingle{}generations\textquotesingle{}: [8]\}" in latex
     assert r"sindy\_x" in latex and r"$-\infty$" in latex
+
+
+def test_each_share_has_an_interval_from_resampled_equations_not_tasks():
+    """A method solving 10 of 20 equations: its interval lies about 50% and is the same when every
+    equation is run again at a second noise level (twice the tasks, no more equations), where
+    tasks drawn as if independent would narrow it; a method solving all reads 100% (100-100)."""
+    once = pd.DataFrame(rows("half", [0.95, 0.1] * 10, [0.95, 0.1] * 10) + rows("all", [0.95] * 20, [0.95] * 20))
+    twice = pd.concat([once, once.assign(noise=0.01)])
+    board, again = (report.leaderboard(frame).set_index("method") for frame in (once, twice))
+    low, high = board.loc["half", "interp_r2_above_0.9_low"], board.loc["half", "interp_r2_above_0.9_high"]
+    assert 0.2 < low < 0.5 < high < 0.8 and (low, high) == (again.loc["half", "interp_r2_above_0.9_low"],
+                                                             again.loc["half", "interp_r2_above_0.9_high"])
+    assert (board.loc["all", "extrap_r2_above_0.9_low"], board.loc["all", "extrap_r2_above_0.9_high"]) == (1.0, 1.0)
+    shown = report.format_leaderboard(board.reset_index())
+    assert f"50% ({round(100 * low)}-{round(100 * high)})" in shown and "100% (100-100)" in shown
+    assert report.leaderboard(once).equals(report.leaderboard(once))  # seeded: one table each time
+    observed = pd.DataFrame(rows("m", [0.95, 0.1], [np.nan, np.nan], truth_kind="observations"))
+    assert "| not scored " in report.format_leaderboard(report.leaderboard(observed))  # no truth beyond the data
