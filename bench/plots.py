@@ -303,15 +303,12 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
         ax.set(xscale="log", yscale="log", xlim=(low / 2, high * 2), ylim=(low / 2, high * 2),
                xlabel=f"{first}: 1 - $R^2$", ylabel=f"{second}: 1 - $R^2$")
         good_x, good_y = (wide.loc[scored, f"r2_{part}_{k}"] > report.GOOD_R2 for k in (1, 2))  # as `counts` reads them
-        corner = dict(fontsize=9, transform=ax.transAxes, color="0.2")
-        ax.text(0.02, 0.02, f"both solve: {int((good_x & good_y).sum())}", **corner)
-        ax.text(0.98, 0.97, f"neither: {int((~good_x & ~good_y).sum())}", ha="right", va="top", **corner)
-        ax.text(0.02, 0.97, f"only {first}: {numbers[f'{part} only 1']}", va="top", **corner)
-        ax.text(0.98, 0.02, f"only {second}: {numbers[f'{part} only 2']}", ha="right", **corner)
-        ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test p {numbers[f'{part} p']:.2g}",
-                     fontsize=10)
+        ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test p {numbers[f'{part} p']:.2g}\n"
+                     f"only {first} (upper left) {numbers[f'{part} only 1']}, only {second} (lower right) "
+                     f"{numbers[f'{part} only 2']},\nboth {int((good_x & good_y).sum())}, "
+                     f"neither {int((~good_x & ~good_y).sum())}", fontsize=9)
     if keyed is not None and keyed.get_legend():  # the first scored panel's
-        sns.move_legend(keyed, "lower right", bbox_to_anchor=(1.0, 0.08), fontsize=8, title_fontsize=8)
+        sns.move_legend(keyed, "lower right", fontsize=8, title_fontsize=8)
     fig.suptitle(f"{first} against {second}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "
                  "better; points beyond the axes lie on their edges)", fontsize=10)
     fig.tight_layout()
