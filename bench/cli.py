@@ -179,9 +179,9 @@ def _add_result_commands(sub) -> None:
     plot.set_defaults(handler=_plot)
 
     report = sub.add_parser("report", help="median tables (markdown and CSV) of one or several result folders",
-                            description="Median tables (markdown, CSV, LaTeX) and failure counts. Several result "
-                            "folders are combined into one table (the same task and method in two of them is "
-                            "an error).")
+                            description="Median tables (markdown, CSV, LaTeX), the leaderboard (shares of tasks "
+                            "solved, R^2 > 0.9, with 95% intervals) and failure counts. Several result folders are "
+                            "combined into one table (the same task and method in two of them is an error).")
     report.add_argument("results", nargs="+", metavar="DIR", help="result folder(s) to combine")
     report.add_argument("--out", type=output_path, metavar="DIR", help="where to write the tables (default: the "
                         "result folder; required with several folders)")
@@ -407,6 +407,9 @@ def _report(args) -> int:
     rows = _read_results([Path(p) for p in args.results])
     paths = report.write(rows, _output_folder(args, ""))
     print(report.format_markdown(report.medians(rows)))
+    print(f"\nLeaderboard, every task pooled: shares of tasks with R^2 > {report.GOOD_R2:g}, best first by "
+          f"extrapolation. {report.LEADERBOARD_NOTE}\n")
+    print(report.format_leaderboard(report.leaderboard(rows)))
     _print_observed_laws(rows)
     print("\ntables: " + ", ".join(str(v) for v in paths.values()))
     return 0

@@ -120,6 +120,8 @@ def format_latex(rows: pd.DataFrame, metrics=TABLE_METRICS) -> str:
 
 
 GOOD_R2 = 0.9  # the leaderboard's "solved" threshold: R^2 above it
+LEADERBOARD_NOTE = ("Failures count as R^2 = -inf; in brackets each share's 95% interval, from resampling the "
+                    "equations (`bench.report.share_interval`: the tasks of one equation rise and fall together).")
 RESAMPLES = 2000  # bootstrap draws of the equations behind each share's interval
 LEVEL = 0.95  # the interval's coverage
 
@@ -151,9 +153,10 @@ def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
 def share_interval(rows: pd.DataFrame, keys: list[str], seed: int = 0) -> pd.DataFrame:
     """A 95% interval (columns low, high; index `keys`) for each group's share of `solved` tasks
     (NaN: not scored), by the percentile bootstrap over equations: the tasks of one equation (its
-    noise levels, sample sizes, starts, seeds) rise and fall together, so the equations, not the
-    tasks, are drawn with replacement. One set of draws serves every group of a `keys` cell, so two
-    methods' intervals come from the same equations; seeded, so a table is the same each time."""
+    noise levels, sample sizes, starts, seeds; a file's records) rise and fall together, so the
+    equations, not the tasks, are drawn with replacement; a group of one equation has no interval
+    (NaN). One set of draws serves every group of a `keys` cell, so two methods' intervals come from
+    the same equations; seeded, so a table is the same each time."""
     cluster = [k for k in ("dataset", "equation_id") if k not in keys]  # an equation within its cell
     cells = [k for k in keys if k != "method"]
     out = []
@@ -166,7 +169,7 @@ def share_interval(rows: pd.DataFrame, keys: list[str], seed: int = 0) -> pd.Dat
         with np.errstate(invalid="ignore", divide="ignore"):
             shares = (solved.to_numpy(float) @ tally.T) / (scored.to_numpy(float) @ tally.T)
         tail, bounds = 100 * (1 - LEVEL) / 2, np.full((len(shares), 2), np.nan)
-        some = scored.to_numpy().sum(axis=1) > 0  # a group with no scored task has no share
+        some = (scored.to_numpy() > 0).sum(axis=1) >= 2  # one equation (a file's records) leaves nothing to resample
         if some.any():
             bounds[some] = np.nanpercentile(shares[some], [tail, 100 - tail], axis=1).T
         out.append(pd.DataFrame(bounds, columns=["low", "high"], index=scored.index))
@@ -178,8 +181,8 @@ def format_leaderboard(table: pd.DataFrame) -> str:
     shown = table.copy()
     for column in [c for c in shown.columns if c.endswith(f"_above_{GOOD_R2:g}")]:
         shares = zip(*(pd.to_numeric(shown[column + end], errors="coerce") for end in ("", "_low", "_high")))
-        shown[column] = [f"{100 * mid:.0f}% ({100 * low:.0f}-{100 * high:.0f})" if np.isfinite(mid) else "not scored"
-                         for mid, low, high in shares]
+        shown[column] = [("not scored" if not np.isfinite(mid) else f"{100 * mid:.0f}%" if not np.isfinite(low)
+                          else f"{100 * mid:.0f}% ({100 * low:.0f}-{100 * high:.0f})") for mid, low, high in shares]
         shown = shown.drop(columns=[column + "_low", column + "_high"])
     shown = shown.rename(columns=lambda c: c.replace("_r2_above_", " R^2 > ").replace("median_r2_", "median R^2 ")
                          .replace("median_fit_s", "median fit (s)"))
@@ -275,8 +278,9 @@ OBSERVATIONS_NOTE = ("Rows of user CSV trajectories are scored against the obser
 
 def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
     """Write medians.csv, medians.md and failures.csv, plus medians_iqr.md, medians.tex,
-    failures.md (medians with interquartile ranges, failure counts) and laws.csv (each task's law
-    and scores, one row per task and method) into `folder`; returns their paths."""
+    failures.md (medians with interquartile ranges, failure counts), laws.csv (each task's law
+    and scores, one row per task and method) and the leaderboard (leaderboard.csv, pooled, and
+    leaderboard_by_dataset.md, per dataset and noise level) into `folder`; returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     table = medians(rows)
     paths = {"csv": folder / "medians.csv", "markdown": folder / "medians.md", "failures": folder / "failures.csv"}
@@ -293,4 +297,8 @@ def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
     paths["failures_markdown"].write_text(format_failures_markdown(rows))
     paths["laws"] = folder / "laws.csv"
     laws(rows).to_csv(paths["laws"], index=False)
+    paths.update(leaderboard=folder / "leaderboard.csv", leaderboard_by_dataset=folder / "leaderboard_by_dataset.md")
+    leaderboard(rows).to_csv(paths["leaderboard"], index=False)
+    paths["leaderboard_by_dataset"].write_text(
+        f"Shares of tasks with R^2 > {GOOD_R2:g} per dataset and noise level. {LEADERBOARD_NOTE}\n\n" + format_leaderboard(leaderboard(rows, by=("dataset", "noise"))) + "\n")
     return paths

@@ -19,8 +19,6 @@ from bench.store import SweepFileError, read_sweep_file
 
 REPORT = "REPRODUCTION.md"
 LEADERS_FIGURE = "leaders.png"  # the two leading methods task by task
-SHARES = ("Failures count as R^2 = -inf; in brackets each share's 95% interval, from resampling the equations "
-          "(`bench.report.share_interval`: the tasks of one equation rise and fall together).")
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
              "main.png", "r2_interp.png", "r2_extrap.png", LEADERS_FIGURE)  # what `publish` copies; the report links only these
 
@@ -145,10 +143,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
     claims.to_frame(verdicts).to_csv(folder / "claims.csv", index=False)
     times = method_times(rows)
     times.to_csv(folder / "method_times.csv", index=False)
-    board = report.leaderboard(rows)
-    board.to_csv(folder / "leaderboard.csv", index=False)
-    (folder / "leaderboard_by_dataset.md").write_text(
-        f"{SHARES}\n\n" + report.format_leaderboard(report.leaderboard(rows, by=("dataset", "noise"))) + "\n")
+    board = report.leaderboard(rows)  # its files are `report.write`'s
     span, busy = wall_time(rows)
     runs = _runs(sweep_folder)
     origin = _provenance(runs)
@@ -179,8 +174,8 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               "## Claims", "", *_claims_section(verdicts), "",
               "## Leaderboard", "",
               f"Every stored task pooled (datasets, noise levels and sample sizes above), best first by the share "
-              f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}. {SHARES} Per dataset and noise "
-              "level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
+              f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}. {report.LEADERBOARD_NOTE} Per dataset "
+              "and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
               report.format_leaderboard(board), "",
               *_leaders_section(rows, board, roles.oracles, folder),
               "## Time per method", "",

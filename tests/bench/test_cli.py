@@ -218,6 +218,8 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     bench("run", "--methods", "truth", "--method", "truth-refit", "--noise", "0", "--out", out)  # repeats add up
     report = bench("report", out)
     assert report.returncode == 0 and "truth-refit" in report.stdout
+    assert "| truth-refit |      12 |        0 | 100% (100-100)" in report.stdout  # the leaderboard, pooled
+    assert pd.read_csv(out / "leaderboard.csv")["extrap_r2_above_0.9_low"].tolist() == [1.0, 1.0]
     rescored = bench("score", out)
     assert rescored.returncode == 0 and "re-scored 24" in rescored.stdout
     paired = bench("compare", out, "--methods", "truth", "truth-refit")

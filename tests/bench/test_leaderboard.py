@@ -76,3 +76,5 @@ def test_each_share_has_an_interval_from_resampled_equations_not_tasks():
     assert report.leaderboard(once).equals(report.leaderboard(once))  # seeded: one table each time
     observed = pd.DataFrame(rows("m", [0.95, 0.1], [np.nan, np.nan], truth_kind="observations"))
     assert "| not scored " in report.format_leaderboard(report.leaderboard(observed))  # no truth beyond the data
+    one_file = observed.assign(equation_id="plate1", record=["A1", "A2"])  # one law's records: nothing to resample
+    assert "| 50%  " in report.format_leaderboard(report.leaderboard(one_file))
