@@ -299,6 +299,7 @@ def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
     laws(rows).to_csv(paths["laws"], index=False)
     paths.update(leaderboard=folder / "leaderboard.csv", leaderboard_by_dataset=folder / "leaderboard_by_dataset.md")
     leaderboard(rows).to_csv(paths["leaderboard"], index=False)
+    by_dataset = format_leaderboard(leaderboard(rows, by=("dataset", "noise")))
     paths["leaderboard_by_dataset"].write_text(
-        f"Shares of tasks with R^2 > {GOOD_R2:g} per dataset and noise level. {LEADERBOARD_NOTE}\n\n" + format_leaderboard(leaderboard(rows, by=("dataset", "noise"))) + "\n")
+        f"Shares of tasks with R^2 > {GOOD_R2:g} per dataset and noise level. {LEADERBOARD_NOTE}\n\n{by_dataset}\n")
     return paths

@@ -138,7 +138,8 @@ def _claims_section(verdicts: list[claims.Verdict]) -> list[str]:
 
 def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, roles: claims.Roles,
           note: str | None = None) -> Path:
-    """REPRODUCTION.md, claims.csv and method_times.csv into `folder` (beside the figures and tables)."""
+    """REPRODUCTION.md, claims.csv, method_times.csv and the leaders' figure into `folder` (beside the
+    figures and tables of `bench.paper.write_outputs`)."""
     verdicts = claims.check(rows, roles)
     claims.to_frame(verdicts).to_csv(folder / "claims.csv", index=False)
     times = method_times(rows)
