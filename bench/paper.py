@@ -211,6 +211,7 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
                   "[leaderboard_by_dataset.md](leaderboard_by_dataset.md)) and [method_times.csv](method_times.csv)", ""]
     lines += ["## Figures", ""]
     titles = {"main": "Median R^2, complexity and fit time against noise (paper Figure 3)",
+              "solved": "The leaderboard: tasks solved per method, with 95% intervals, and fit time",
               "r2_interp": "Median R^2 per dataset, interpolation (paper Figure 4)",
               "r2_extrap": "Median R^2 per dataset, extrapolation (paper Figure 5)",
               "appendix_interp": "All metrics, every dataset and n, interpolation (appendix)",

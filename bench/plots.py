@@ -269,6 +269,42 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
     return fig, data
 
 
+def solved_figure(rows: pd.DataFrame, out: Path, colours: dict) -> list[Path]:
+    """The leaderboard drawn (`report.leaderboard`, every task pooled): per method, best first, the
+    share of tasks solved (R^2 > 0.9) in interpolation and in extrapolation with its 95% interval
+    (`report.share_interval`), and the median fit time, so that a gap can be read against its
+    uncertainty and its cost."""
+    board = report.leaderboard(rows)
+    names = shown_names(rows["method"])
+    position = np.arange(len(board))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 1.3 + 0.3 * len(board)), sharey=True,
+                             gridspec_kw={"width_ratios": [1, 1, 0.8]})
+    for ax, part in zip(axes, ("interp", "extrap")):
+        share = f"{part}_r2_above_{report.GOOD_R2:g}"
+        values = 100 * board[[share, f"{share}_low", f"{share}_high"]].astype(float).to_numpy()
+        for y, (mid, low, high), method in zip(position, values, board["method"]):
+            if np.isfinite(mid):
+                bar = [[mid - low], [high - mid]] if np.isfinite(low) else None
+                ax.errorbar(mid, y, xerr=bar, fmt="o", color=colours[method], capsize=3, markersize=5)
+        if not np.isfinite(values[:, 0]).any():
+            ax.text(0.5, 0.5, "not scored (no truth there)", ha="center", va="center", transform=ax.transAxes)
+        ax.set(xlim=(-3, 103), title=f"{PART_LABELS[part]}:\ntasks with $R^2$ > {report.GOOD_R2:g} (%)")
+        ax.grid(axis="x", alpha=0.3)
+    seconds = board["median_fit_s"].astype(float)
+    axes[2].scatter(seconds.clip(lower=1e-6), position, c=[colours[m] for m in board["method"]], s=25)
+    axes[2].set(xscale="log", title="median fit time (s)")
+    axes[2].grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(position, [names[m] for m in board["method"]], fontsize=9)
+    axes[0].invert_yaxis()
+    for ax in axes:
+        ax.title.set_fontsize(10)
+    fig.suptitle(f"Leaderboard, every task pooled, best first by extrapolation ({int(board['tasks'].max())} tasks "
+                 "a method; bars: 95% intervals from resampling the equations)", fontsize=10)
+    fig.tight_layout()
+    _note_below(fig, settings_note({m: names[m] for m in board["method"]}))
+    return _save(fig, board, out, "solved")
+
+
 def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> list[Path]:
     """Two methods task by task (`bench compare --plot`): one point per task, first's 1 - R^2
     against second's on log axes (R^2 near 1 is where methods differ; linear R^2 draws them as one
@@ -403,6 +439,7 @@ def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = protocol.MAIN_F
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # log axes of all-equal values, empty legends
         paths += main_figure(medians, out, colours, dataset, n_main)
+        paths += solved_figure(rows, out, colours)
         for part in ("interp", "extrap"):
             paths += r2_by_dataset(medians, out, part, n_datasets)
             paths += appendix_grid(medians, out, colours, part)

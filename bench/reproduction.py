@@ -20,7 +20,7 @@ from bench.store import SweepFileError, read_sweep_file
 REPORT = "REPRODUCTION.md"
 LEADERS_FIGURE = "leaders.png"  # the two leading methods task by task
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
-             "main.png", "r2_interp.png", "r2_extrap.png", LEADERS_FIGURE)  # what `publish` copies; the report links only these
+             "main.png", "solved.png", "r2_interp.png", "r2_extrap.png", LEADERS_FIGURE)  # what `publish` copies; the report links only these
 
 
 def wall_time(rows: pd.DataFrame) -> tuple[float, float]:
@@ -178,6 +178,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}. {report.LEADERBOARD_NOTE} Per dataset "
               "and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
               report.format_leaderboard(board), "",
+              "![tasks solved per method with 95% intervals, and median fit time](solved.png)", "",
               *_leaders_section(rows, board, roles.oracles, folder),
               "## Time per method", "",
               "time_limit_s: the largest task limit among the method's rows (a resume under a longer limit "

@@ -42,7 +42,7 @@ def drawn(rows, tmp_path_factory):
 
 def test_every_figure_is_written_as_png_and_pdf(drawn):
     out, paths = drawn
-    for name in ("main", "r2_interp", "r2_extrap", "appendix_interp", "appendix_extrap", "dataset_stats"):
+    for name in ("main", "solved", "r2_interp", "r2_extrap", "appendix_interp", "appendix_extrap", "dataset_stats"):
         for suffix in ("png", "pdf", "csv"):
             path = out / f"{name}.{suffix}"
             assert path in paths and path.stat().st_size > 0
@@ -223,3 +223,22 @@ def test_figures_name_a_run_by_its_method_and_note_the_settings_left_out(rows):
         assert any("gp: grid={'generations': [8]}" in text.get_text() for text in fig.texts)
     finally:
         plt.close(fig)
+
+
+def test_the_leaderboard_figure_shows_each_share_with_its_interval_best_first(rows, drawn, monkeypatch, tmp_path):
+    import matplotlib.figure
+
+    out, _ = drawn
+    board = report.leaderboard(rows)
+    shown = pd.read_csv(out / "solved.csv")
+    assert list(shown["method"]) == list(board["method"]) == ["good", "awful", "fails"]  # a tie: by name
+    pd.testing.assert_frame_equal(shown, board, check_dtype=False)
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: figures.append(fig))
+    plots.solved_figure(rows, tmp_path, plots.palette(rows.method))
+    interp = figures[0].axes[0]
+    assert [label.get_text() for label in interp.get_yticklabels()] == ["good", "awful", "fails"]
+    bars = [container.lines[2][0].get_segments()[0] for container in interp.containers]  # each share's interval
+    share = "interp_r2_above_0.9"
+    expected = 100 * board[[f"{share}_low", f"{share}_high"]].to_numpy()
+    np.testing.assert_allclose([[segment[0][0], segment[1][0]] for segment in bars], expected)
