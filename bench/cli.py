@@ -201,7 +201,7 @@ def _add_result_commands(sub) -> None:
                               "noise; `--by` with no column: one row for all tasks)")
     compare.add_argument("--plot", type=output_path, metavar="FILE",
                          help="also draw the two methods' 1 - R^2 task by task, interpolation and extrapolation, "
-                              "to FILE (.png, .pdf or .svg; .png added to another ending), with the points as "
+                              "to FILE (.png, .pdf, .svg or .jpg; .png added to another ending), with the points as "
                               "FILE's name with .csv")
     compare.set_defaults(handler=_compare)
 
@@ -449,7 +449,12 @@ def _compare(args) -> int:
 
 def _figure_file(text: str) -> Path:
     """Where `--plot` draws (`core.files.figure_file`), refused before any work if it cannot."""
-    path = figure_file(Path(text))
+    named = Path(text)
+    if named.is_dir():
+        raise UserError(f"--plot {text}: that is a folder; give a file name such as {named / 'pair.png'}")
+    if named.exists() and not named.is_file():  # before .png is added: /dev/fd/63 is the pipe named, not 63.png
+        raise UserError(f"--plot {text}: not a regular file")
+    path = figure_file(named)
     for file in (path, path.with_suffix(".csv")):
         why = why_unwritable(file)
         if why:

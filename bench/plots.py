@@ -58,13 +58,18 @@ def shown_names(methods) -> dict[str, str]:
     `settings_note` lists the settings a short name leaves out. Tables keep the full labels."""
     labels = sorted(set(methods))
     runs = Counter(label.partition(":")[0] for label in labels)
-    return {label: label.partition(":")[0] if runs[label.partition(":")[0]] == 1 else label for label in labels}
+    return {label: _plain(label.partition(":")[0] if runs[label.partition(":")[0]] == 1 else label) for label in labels}
+
+
+def _plain(text: str) -> str:
+    """`text` drawn as written: a `$` in a method's label (`m:cost=$1`) would start mathtext."""
+    return str(text).replace("$", r"\$")
 
 
 def settings_note(names: dict[str, str]) -> str:
     """One line per run whose figure name leaves its settings out ('' when none does)."""
-    return "\n".join(f"{short}: {label.partition(':')[2]}" for label, short in sorted(names.items(), key=lambda kv: kv[1])
-                     if short != label)
+    return "\n".join(f"{short}: {_plain(label.partition(':')[2])}"
+                     for label, short in sorted(names.items(), key=lambda kv: kv[1]) if ":" in label and short != _plain(label))
 
 
 def _as_shown(data: pd.DataFrame, colours: dict, order: list[str], names: dict[str, str]):
@@ -312,12 +317,13 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
     cut the panel into the tasks both, one or neither solve, counted as the table counts them
     (`compare.counts`). Points beyond the axes (a failure, 1 - R^2 above 4 or below the floor)
     lie on its edges. Also writes the points as `path` with .csv."""
-    from bench.compare import TASK, counts
+    from bench.compare import counts
 
     gaps = {f"{part}_{k}": 1 - wide[f"r2_{part}_{k}"].astype(float) for part in ("interp", "extrap") for k in (1, 2)}
-    positive = [g[g > 0].min() for g in gaps.values() if (g > 0).any()]
-    low = max(10.0 ** np.floor(np.log10(min(positive))) if positive else 1e-6, 1e-12)
-    high = 1 - R2_LIMITS[0]
+    positive = [g[(g > 0) & np.isfinite(g)].min() for g in gaps.values() if ((g > 0) & np.isfinite(g)).any()]
+    floor = 10.0 ** np.floor(np.log10(min(positive))) if positive else 1e-6
+    low, high = max(min(floor, (1 - report.GOOD_R2) / 10), 1e-12), 1 - R2_LIMITS[0]  # the 0.9 lines always shown
+    first_text, second_text = _plain(first), _plain(second)
     fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
     numbers, datasets, keyed = counts(wide), sorted(wide["dataset"].unique()), None
     for ax, part in zip(axes, ("interp", "extrap")):
@@ -337,22 +343,23 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
         ax.axvline(solved, color="0.3", linestyle="--", linewidth=0.8)
         ax.axhline(solved, color="0.3", linestyle="--", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlim=(low / 2, high * 2), ylim=(low / 2, high * 2),
-               xlabel=f"{first}: 1 - $R^2$", ylabel=f"{second}: 1 - $R^2$")
+               xlabel=f"{first_text}: 1 - $R^2$", ylabel=f"{second_text}: 1 - $R^2$")
         good_x, good_y = (wide.loc[scored, f"r2_{part}_{k}"] > report.GOOD_R2 for k in (1, 2))  # as `counts` reads them
         ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test p {numbers[f'{part} p']:.2g}\n"
-                     f"only {first} (upper left) {numbers[f'{part} only 1']}, only {second} (lower right) "
+                     f"only {first_text} (upper left) {numbers[f'{part} only 1']}, only {second_text} (lower right) "
                      f"{numbers[f'{part} only 2']},\nboth {int((good_x & good_y).sum())}, "
                      f"neither {int((~good_x & ~good_y).sum())}", fontsize=9)
     if keyed is not None and keyed.get_legend():  # the first scored panel's
         sns.move_legend(keyed, "lower right", fontsize=8, title_fontsize=8)
-    fig.suptitle(f"{first} against {second}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "
+    fig.suptitle(f"{first_text} against {second_text}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "
                  "better; points beyond the axes lie on their edges)", fontsize=10)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=150, bbox_inches="tight")
     plt.close(fig)
     names = {f"r2_{part}_{k}": f"r2_{part} {method}" for part in ("interp", "extrap") for k, method in ((1, first), (2, second))}
-    wide[[*TASK, *names]].rename(columns=names).to_csv(path.with_suffix(".csv"), index=False)
+    task = [column for column in report.TASK if column in wide]  # `record` where a file holds several
+    wide[[*task, *names]].rename(columns=names).to_csv(path.with_suffix(".csv"), index=False)
     return [path, path.with_suffix(".csv")]
 
 

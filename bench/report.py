@@ -159,6 +159,8 @@ def share_interval(rows: pd.DataFrame, keys: list[str], seed: int = 0) -> pd.Dat
     the same equations; seeded, so a table is the same each time."""
     cluster = [k for k in ("dataset", "equation_id") if k not in keys]  # an equation within its cell
     cells = [k for k in keys if k != "method"]
+    if not cluster:  # a cell per equation: nothing to resample
+        return pd.DataFrame({"low": np.nan, "high": np.nan}, index=rows.groupby(keys, dropna=False).size().index)
     out = []
     for _, cell in (rows.groupby(cells, dropna=False) if cells else [((), rows)]):
         counts = cell.groupby([*keys, *cluster], dropna=False)["solved"].agg(["sum", "count"])

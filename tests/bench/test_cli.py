@@ -229,6 +229,7 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     assert (tmp_path / "pair.png").stat().st_size > 0 and len(pd.read_csv(tmp_path / "pair.csv")) == 12
     assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path / "no" / "p.png"),
                           "does not exist")
+    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path), "a folder")
     assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"),
                           "no results of sindy (stored: truth, truth-refit)")
     assert_one_line_error(bench("compare", out, "--methods", "proged", "sindy"),

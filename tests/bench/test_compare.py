@@ -87,3 +87,26 @@ def test_the_paired_figure_counts_as_the_table_and_writes_its_points(tmp_path, m
     points = pd.read_csv(paths[1])
     assert list(points.columns[-4:]) == ["r2_interp a", "r2_interp b", "r2_extrap a", "r2_extrap b"]
     assert np.isneginf(points["r2_interp b"]).sum() == 2 and points["r2_interp a"].tolist() == [0.99] * 6 + [0.999999, 0.5]
+
+
+def test_the_paired_figure_puts_the_first_method_on_x_and_keeps_every_point_on_its_axes(tmp_path, monkeypatch):
+    """Tasks that both methods fail, or that one solves exactly while the other fails, are drawn on
+    the axes' edges (an axis of infinite length once ended the report); the first method is x."""
+    import matplotlib.figure
+
+    from bench import plots
+
+    frame = pd.DataFrame(rows("a", [1.0, 0.99, np.nan]) + rows("b", [np.nan, 0.5, np.nan]))
+    frame.loc[frame.r2_interp.isna(), "status"] = "error"
+    axes = []
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *args, **kwargs: (
+        axes.append(fig.axes[0]), save(fig, *args, **kwargs)))
+    plots.paired_figure(compare.pair_tasks(frame, "a", "b"), "a", "b", tmp_path / "pair.png")
+    panel = axes[0]
+    points = panel.collections[0].get_offsets()
+    (x_low, x_high), (y_low, y_high) = panel.get_xlim(), panel.get_ylim()
+    assert len(points) == 3 and all(x_low < x < x_high and y_low < y < y_high for x, y in points)
+    # a's 1 - R^2 on x (0, on the floor at 0.01; 0.01; failed: 4), b's on y (failed: 4; 0.5; failed: 4)
+    assert sorted(tuple(np.round(point, 9)) for point in points) == [(0.01, 0.5), (0.01, 4.0), (4.0, 4.0)]
+    assert x_low < 1 - 0.9 < x_high  # the line of the solved tasks is drawn

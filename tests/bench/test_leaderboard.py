@@ -78,3 +78,5 @@ def test_each_share_has_an_interval_from_resampled_equations_not_tasks():
     assert "| not scored " in report.format_leaderboard(report.leaderboard(observed))  # no truth beyond the data
     one_file = observed.assign(equation_id="plate1", record=["A1", "A2"])  # one law's records: nothing to resample
     assert "| 50%  " in report.format_leaderboard(report.leaderboard(one_file))
+    per_equation = report.leaderboard(once, by=("dataset", "equation_id"))  # a cell per equation: no interval
+    assert per_equation["interp_r2_above_0.9_low"].isna().all() and len(per_equation) == 40

@@ -216,6 +216,8 @@ def test_figures_name_a_run_by_its_method_and_note_the_settings_left_out(rows):
     names = plots.shown_names(medians["method"])
     assert names == {labels["good"]: "gp", labels["fails"]: labels["fails"], labels["awful"]: labels["awful"]}
     assert plots.settings_note(names) == "gp: grid={'generations': [8]}"
+    assert plots.shown_names(["m:cost='$1'"]) == {"m:cost='$1'": "m"}  # a $ would start mathtext: drawn as \\$
+    assert plots.settings_note(plots.shown_names(["m:cost='$1'"])) == "m: cost='\\$1'"
     fig, data = plots.appendix_figure(medians, plots.palette(medians["method"]))
     try:
         shown = [text.get_text() for text in fig.legends[0].get_texts()]
