@@ -357,8 +357,9 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
     path = Path(path)
     fig.savefig(path, dpi=150, bbox_inches="tight")
     plt.close(fig)
-    names = {f"r2_{part}_{k}": f"r2_{part} {method}" for part in ("interp", "extrap") for k, method in ((1, first), (2, second))}
-    task = [column for column in report.TASK if column in wide]  # `record` where a file holds several
+    names = {"record_1": "record"} if "record_1" in wide else {}  # which of a file's records (one a task)
+    names |= {f"r2_{part}_{k}": f"r2_{part} {method}" for part in ("interp", "extrap") for k, method in ((1, first), (2, second))}
+    task = [column for column in report.TASK if column in wide]
     wide[[*task, *names]].rename(columns=names).to_csv(path.with_suffix(".csv"), index=False)
     return [path, path.with_suffix(".csv")]
 

@@ -78,6 +78,7 @@ def test_the_paired_figure_counts_as_the_table_and_writes_its_points(tmp_path, m
 
     frame = pd.DataFrame(rows("a", [0.99] * 6 + [0.999999, 0.5]) + rows("b", [0.5] * 3 + [0.95] * 3)
                          + rows("b", [0.9999, 0.2], first=6, status="error"))
+    frame["record"] = [f"well {i % 8}" for i in range(16)]  # one file's records
     texts, save = [], matplotlib.figure.Figure.savefig
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *args, **kwargs: (
         texts.extend(ax.get_title() for ax in fig.axes), save(fig, *args, **kwargs)))
@@ -85,7 +86,8 @@ def test_the_paired_figure_counts_as_the_table_and_writes_its_points(tmp_path, m
     assert paths == [tmp_path / "pair.png", tmp_path / "pair.csv"] and paths[0].stat().st_size > 0
     assert len(texts) == 2 and all("only a (upper left) 4, only b (lower right) 0,\nboth 3, neither 1" in t for t in texts)
     points = pd.read_csv(paths[1])
-    assert list(points.columns[-4:]) == ["r2_interp a", "r2_interp b", "r2_extrap a", "r2_extrap b"]
+    assert list(points.columns[-5:]) == ["record", "r2_interp a", "r2_interp b", "r2_extrap a", "r2_extrap b"]
+    assert points["record"].tolist() == [f"well {i}" for i in range(8)]
     assert np.isneginf(points["r2_interp b"]).sum() == 2 and points["r2_interp a"].tolist() == [0.99] * 6 + [0.999999, 0.5]
 
 
