@@ -11,7 +11,7 @@ from bench import datasets, registry
 from core import processes, protocol
 from core.arguments import Repeatable, existing_folder, output_path, positive_number, relative_noise, whole_number
 from core.cluster import scheduler_address
-from core.files import figure_file, why_unwritable
+from core.files import figure_target, why_unwritable
 from core.trajectories import TY
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -448,17 +448,13 @@ def _compare(args) -> int:
 
 
 def _figure_file(text: str) -> Path:
-    """Where `--plot` draws (`core.files.figure_file`), refused before any work if it cannot."""
-    named = Path(text)
-    if named.is_dir():
-        raise UserError(f"--plot {text}: that is a folder; give a file name such as {named / 'pair.png'}")
-    if named.exists() and not named.is_file():  # before .png is added: /dev/fd/63 is the pipe named, not 63.png
-        raise UserError(f"--plot {text}: not a regular file")
-    path = figure_file(named)
-    for file in (path, path.with_suffix(".csv")):
-        why = why_unwritable(file)
-        if why:
-            raise UserError(f"--plot {file}: {why}")
+    """Where `--plot` draws (`core.files.figure_target`), refused before any work if it cannot."""
+    path, why = figure_target(Path(text), "pair.png")
+    if why:
+        raise UserError(f"--plot {path}: {why}")
+    points = path.with_suffix(".csv")
+    if why := why_unwritable(points):
+        raise UserError(f"--plot {points}: {why}")
     return path
 
 

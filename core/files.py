@@ -52,3 +52,16 @@ def why_unwritable(path: Path) -> str | None:
     if not existed:
         target.unlink()
     return None
+
+
+def figure_target(path: Path, example: str = "figure.png") -> tuple[Path, str | None]:
+    """The file a figure named `path` goes to (`figure_file`) and why it cannot go there (None
+    when it can). A folder or a device is told as named, before .png is added: /dev/fd/63 is the
+    pipe named, not 63.png."""
+    path = Path(path)
+    if path.is_dir():
+        return path, f"that is a folder; give a file name such as {path / example}"
+    if path.exists() and not path.is_file():
+        return path, "not a regular file"
+    target = figure_file(path)
+    return target, why_unwritable(target)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from core.arguments import run_command, whole_number
-from core.files import figure_file, why_unwritable, write_text_atomic
+from core.files import figure_target, why_unwritable, write_text_atomic
 from nsode.plots import plot, plot_records
 from nsode.report import (NUMBER, beyond_the_data, fit_notes, noise_text, numbered_as_read, r2_text, readable, shown,
                           time_text, times_text)
@@ -70,11 +70,10 @@ def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict:
 def _figure_path(path: Path) -> Path:
     """The file `--plot` writes: .png added to a name without a known ending; a folder, or a
     file in a folder that does not exist, is refused."""
-    if path.is_dir():
-        raise InputError(f"--plot {path}: that is a folder; give a file name such as {path / 'fit.png'}")
-    if path.exists() and not path.is_file():  # before .png is added: /dev/fd/63 is the pipe named, not 63.png
-        raise InputError(f"--plot {path}: not a regular file")
-    return _writable(figure_file(path), "--plot")
+    target, why = figure_target(path, "fit.png")
+    if why:
+        raise InputError(f"--plot {target}: {why}")
+    return target
 
 
 def _writable(path: Path, flag: str) -> Path:
