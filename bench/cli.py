@@ -80,9 +80,10 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run (or resume) a sweep and print its median scores",
+    run = sub.add_parser("run", help="run (or resume) a sweep and print its median scores and leaderboard",
                          description="Run every method on every task of a sweep: datasets x noise x n x seeds. "
-                         "Rows are written as they finish; rerunning the same command resumes.",
+                         "Rows are written as they finish; rerunning the same command resumes. Then print "
+                         "the medians and the leaderboard (shares of tasks solved, with 95% intervals).",
                          epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--dataset", nargs="+", action=Repeatable, default=["textbook"], metavar="NAME|PATH",
                      help="built-in dataset name (%s), a dataset JSON file, or CSV file/folder "
@@ -350,17 +351,21 @@ def _run(args) -> int:
         print("no results: no method ran on any task of this sweep", file=sys.stderr)
         return 1  # a script that chains `bench run` with `bench report` should stop here
     paths = report.write(rows, Path(args.out))  # the folder's tables: every row it holds, as `bench report`
-    print(report.format_markdown(report.medians(mine)))
-    _print_observed_laws(mine)
+    _print_results(mine)
     others = f" (they also hold the folder's {len(rows) - len(mine)} rows of other sweeps)" if len(rows) > len(mine) else ""
     print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}{others}")
     return 0
 
 
-def _print_observed_laws(rows) -> None:
-    """For a user's own records (no true law) the law found in each is the result: print them."""
+def _print_results(rows) -> None:
+    """The medians, the leaderboard (shares solved, with their intervals) and, for a user's own
+    records, the laws found."""
     from bench import report
 
+    print(report.format_markdown(report.medians(rows)))
+    print(f"\nLeaderboard, every task pooled: shares of tasks with R^2 > {report.GOOD_R2:g}, best first by "
+          f"extrapolation. {report.LEADERBOARD_NOTE}\n")
+    print(report.format_leaderboard(report.leaderboard(rows)))
     observed = rows[rows["truth_kind"] == "observations"]
     if not observed.empty:
         print("\n" + report.OBSERVATIONS_NOTE)
@@ -406,11 +411,7 @@ def _report(args) -> int:
 
     rows = _read_results([Path(p) for p in args.results])
     paths = report.write(rows, _output_folder(args, ""))
-    print(report.format_markdown(report.medians(rows)))
-    print(f"\nLeaderboard, every task pooled: shares of tasks with R^2 > {report.GOOD_R2:g}, best first by "
-          f"extrapolation. {report.LEADERBOARD_NOTE}\n")
-    print(report.format_leaderboard(report.leaderboard(rows)))
-    _print_observed_laws(rows)
+    _print_results(rows)
     print("\ntables: " + ", ".join(str(v) for v in paths.values()))
     return 0
 
