@@ -25,7 +25,7 @@ EXAMPLES = """examples:
   python -m bench run --dataset plate1.csv --by well                 (one file, a record per well)
   python -m bench list
   python -m bench report results/my-sweep
-  python -m bench compare results/my-sweep --methods nsode-eps+refine proged
+  python -m bench compare results/my-sweep --methods nsode-eps+refine proged --plot pair.png
   python -m bench plot results/my-sweep --out figures/
   python -m bench paper --config configs/paper.yaml --quick        (smoke test of the paper pipeline)
   python -m bench run --dataset classic --backend dask --scheduler tcp://HOST:8786 -j 32
