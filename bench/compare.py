@@ -20,8 +20,9 @@ CELL_COLUMNS = (*TASK, "truth_expression", "truth_complexity", "truth_kind")  # 
 
 def paired(rows: pd.DataFrame, first: str, second: str, by: tuple[str, ...] = ("dataset", "noise")) -> pd.DataFrame:
     """One row per cell of `by` and a last row "all": paired tasks, then per part (interp, extrap)
-    the solved counts of each method, the tasks only one solves, and the sign test's p-value;
-    the median fit seconds of each. Extrapolation counts only tasks with a true solution."""
+    the solved counts of each method, the tasks only one, both or neither solve, and the sign
+    test's p-value on those only one solves; the median fit seconds of each. Extrapolation counts
+    only tasks with a true solution."""
     wide = pair_tasks(rows, first, second, by)
     cells = [(dict(zip(by, key if isinstance(key, tuple) else (key,))), group)
              for key, group in wide.groupby(list(by), dropna=False)] if by else []
@@ -55,8 +56,8 @@ def counts(wide: pd.DataFrame) -> dict:
         one, two = scored[f"r2_{part}_1"] > GOOD_R2, scored[f"r2_{part}_2"] > GOOD_R2
         only_one, only_two = int((one & ~two).sum()), int((two & ~one).sum())
         out |= {f"{part} scored": len(scored), f"{part} solved 1": int(one.sum()), f"{part} solved 2": int(two.sum()),
-                f"{part} only 1": only_one, f"{part} only 2": only_two,
-                f"{part} p": binomtest(only_one, only_one + only_two).pvalue if only_one + only_two else 1.0}
+                f"{part} only 1": only_one, f"{part} only 2": only_two, f"{part} both": int((one & two).sum()),
+                f"{part} neither": int((~one & ~two).sum()), f"{part} p": binomtest(only_one, only_one + only_two).pvalue if only_one + only_two else 1.0}
     out |= {"median fit 1 (s)": wide["fit_time_1"].median(), "median fit 2 (s)": wide["fit_time_2"].median()}
     return out
 

@@ -344,11 +344,10 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
         ax.axhline(solved, color="0.3", linestyle="--", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlim=(low / 2, high * 2), ylim=(low / 2, high * 2),
                xlabel=f"{first_text}: 1 - $R^2$", ylabel=f"{second_text}: 1 - $R^2$")
-        good_x, good_y = (wide.loc[scored, f"r2_{part}_{k}"] > report.GOOD_R2 for k in (1, 2))  # as `counts` reads them
         ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test p {numbers[f'{part} p']:.2g}\n"
                      f"only {first_text} (upper left) {numbers[f'{part} only 1']}, only {second_text} (lower right) "
-                     f"{numbers[f'{part} only 2']},\nboth {int((good_x & good_y).sum())}, "
-                     f"neither {int((~good_x & ~good_y).sum())}", fontsize=9)
+                     f"{numbers[f'{part} only 2']},\nboth {numbers[f'{part} both']}, neither {numbers[f'{part} neither']}",
+                     fontsize=9)
     if keyed is not None and keyed.get_legend():  # the first scored panel's
         sns.move_legend(keyed, "lower right", fontsize=8, title_fontsize=8)
     fig.suptitle(f"{first_text} against {second_text}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "

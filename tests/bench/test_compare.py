@@ -23,7 +23,7 @@ def test_discordant_tasks_decide_and_the_sign_test_is_exact():
     table = compare.paired(frame, "a", "b")
     cell = table.iloc[0]
     assert (cell["tasks"], cell["interp solved 1"], cell["interp solved 2"]) == (10, 10, 2)
-    assert (cell["interp only 1"], cell["interp only 2"]) == (8, 0)
+    assert (cell["interp only 1"], cell["interp only 2"], cell["interp both"], cell["interp neither"]) == (8, 0, 2, 0)
     assert cell["interp p"] == pytest.approx(2 * 0.5 ** 8)  # 8 of 8 discordant tasks go one way
     assert list(table["dataset"]) == ["classic", "all"]
 
