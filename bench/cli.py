@@ -381,11 +381,13 @@ def _list(args) -> int:
     if "large" not in datasets.builtin_names():
         print("  large      (not generated yet: python -m nsode.data large)")
     print("\nmethods:")
-    width = max((len(spec.version) for _, spec in specs), default=1) + 1
+    reasons = {name: registry.unavailable_reason(spec) for name, spec in specs}
+    versions = {name: spec.base_version if reasons[name] else spec.version for name, spec in specs}
+    width = max(map(len, versions.values()), default=1) + 1
     for name, spec in specs:
-        reason = registry.unavailable_reason(spec)
+        reason = reasons[name]
         state = "available" if reason is None else f"unavailable: {reason}"
-        print(f"  {name:<18} {'v' + spec.version:<{width}} {state}")
+        print(f"  {name:<18} {'v' + versions[name]:<{width}} {state}")
         if spec.description:
             print(f"  {'':<18}       {spec.description}")
     for file, reason in registry.BROKEN.items():

@@ -13,6 +13,7 @@ import inspect
 import re
 import sys
 import ast
+import traceback
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 from bench.method import Method, Variant
 from core.arguments import close_matches
+from core.processes import one_line
 
 METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
 ENTRY_POINT_GROUP = "bench.methods"
@@ -80,15 +82,21 @@ class MethodSpec:
         return self.load().variants.get(self.name) if self.cls else None
 
     @property
+    def base_version(self) -> str:
+        """The class's (or variant's) version, without the method's fingerprint."""
+        variant = self._variant()
+        return (variant and variant.version) or self.load().version
+
+    @property
     def version(self) -> str:
         """The class's (or variant's) version, plus the method's fingerprint when it has one."""
-        variant = self._variant()
-        version = (variant and variant.version) or self.load().version
         try:
             fingerprint = self.instantiate().fingerprint()
         except TypeError:  # a constructor that needs arguments not given here: run() will say so
             fingerprint = ""
-        return f"{version}+{fingerprint}" if fingerprint else version
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - a plugin's own code: one line, not a traceback
+            raise RegistryError(f"method {self.label}: {_failed_check(err)}") from None
+        return f"{self.base_version}+{fingerprint}" if fingerprint else self.base_version
 
     @property
     def description(self) -> str:
@@ -233,12 +241,24 @@ def unavailable_reason(spec: MethodSpec) -> str | None:
         return f"its constructor needs {', '.join(missing)}: run it as {spec.name}:{example}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        method = spec.instantiate()
         try:
-            method.get_params()  # the harness names and checks a run by its parameters
-        except TypeError as err:
-            return str(err)
-        return method.unavailable_reason()
+            method = spec.instantiate()
+            try:
+                method.get_params()  # the harness names and checks a run by its parameters
+            except TypeError as err:
+                return str(err)
+            method.fingerprint()  # the version every row records
+            return method.unavailable_reason()
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - a plugin's own code: it cannot run, say why
+            return _failed_check(err)
+
+
+def _failed_check(err: BaseException) -> str:
+    """Why a method whose constructor, fingerprint() or unavailable_reason() raised cannot run,
+    naming the step from the traceback's innermost method frame."""
+    steps = [frame.name for frame in traceback.extract_tb(err.__traceback__)
+             if frame.name in ("__init__", "fingerprint", "unavailable_reason")]
+    return f"its {steps[-1] + '()' if steps else 'check'} failed: {one_line(err)}"
 
 
 def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[MethodSpec]:
@@ -343,9 +363,9 @@ def _classes_in_file(path: Path) -> list[type[Method]]:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as err:
+        except (Exception, SystemExit) as err:  # a file that calls sys.exit() when imported, too
             del sys.modules[module_name]
-            raise RegistryError(f"method file {path} failed to load: {type(err).__name__}: {err}") from None
+            raise RegistryError(f"method file {path} failed to load: {one_line(err)}") from None
         classes = [obj for obj in vars(module).values()
                    if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name and obj.name]
         names = {}

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -49,6 +50,7 @@ def _serve(conn, memory_limit: int | None, log: str) -> None:
     pipe is closed) it exits quietly: an orphaned worker has nobody to report to. What the
     method prints (Python or C, stdout or stderr) goes to the file `log`, not the terminal."""
     os.setsid()
+    _exit_when_orphaned()
     out = os.open(log, os.O_WRONLY | os.O_APPEND)
     os.dup2(out, 1)
     os.dup2(out, 2)
@@ -68,6 +70,21 @@ def _serve(conn, memory_limit: int | None, log: str) -> None:
                 conn.send(message)
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         os._exit(0)
+
+
+def _exit_when_orphaned(every: float = 1.0) -> None:
+    """Kill this worker's process group (the method's own children too) once its driver is gone.
+    A worker notices a closed pipe only when it next reads it, which a method stuck in a loop
+    never does; and a SIGKILLed driver stops nobody. (PR_SET_PDEATHSIG would fire when the
+    driver's thread that started the worker ends, which is not when the driver does.)"""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 def _run_job(job: Job, methods: dict):
@@ -96,7 +113,8 @@ def _run_job(job: Job, methods: dict):
             yield {"phase": "prediction", "status": "error", "reason": f"bad input: {err}",
                    "warnings": _warning_summary(caught)}
             return
-        except (Exception, SystemExit) as err:  # sys.exit inside a library (ffx) fails the task, not the worker
+        except (Exception, SystemExit, KeyboardInterrupt) as err:  # sys.exit inside a library (ffx) fails the
+            # task, not the worker; so does a KeyboardInterrupt, which only the method can raise (workers ignore Ctrl-C)
             yield {"phase": "prediction", "status": "error", "reason": one_line(err),
                    "traceback": traceback.format_exc(limit=-3), "warnings": _warning_summary(caught)}
             return
@@ -120,8 +138,9 @@ def _check_prediction(prediction) -> dict:
         return {"status": "invalid", "reason": f"method returned {type(prediction).__name__}, not a Prediction"}
     try:
         expression = to_string(parse(prediction.expression))
-    except ExpressionError as err:
-        return {"status": "invalid", "reason": f"prediction {str(prediction.expression)[:80]!r}: {err}",
+    except Exception as err:  # noqa: BLE001 - ExpressionError, or sympy failing on a law it accepted
+        why = str(err) if isinstance(err, ExpressionError) else one_line(err)
+        return {"status": "invalid", "reason": f"prediction {str(prediction.expression)[:80]!r}: {why}",
                 "expression": str(prediction.expression)[:1000]}
     try:
         metadata = json.dumps(prediction.metadata, default=str)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import math
 
+import mpmath
 import numpy as np
 import sympy
 from sympy.printing.pycode import PythonCodePrinter
@@ -187,6 +188,7 @@ OTHER_OPERATORS = {ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShif
 MAX_LENGTH = 10_000
 MAX_DEPTH = 100  # sympy and Python's compiler recurse per level: far deeper than any law, far below their limits
 MAX_DECADES = 300  # |log10| of the largest and smallest number written (floats end near 1e308)
+MAX_BITS = math.ceil(MAX_DECADES * math.log2(10))  # of an exact number's numerator or denominator
 
 
 class ExpressionError(ValueError):
@@ -226,6 +228,8 @@ def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[s
         raise ExpressionError(f"expression nested more than {MAX_DEPTH} deep")
     if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or expr.has(sympy.I):
         raise ExpressionError("expression is not real and finite")
+    if any(max(abs(n.p), n.q).bit_length() > MAX_BITS for n in expr.atoms(sympy.Rational)):
+        raise ExpressionError(f"a number beyond 1e+-{MAX_DECADES} (or with more digits)")  # could not be printed back
     return expr
 
 
@@ -316,18 +320,25 @@ class _Builder:
 
 
 def _power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
-    """base**exponent, refusing a power of two numbers beyond 1e+-300 before sympy evaluates it
-    exactly (10**10**10 would never finish)."""
-    if base.is_Number and exponent.is_Number and base != 0 and abs(float(exponent)) * _decades(base) > MAX_DECADES:
+    """base**exponent, refusing a power of a constant beyond 1e+-300 before sympy evaluates it
+    exactly (10**10**10, or sqrt(2)**10**300 = 2**(5*10**299), would never finish)."""
+    if (exponent.is_Number and base.is_number and base != 0
+            and abs(float(exponent)) * _decades(base) > MAX_DECADES):
         raise ExpressionError(f"a power of numbers beyond 1e+-{MAX_DECADES}")
     return base**exponent
 
 
-def _decades(n: sympy.Number) -> float:
-    """|log10 |n||, exact enough for integers and fractions too large for a float."""
+def _decades(n: sympy.Expr) -> float:
+    """|log10 |n|| of a constant, exact enough for integers and fractions too large for a float
+    and for constant expressions (sqrt(2), exp(700)) beyond a float's range."""
     if n.is_Rational:
         return abs(math.log10(abs(int(n.p))) - math.log10(int(n.q)))
-    return abs(math.log10(abs(float(n))))
+    try:
+        return abs(float(mpmath.log10(abs(mpmath.mpf(n.evalf(15))))))
+    except OverflowError:  # beyond mpmath's exponents too: exp(exp(exp(exp(10))))
+        return math.inf
+    except TypeError:  # not real (log(-2)): the check for real numbers names it
+        return 0.0
 
 
 def _constant(value) -> sympy.Number:

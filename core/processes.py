@@ -155,7 +155,10 @@ class Child:
         kill_group(self.process)
 
     def close(self, grace: float = 0.0) -> None:
-        """Kill the child; with `grace`, first send None (please exit) and wait that long."""
+        """Kill the child; with `grace`, first send None (please exit) and wait that long. A child
+        that leads its own process group takes the group with it, even when it exited by itself
+        (a method's background children must not outlive the sweep)."""
+        leads = self._leads_group()
         if grace and self.alive:
             try:
                 self.conn.send(None)
@@ -165,7 +168,16 @@ class Child:
         if self.alive:
             self.kill()
         self.process.join()
+        if leads:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         self.conn.close()
+
+    def _leads_group(self) -> bool:
+        try:
+            return self.alive and os.getpgid(self.process.pid) == self.process.pid
+        except ProcessLookupError:
+            return False
 
 
 def _cpu_seconds(process) -> float:

@@ -40,7 +40,7 @@ def check(folder: str | Path) -> None:
     if config.get("input_scaling", "none") not in INPUT_SCALINGS:  # anything else would read raw inputs silently
         raise CheckpointError(f"{folder / 'config.json'}: input_scaling {config['input_scaling']!r} is not one of "
                               f"{', '.join(INPUT_SCALINGS)}")
-    pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    pickles = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)
     if pickles:
         raise CheckpointError(f"{folder} contains pickle files ({', '.join(pickles)}); NSODE loads "
                               f"safetensors only - delete them or re-export the weights")
@@ -50,9 +50,12 @@ def check(folder: str | Path) -> None:
     tensors = _whole_safetensors(weights)
     if tensors is None:
         raise CheckpointError(f"{weights} is not a whole safetensors file (truncated or overwritten?)")
-    problem = _vocabulary_problem(config, tensors)
+    problem = _vocabulary_problem(config, tensors) or _shape_problem(config, tensors)
     if problem:
         raise CheckpointError(f"{folder / 'config.json'} does not match its weights: {problem}")
+    broken = _not_finite(weights, tensors)
+    if broken:
+        raise CheckpointError(f"{weights}: {broken} holds NaN or infinite values (saved from a run that diverged?)")
 
 
 def _whole_safetensors(path: Path) -> dict | None:
@@ -70,6 +73,50 @@ def _whole_safetensors(path: Path) -> dict | None:
     except (OSError, ValueError, struct.error, AttributeError, KeyError, TypeError, IndexError):
         return None  # unreadable, or a header that is not a map of tensors with their offsets
     return tensors if 8 + length + max(ends, default=0) == size else None
+
+
+# (config.json's field, a tensor whose shape says it, the axis): read before the model is built, so
+# that a config edited after training (d_model, 100,000 layers) is one line, not minutes of building
+_SIZES = (("d_model", "lm_head.weight", 1), ("input_bits", "input_proj.weight", 1),
+          ("encoder_ffn_dim", "encoder.layers.0.fc1.weight", 0), ("decoder_ffn_dim", "decoder.layers.0.fc1.weight", 0))
+
+
+def _shape_problem(config: dict, tensors: dict) -> str | None:
+    """Which of config.json's sizes contradicts the weights' shapes, in words, or None."""
+    for key, name, axis in _SIZES:
+        shape = tensors.get(name, {}).get("shape")
+        if isinstance(shape, list) and len(shape) > axis and config.get(key) != shape[axis]:
+            return f"{key} {config.get(key)!r}, but {name} has {shape[axis]}"
+    for part in ("encoder", "decoder"):
+        found = {name.split(".")[2] for name in tensors if name.startswith(f"{part}.layers.")}
+        if found and config.get(f"{part}_layers") != len(found):
+            return f"{part}_layers {config.get(f'{part}_layers')!r}, but the weights hold {len(found)}"
+    return None
+
+
+# safetensors dtypes read as numpy floats (bfloat16: the upper half of a float32)
+_FLOATS = {"F16": "<f2", "F32": "<f4", "F64": "<f8", "BF16": "<u2"}
+
+
+def _not_finite(path: Path, tensors: dict) -> str | None:
+    """The first tensor holding NaN or infinity, or None; a run that diverged saves weights that
+    would decode `y' = 0` for every record (read with numpy, one tensor at a time)."""
+    import numpy as np
+
+    with open(path, "rb") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        for name, entry in tensors.items():
+            dtype = _FLOATS.get(entry.get("dtype"))
+            if dtype is None:
+                continue
+            start, end = entry["data_offsets"]
+            handle.seek(8 + length + start)
+            values = np.frombuffer(handle.read(end - start), dtype=dtype)
+            if dtype == "<u2":
+                values = (values.astype(np.uint32) << 16).view(np.float32)
+            if not np.isfinite(values).all():
+                return name
+    return None
 
 
 def _vocabulary_problem(config: dict, tensors: dict) -> str | None:

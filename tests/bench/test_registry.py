@@ -2,6 +2,7 @@
 exactly what reading every file would find."""
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +115,25 @@ def test_a_method_class_a_sweep_cannot_use_is_refused_when_found(tmp_path, body,
     _write(file, body)
     with pytest.raises(registry.RegistryError, match=re.escape(problem)):
         registry.discover((str(file),))
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_a_plugin_whose_own_checks_raise_is_listed_unavailable_with_the_step_that_failed(capsys):
+    from bench import cli
+
+    assert cli.main(["list", "--method-file", str(FIXTURES / "broken_plugins.py")]) == 0
+    listing = capsys.readouterr().out
+    assert "bad-init" in listing and "unavailable: its __init__() failed: RuntimeError: no licence server" in listing
+    assert "unavailable: its fingerprint() failed: OSError: weights file vanished" in listing
+    assert ("unavailable: its unavailable_reason() failed: ImportError: libfoo.so: cannot open shared object file"
+            in listing)
+    specs = registry.discover((str(FIXTURES / "broken_plugins.py"),), only=("bad-fingerprint",))
+    with pytest.raises(registry.RegistryError, match="bad-fingerprint: its fingerprint"):
+        specs["bad-fingerprint"].version  # noqa: B018 - what a sweep asks first
+
+
+def test_a_method_file_that_exits_when_imported_is_refused_in_one_line():
+    with pytest.raises(registry.RegistryError, match="exits_on_import.py failed to load: SystemExit: 0"):
+        registry.discover((str(FIXTURES / "exits_on_import.py"),))

@@ -1,4 +1,5 @@
 """The runner survives misbehaving methods, resumes after a hard kill, and loads plugins."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -263,3 +264,56 @@ def test_a_sweep_built_from_python_names_a_bad_field_before_anything_runs(tmp_pa
     with pytest.raises(runner.SweepError, match=f"Sweep {field}="):
         sweep(tmp_path, "truth", **bad)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_method_raising_keyboardinterrupt_or_an_unprintable_law_fails_alone(tmp_path):
+    rows = runner.run(sweep(tmp_path, "interrupts", "huge-power", "truth", jobs=2), progress=False).read()
+    by = rows.groupby("method")
+    assert set(by.get_group("interrupts")["reason"]) == {"KeyboardInterrupt"}  # not "worker process died"
+    huge = by.get_group("huge-power")
+    assert set(huge["status"]) == {"invalid"}, set(huge["reason"])  # at once, not at the time limit
+    assert "beyond 1e+-300" in huge["reason"].iloc[0]
+    assert set(by.get_group("truth")["status"]) == {"ok"}
+
+
+def _gone(pid: int, seconds: float) -> bool:
+    """Whether process `pid` has exited (or is a zombie left to init) within `seconds`."""
+    import psutil
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_children_a_method_leaves_behind_do_not_outlive_the_sweep(tmp_path):
+    pids = tmp_path / "pids"
+    runner.run(sweep(tmp_path, f"forks:pid_file={pids}", jobs=1), progress=False)
+    left = [int(line) for line in pids.read_text().split()]
+    assert len(left) == 12
+    assert all(_gone(pid, 5) for pid in left)
+
+
+def test_a_busy_worker_dies_with_its_driver_when_the_driver_is_killed(tmp_path):
+    pids = tmp_path / "pids"
+    cmd = [sys.executable, "-m", "bench", "run", "--dataset", "textbook", "--methods", f"spins:pid_file={pids}",
+           "--method-file", FIXTURES, "--out", str(tmp_path / "out"), "--quiet", "--time-limit", "600"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (pids.exists() and pids.read_text().strip()):
+            time.sleep(0.2)
+        worker = int(pids.read_text().split()[0])
+        os.kill(proc.pid, signal.SIGKILL)  # the driver alone: nobody is left to stop its worker
+        proc.wait()
+        assert _gone(worker, 10), "the worker kept spinning after its driver died"
+    finally:
+        for group in (proc.pid, worker):  # whatever failed above, leave nothing spinning
+            with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
+                os.killpg(group, signal.SIGKILL)

@@ -26,6 +26,9 @@ def test_checkpoint_folder_with_a_pickle_file_is_refused(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(pickle.dumps({"x": 1}))
     with pytest.raises(CheckpointError, match="pickle"):
         load(tmp_path)
+    (tmp_path / "pytorch_model.bin").rename(tmp_path / "optimizer.PT")  # the suffix in any case
+    with pytest.raises(CheckpointError, match=r"pickle files \(optimizer.PT\)"):
+        load(tmp_path)
 
 
 def test_missing_checkpoint_gives_a_clear_error(tmp_path):
@@ -48,6 +51,13 @@ def _drop_tensor(folder, prefix):
     save_file({k: v for k, v in tensors.items() if not k.startswith(prefix)}, str(folder / "model.safetensors"))
 
 
+def _with_weight(folder, name, value, dtype=torch.float16):
+    """The weights saved in `dtype` (as a run that diverged would save them), one entry of `name` set to `value`."""
+    tensors = {k: v.to(dtype) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    tensors[name].view(-1)[7] = value
+    save_file(tensors, str(folder / "model.safetensors"))
+
+
 def _config_with(folder, **changes):
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, **changes}))
@@ -58,7 +68,11 @@ def _config_with(folder, **changes):
     (lambda f: _header_only(f, {"a": {"dtype": "F16"}}), "whole safetensors"),  # a tensor without offsets
     (lambda f: _drop_tensor(f, "lm_head"), "1 missing keys"),  # would load with a random output layer
     (lambda f: _config_with(f, input_scaling="Pow2"), "input_scaling 'Pow2'"),  # would read raw inputs
-    (lambda f: _config_with(f, d_model=256), r"mismatched keys \(.*: \[.*\] in the file, \[.*\] by the config"),
+    (lambda f: _config_with(f, d_model=256), "d_model 256, but lm_head.weight has 128"),  # before building
+    (lambda f: _config_with(f, encoder_layers=100_000), "encoder_layers 100000, but the weights hold 2"),
+    (lambda f: _config_with(f, decoder_ffn_dim=64), "decoder_ffn_dim 64, but decoder.layers.0.fc1.weight has 512"),
+    (lambda f: _with_weight(f, "decoder.layers.1.fc2.bias", float("nan")), "decoder.layers.1.fc2.bias holds NaN"),
+    (lambda f: _with_weight(f, "lm_head.weight", float("inf"), torch.bfloat16), "lm_head.weight holds NaN or inf"),
 ])
 def test_weights_that_do_not_fit_the_model_are_refused_not_initialised(tmp_path, damage, problem, capsys):
     build("tiny").save_pretrained(tmp_path)
