@@ -70,6 +70,9 @@ def main(argv=None) -> int:
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # DST under a file, a read-only place, a full disk
+        print(f"error: {args.dst}: cannot write there ({err.strerror or err})", file=sys.stderr)
+        return 2
     return 0
 
 

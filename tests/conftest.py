@@ -11,3 +11,24 @@ def write_record():
         pd.DataFrame({"t": t, "y": y, **columns}).to_csv(path, index=False)
         return path
     return write
+
+
+@pytest.fixture
+def process_gone():
+    """Whether process `pid` has exited (or lingers as a zombie for init to reap) within `seconds`:
+    how tests check that nothing a killed command started keeps running."""
+    def gone(pid: int, seconds: float) -> bool:
+        import time
+
+        import psutil
+
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    return True
+            except psutil.NoSuchProcess:
+                return True
+            time.sleep(0.1)
+        return False
+    return gone

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -148,9 +149,11 @@ def _number(data: dict, key: str, kind):
     try:
         if kind is int and (isinstance(value, bool) or float(value) != int(float(value))):
             raise ValueError(value)  # 10.5 read as 10 would be a silent change of the setting
+        if not math.isfinite(float(value)):
+            raise ValueError(value)  # .inf passes every order check and fails deep in a solve
         return kind(value)
     except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"{key}: {data[key]!r} is not {'a whole number' if kind is int else 'a number'}") from None
+        raise ConfigError(f"{key}: {data[key]!r} is not {'a whole number' if kind is int else 'a finite number'}") from None
 
 
 def from_dict(data: dict) -> Config:
@@ -202,15 +205,15 @@ def _weights(value, allowed: tuple[str, ...], key: str, normalise: bool = True) 
     if unknown:
         raise ConfigError(f"{key}: unknown operator(s) {', '.join(unknown)} (allowed: {', '.join(allowed)})")
     weights = {k: float(v) for k, v in value.items() if float(v) > 0}
-    if any(float(v) < 0 for v in value.values()) or not weights:
-        raise ConfigError(f"{key}: weights must be >= 0 with at least one positive")
+    if any(not 0 <= float(v) < math.inf for v in value.values()) or not weights:
+        raise ConfigError(f"{key}: weights must be finite and >= 0, with at least one positive")
     total = sum(weights.values()) if normalise else 1.0
     # canonical order (the vocabulary's), so the same weights give the same samples
     return MappingProxyType({k: weights[k] / total for k in allowed if k in weights})
 
 
 def _n_terms(value) -> tuple[float, ...]:
-    if not isinstance(value, (list, tuple)) or len(value) != 3 or any(float(v) < 0 for v in value) \
+    if not isinstance(value, (list, tuple)) or len(value) != 3 or any(not 0 <= float(v) < math.inf for v in value) \
             or not sum(float(v) for v in value) > 0:
         raise ConfigError("science_n_terms must be three weights >= 0 (of 1, 2, 3 terms), one positive")
     return tuple(float(v) for v in value)  # as given: normalising again on every round trip would drift
@@ -219,7 +222,12 @@ def _n_terms(value) -> tuple[float, ...]:
 def _pair(value, kind, key: str) -> tuple:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise ConfigError(f"{key} must be a pair [low, high]")
-    lo, hi = kind(value[0]), kind(value[1])
+    try:
+        lo, hi = kind(value[0]), kind(value[1])
+    except (TypeError, ValueError, OverflowError):  # int(.inf) overflows
+        raise ConfigError(f"{key}: {list(value)!r} is not a pair of {'whole ' if kind is int else ''}numbers") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ConfigError(f"{key}: {list(value)!r} must be finite")
     if not lo < hi:
         raise ConfigError(f"{key}: low must be below high (got {lo}, {hi})")
     return lo, hi

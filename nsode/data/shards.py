@@ -125,6 +125,8 @@ def iter_rows(folder: str | Path, columns: list[str] | None = None) -> Iterator[
 def read_config(folder: str | Path) -> tuple[cfg.Config, dict]:
     """(Config, provenance) of a folder; provenance holds generator_version, seed and the rest."""
     data = json.loads((Path(folder) / CONFIG_FILE).read_text())
+    if not isinstance(data, dict):
+        raise cfg.ConfigError(f"not a generator's configuration (a JSON object), but a {type(data).__name__}")
     names = set(cfg.Config.__dataclass_fields__)
     return cfg.from_dict({k: v for k, v in data.items() if k in names}), \
         {k: v for k, v in data.items() if k not in names}

@@ -23,7 +23,7 @@ from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
 from core.expressions import Y, complexity, number
-from core.processes import WALL_FACTOR, Child, ChildDied, Deadline
+from core.processes import WALL_FACTOR, Child, ChildDied, Deadline, die_with_parent
 
 
 class Rejected(ValueError):
@@ -38,8 +38,10 @@ class Rejected(ValueError):
 
 def _serve(conn) -> None:
     """The simplifier child: sympy.simplify each expression it receives, until the pipe closes.
-    Ctrl-C reaches the whole process group; the parent handles it and stops this child."""
+    Ctrl-C reaches the whole process group; the parent handles it and stops this child. A parent
+    killed outright (SIGTERM, SIGKILL) stops nobody: the child dies with it (`die_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
     while True:
         try:
             expr = conn.recv()

@@ -76,7 +76,7 @@ def read_training_state(folder: Path) -> dict:
         raise CheckpointError(f"{folder / 'training_state.json'} cannot be read ({err})") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{folder / 'training_state.json'} is not a training state (a JSON object)")
-    for key, kinds, what in (("step", int, "a count"), ("samples", int, "a count"), ("warmup_start", int, "a count"),
+    for key, kinds, what in (("step", int, "a count"), ("samples", int, "a count"), ("warmup_start", int, "a count"), ("warmup", int, "a count"),
                              ("elapsed_s", (int, float), "seconds"), ("anneal_s", (int, float), "seconds"),
                              ("best_val_loss", (int, float), "a loss")):  # what the loop computes with
         value = state.get(key, 0)

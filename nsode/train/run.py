@@ -80,7 +80,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--lr", type=positive_number, default=None, help="peak learning rate (default depends on preset)")
     p.add_argument("--warmup", type=whole_number(0), default=None,
                    help="linear warm-up steps (default: 2%% of the steps this run trains, from the step --init "
-                        "loaded; at least 100; 0: none)")
+                        "loaded; at least 100; 0: none; a --resume keeps the run's own)")
     p.add_argument("--schedule", default="constant", choices=["constant", "cosine", "cosine-time"],
                    help="after warm-up: constant (paper), cosine decay to 10%% of the peak at --steps, or "
                         "at the end of --max-minutes (cosine-time)")
@@ -105,7 +105,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "training process; on a 2-core CPU that is fastest, a GPU needs several)")
     p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
     p.add_argument("--resume", action="store_true",
-                   help="continue the run in OUT from OUT/last (without it, an OUT that holds a run is refused)")
+                   help="continue the run in OUT from OUT/last: its weights, optimizer, step, warm-up and schedule "
+                        "(the data stream is reshuffled from the step reached, so the examples differ from an "
+                        "uninterrupted run's); without it, an OUT that holds a run is refused")
     p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the data stream and initial weights")
     return p.parse_args(argv)
 
@@ -372,7 +374,13 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     torch.manual_seed(args.seed + state["step"])
     model.train()
     peak = args.lr if args.lr is not None else DEFAULT_LR[args.preset]
-    warmup = args.warmup if args.warmup is not None else default_warmup(args.steps, state["warmup_start"])
+    if args.warmup is not None:
+        warmup = args.warmup
+    elif args.resume and "warmup" in state:  # the run's own warm-up, whatever --steps now says
+        warmup = state["warmup"]
+    else:
+        warmup = default_warmup(args.steps, state["warmup_start"])
+    state["warmup"] = warmup
     if state["warmup_start"] + warmup >= args.steps > state["step"]:
         print(f"warning: the warm-up ({warmup} steps) lasts past --steps {args.steps}: the learning rate never "
               "reaches its peak (set --warmup)", file=sys.stderr)

@@ -109,6 +109,9 @@ def list_shards(folders, weights=None, part: tuple[int, int] = (0, 1)) -> list[t
     return out
 
 
+_WARNED: set[Path] = set()  # shards this process has said it skips
+
+
 def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed: int = 0,
                     limit: int | None = None, repeat: bool = False, max_rows: int = 63,
                     weights=None, part: tuple[int, int] = (0, 1)) -> Iterator[Example]:
@@ -122,7 +125,6 @@ def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed
     buffer: list[Example] = []
     produced = 0
     seen_any = False
-    warned: set[Path] = set()
     while True:
         paths = list_shards(folders, None if want_val else weights, part)  # re-listed each pass: new shards join in
         if not paths:
@@ -134,9 +136,9 @@ def stream_examples(folders, *, split: str = "train", val_percent: int = 5, seed
                 examples = read_examples(path, t, want_val=want_val, val_percent=val_percent, max_rows=max_rows,
                                          excluded=excluded)
             except (OSError, ValueError) as err:  # a shard being replaced while we list: next pass
-                if path not in warned:  # said once, not once a pass
+                if path not in _WARNED:  # said once, not once a pass or once by each of training and validation
                     print(f"warning: skipped {path} ({err})", file=sys.stderr)
-                    warned.add(path)
+                    _WARNED.add(path)
                 continue
             if want_val:
                 for ex in examples:

@@ -276,30 +276,15 @@ def test_a_method_raising_keyboardinterrupt_or_an_unprintable_law_fails_alone(tm
     assert set(by.get_group("truth")["status"]) == {"ok"}
 
 
-def _gone(pid: int, seconds: float) -> bool:
-    """Whether process `pid` has exited (or is a zombie left to init) within `seconds`."""
-    import psutil
-
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def test_children_a_method_leaves_behind_do_not_outlive_the_sweep(tmp_path):
+def test_children_a_method_leaves_behind_do_not_outlive_the_sweep(tmp_path, process_gone):
     pids = tmp_path / "pids"
     runner.run(sweep(tmp_path, f"forks:pid_file={pids}", jobs=1), progress=False)
     left = [int(line) for line in pids.read_text().split()]
     assert len(left) == 12
-    assert all(_gone(pid, 5) for pid in left)
+    assert all(process_gone(pid, 5) for pid in left)
 
 
-def test_a_busy_worker_dies_with_its_driver_when_the_driver_is_killed(tmp_path):
+def test_a_busy_worker_dies_with_its_driver_when_the_driver_is_killed(tmp_path, process_gone):
     pids = tmp_path / "pids"
     cmd = [sys.executable, "-m", "bench", "run", "--dataset", "textbook", "--methods", f"spins:pid_file={pids}",
            "--method-file", FIXTURES, "--out", str(tmp_path / "out"), "--quiet", "--time-limit", "600"]
@@ -312,7 +297,7 @@ def test_a_busy_worker_dies_with_its_driver_when_the_driver_is_killed(tmp_path):
         worker = int(pids.read_text().split()[0])
         os.kill(proc.pid, signal.SIGKILL)  # the driver alone: nobody is left to stop its worker
         proc.wait()
-        assert _gone(worker, 10), "the worker kept spinning after its driver died"
+        assert process_gone(worker, 10), "the worker kept spinning after its driver died"
     finally:
         for group in (proc.pid, worker):  # whatever failed above, leave nothing spinning
             with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):

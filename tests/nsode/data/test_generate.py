@@ -244,6 +244,18 @@ def test_a_whole_number_setting_is_never_truncated(value, ok):
             config.from_dict(data)
 
 
+@pytest.mark.parametrize("key, value, problem", [
+    ("t_extra", float("inf"), "t_extra: inf is not a finite number"),  # passed 0 < t_max < t_extra, failed in a solve
+    ("t_max", float("nan"), "t_max: nan is not a finite number"),
+    ("y0_range", [float("-inf"), 5], r"y0_range: \[-inf, 5\] must be finite"),
+    ("int_range", [-10, float("inf")], "int_range: .* is not a pair of whole numbers"),
+    ("unary_ops", {"exp": float("nan")}, "unary_ops: weights must be finite"),
+])
+def test_a_setting_that_is_not_finite_is_refused_before_anything_is_written(key, value, problem):
+    with pytest.raises(config.ConfigError, match=problem):
+        config.from_dict({**config.default().to_dict(), key: value})
+
+
 def test_listing_skeletons_of_a_solved_folder_says_how_many_are_solved(tmp_path, tiny_folder, tiny_config, capsys):
     from tests.nsode.data.conftest import TINY
 

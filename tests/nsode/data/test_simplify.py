@@ -1,6 +1,9 @@
 """Simplification, the support filter, skeletons and the paper's constant-resampling rules."""
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -116,3 +119,19 @@ def test_the_simplifier_child_leaves_ctrl_c_to_its_parent(monkeypatch):
     time.sleep(0.3)
     assert worker.alive and simplify.simplify(Y * Y, time_limit=2.0) == Y**2  # no traceback, still serving
     worker.close()
+
+
+def test_the_simplifier_child_dies_with_a_parent_killed_outright(process_gone):
+    # SIGTERM or SIGKILL stops nobody; an orphaned simplifier would wait on its pipe for good
+    code = ("from nsode.data import simplify; from core.expressions import Y; import time; "
+            "simplify.simplify(Y + Y, time_limit=5.0); print(simplify._local.simplifier.process.pid, flush=True); "
+            "time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    try:
+        assert process_gone(child, 10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)

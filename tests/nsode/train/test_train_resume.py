@@ -90,6 +90,7 @@ def test_a_shard_that_cannot_be_read_is_skipped_with_one_warning_not_one_a_pass(
     stored = sum(len(shards.read_shard(p, ["ode_id"])) for p in shards.shard_paths(copy)[1:])
     examples = list(itertools.islice(stream_examples(copy, split="train", val_percent=0, repeat=True), 2 * stored))
     assert len(examples) == 2 * stored  # two passes over the readable shards
+    list(stream_examples(copy, split="val", val_percent=50))  # validation reads the same shards
     assert capsys.readouterr().err.count(f"warning: skipped {broken}") == 1
 
 
@@ -184,6 +185,15 @@ def test_training_writes_checkpoints_log_and_plot_and_resumes(training_data, tmp
     assert "delete it to resume with a fresh optimizer" in capsys.readouterr().err
 
 
+def test_a_resumed_run_keeps_its_own_warm_up(training_data, tmp_path):
+    out = tmp_path / "run"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "2", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
+    assert main(args + ["--steps", "2", "--warmup", "3"]) == 0
+    assert main(args + ["--steps", "4", "--resume"]) == 0  # without --warmup: not the default's 100
+    assert json.loads((out / "last" / "training_state.json").read_text())["warmup"] == 3
+
+
 def test_the_same_seed_trains_the_same_weights_from_the_same_start(training_data, tmp_path):
     args = ["--data", str(training_data), "--preset", "tiny", "--batch-size", "4", "--eval-every", "2",
             "--val-batches", "1", "--val-decode", "1", "--val-percent", str(VAL_PERCENT), "--steps", "2", "--seed", "3"]
@@ -214,6 +224,11 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, 
         export(tmp_path / "shipped", tmp_path / "shipped")  # would overwrite its own weights with fp16
     with pytest.raises(CheckpointError, match="training run"):
         export(tmp_path / "shipped", tmp_path / "a" / "last")  # next to another step's optimizer state
+    from nsode.export import main as export_main
+
+    (tmp_path / "afile").write_text("")
+    assert export_main([str(tmp_path / "a" / "best"), str(tmp_path / "afile" / "sub")]) == 2  # not a traceback
+    assert "afile/sub: cannot write there (Not a directory)" in capsys.readouterr().err
     more = [a if a != "tiny" else "small" for a in args]  # --preset at another size than the weights
     assert refused(capsys, more + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")],
                    "--preset small: the loaded weights are tiny")
