@@ -93,6 +93,8 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
         wanted = _names(config, "methods", "[truth, sindy] or all")
         specs = registry.discover(tuple(method_files), tuple(wanted))
         known = [n for n in wanted if n in specs] if quick else wanted
+        for name in sorted(set(wanted) - set(known)):  # --quick runs what it can, and says what it cannot
+            print(f"skipping method {name}: no method of that name{close_matches([name], specs)}")
         chosen = []
         for spec in registry.select(known, specs):
             reason = registry.unavailable_reason(spec)
@@ -107,13 +109,21 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
     stray = sorted(set(_mapping(config, "time_limits", float)) - named)
     if stray:  # a misspelt name, or a method dropped from the list: say so, as for a skipped method
         print(f"ignoring time_limits for {', '.join(stray)}: not among the config's methods")
+    subset = _mapping(config, "subset", _count)
+    unknown = sorted(set(subset) - set(map(str, config["datasets"])))
+    if unknown:  # a misspelt name would run the whole dataset, at many times the cost asked for
+        raise ConfigError(f"'subset' names {', '.join(map(repr, unknown))}, not among the datasets "
+                          f"({', '.join(map(str, config['datasets']))}){close_matches(unknown, config['datasets'])}")
+    out = config["out"]
+    if not isinstance(out, str) or not out.strip():
+        raise ConfigError(f"'out' must be a folder, e.g. out: results/paper (got {out!r})")
     return runner.Sweep(datasets=tuple(names), methods=tuple(chosen), noise=_grid(config, "noise", relative_noise),
                         n=_grid(config, "n", whole_number(protocol.MIN_POINTS)),
                         seeds=_grid(config, "seeds", whole_number(0)), jobs=jobs,
                         time_limit=_limit(config.get("time_limit"), "time_limit"),
                         time_limits={name: _limit(value, f"time_limits: {name}")
                                      for name, value in _mapping(config, "time_limits", float).items()},
-                        subset=_mapping(config, "subset", _count), out=str(config["out"]),
+                        subset=subset, out=out,
                         method_files=tuple(method_files), backend=backend, scheduler=scheduler,
                         columns=_columns(config), by=_by(config))
 

@@ -136,3 +136,28 @@ def test_closing_quiets_the_workers_of_our_own_cluster_only():
         executor.cluster = SimpleNamespace(close=lambda: None) if own_cluster else None
         executor.close()
         assert ran == ([_close_idle_workers, _quiet_for_shutdown] if own_cluster else [_close_idle_workers])
+
+
+@pytest.mark.parametrize("says, problem", [
+    (None, "accepts but says nothing within 1 s: not a Dask scheduler"),  # a dashboard, a web server
+    (b"HTTP/1.1 400 Bad Request\r\n\r\n", "answers, but not as a Dask scheduler"),  # read as frames: exabytes
+])
+def test_an_address_that_is_not_a_dask_scheduler_is_one_line_not_a_hang(says, problem):
+    import socket
+
+    from core.cluster import ClusterError, connect
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer():
+        conn, _ = server.accept()
+        if says:
+            conn.sendall(says)
+        time.sleep(3)
+        conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    with pytest.raises(ClusterError, match=problem):
+        connect(address, timeout="1s")
+    server.close()

@@ -115,6 +115,9 @@ def test_how_csv_datasets_are_read_comes_from_the_config(tmp_path):
     (lambda c: c + "figures: {main: {dataset: science, n: 128}}\n", "'science' is not among the datasets"),
     (lambda c: c + "figures: {mian: {dataset: classic}}\n", "unknown figure(s) mian (did you mean main?)"),
     (lambda c: c + "quick: {seed: [0]}\n", "unknown setting(s) in quick: seed"),
+    (lambda c: c.replace("{classic: 24}", "{clasic: 24}"), "'subset' names 'clasic', not among the datasets "
+                                                           "(textbook, classic) (did you mean classic?)"),
+    (lambda c: "out:\n" + c.split("\n", 2)[2], "'out' must be a folder"),  # out: (null) wrote to ./None
 ])
 def test_a_misspelt_setting_or_dataset_is_refused_not_ignored(tmp_path, edit, problem):
     path = tmp_path / "config.yaml"
@@ -122,3 +125,11 @@ def test_a_misspelt_setting_or_dataset_is_refused_not_ignored(tmp_path, edit, pr
     with pytest.raises(paper.ConfigError) as err:
         paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
     assert problem in str(err.value)
+
+
+def test_quick_skips_a_method_it_does_not_know_and_says_so(tmp_path, capsys):
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out").replace("[truth, sindy]", "[truth, sindyy]"))
+    sweep = paper.sweep_from_config(paper.load_config(path), True, 1, "joblib", None)
+    assert [spec.name for spec in sweep.methods] == ["truth"]
+    assert "skipping method sindyy: no method of that name (did you mean sindy?)" in capsys.readouterr().out
