@@ -26,6 +26,7 @@ import uuid
 
 import dask
 
+from bench.rows import DASK_FAILED
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core.cluster import ClusterError, connect
 
@@ -128,7 +129,7 @@ class DaskExecutor:
                 result = future.result()
             else:  # e.g. KilledWorker: every worker that tried it died
                 error = future.exception()
-                reason = f"dask task failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                reason = f"{DASK_FAILED}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
                 result = {"status": "error", "reason": reason[:500]}
             yield i, result
             if setup_overran(result):  # the method's other tasks are cancelled, as on joblib

@@ -60,6 +60,15 @@ def cut_by_time(status, metadata) -> bool:
     return status == "timeout" or runs_stopped_by_time(metadata)
 
 
+DASK_FAILED = "dask task failed"  # a row's reason where Dask, not the method, gave no answer
+
+
+def lost_with_its_workers(status, reason) -> bool:
+    """Whether a row records a task whose every Dask worker died under it (KilledWorker: machines
+    lost, preempted), a failure of the cluster rather than of the method: a resume runs it again."""
+    return status == "error" and str(reason).startswith(f"{DASK_FAILED}: KilledWorker")
+
+
 def runs_stopped_by_time(metadata) -> bool:
     """Whether a row's metadata (JSON text) records a run that stopped at its own time limit
     (`runs_stopped_by_time`) before its counted budget was spent."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.rows import KEY as _KEY, cut_by_time, stored_types
+from bench.rows import KEY as _KEY, cut_by_time, lost_with_its_workers, stored_types
 
 KEY = list(_KEY)
 SWEEP_FILE = "sweep.json"
@@ -107,7 +107,8 @@ class ResultStore:
     def finished(self, versions: dict[str, str], limits: dict[str, float] | None = None) -> set[tuple]:
         """Keys of rows already stored for the current version of each method; given each
         method's current time limit, a result cut short by a shorter limit does not count (it is
-        redone): a timeout, or a run that stopped at its time limit (`bench.rows.cut_by_time`)."""
+        redone): a timeout, or a run that stopped at its time limit (`bench.rows.cut_by_time`).
+        Nor does a task lost with its Dask workers (`bench.rows.lost_with_its_workers`)."""
         frame = self.read()
         if frame.empty:
             return set()
@@ -117,6 +118,9 @@ class ResultStore:
             metadata = frame["metadata"] if "metadata" in frame else [None] * len(frame)
             cut = [cut_by_time(status, meta) for status, meta in zip(frame["status"], metadata)]
             keep &= ~(pd.Series(cut, index=frame.index) & shorter)
+        if "reason" in frame:
+            keep &= ~pd.Series([lost_with_its_workers(status, reason) for status, reason
+                                in zip(frame["status"], frame["reason"])], index=frame.index, dtype=bool)
         return set(frame.loc[keep, KEY].itertuples(index=False, name=None))
 
     def append(self, row: dict) -> None:

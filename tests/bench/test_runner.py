@@ -136,6 +136,18 @@ def test_a_timeout_is_rerun_when_the_time_limit_grows_and_kept_otherwise(tmp_pat
     assert len(parts) == 4 and set(parts["status"]) == {"ok", "timeout"}
 
 
+def test_a_task_lost_with_its_dask_workers_is_run_again_on_resume(tmp_path):
+    config = sweep(tmp_path, "truth", subset={"textbook": 2})
+    store = runner.run(config, progress=False)
+    rows = store.read()
+    rows.loc[0, ["status", "reason"]] = ["error", "dask task failed: KilledWorker: Attempted to run task bench-1 "
+                                                  "on 4 different workers, but all those workers died"]
+    rows.loc[1, ["status", "reason"]] = ["error", "worker process died during fit: exit code 3"]  # the method's
+    store.replace_all(rows)
+    redo = runner.pending_jobs(config, ResultStore(config.out))
+    assert [pending.task.key for pending in redo] == [tuple(rows.loc[0, list(KEY[:-1])])]
+
+
 def test_a_result_cut_short_by_its_time_limit_is_rerun_when_the_limit_grows(tmp_path):
     short = sweep(tmp_path, "cut-short", "truth", subset={"textbook": 2}, time_limit=5)
     runner.run(short, progress=False)
