@@ -101,10 +101,13 @@ class DaskExecutor:
         self.cluster = self.client = None
         self.futures = []
 
-    def results(self, jobs: list[Job]):
-        """(index of the job, the worker's result) for every job, in any order."""
-        from distributed import Client, as_completed
+    def start(self, n_jobs: int) -> None:
+        """Connect to the scheduler (or start the local cluster) for `n_jobs` jobs; ClusterError
+        where its workers cannot run them."""
+        from distributed import Client
 
+        if self.client is not None:
+            return
         if self.scheduler:
             self.client = connect(self.scheduler)
             daemonic = sorted(address for address, flag in self.client.run(_daemonic).items() if flag)
@@ -113,8 +116,14 @@ class DaskExecutor:
                                    "workers: restart them with DASK_DISTRIBUTED__WORKER__DAEMON=False in the "
                                    "environment (or with --no-nanny)")
         else:
-            self.cluster = local_cluster(min(self.jobs, len(jobs)))
+            self.cluster = local_cluster(min(self.jobs, n_jobs))
             self.client = Client(self.cluster)
+
+    def results(self, jobs: list[Job]):
+        """(index of the job, the worker's result) for every job, in any order."""
+        from distributed import as_completed
+
+        self.start(len(jobs))
         tag = uuid.uuid4().hex[:8]  # task keys unique on a scheduler shared by several sweeps
         self.futures = [self.client.submit(run_job, job, self.memory_limit, pure=False, key=f"bench-{tag}-{i}")
                         for i, job in enumerate(jobs)]

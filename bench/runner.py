@@ -181,6 +181,9 @@ class JoblibExecutor:
         self.jobs, self.memory_limit = jobs, memory_limit
         self.pool: WorkerPool | None = None
 
+    def start(self, n_jobs: int) -> None:
+        """Nothing to reach beforehand: workers start with their first job."""
+
     def results(self, jobs: list[Job]):
         """(index of the job, the worker's result) for every job, in any order."""
         self.pool = WorkerPool(min(self.jobs, len(jobs)), self.memory_limit)
@@ -277,17 +280,19 @@ def _run(sweep: Sweep, digests: dict, progress: bool) -> ResultStore:
     pending = pending_jobs(sweep, store)
     store.folder.mkdir(parents=True, exist_ok=True)
     grid = _sweep_grid(sweep)
-    _write_config(sweep, store.folder, grid, pending=len(pending), digests=digests)
-    if progress and resuming:
-        print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
-              "(a longer time limit reruns only the results it cut short; a new method version reruns its rows)",
-              file=sys.stderr)
-    if not pending:
-        _mark_finished(store.folder, grid)  # an interrupted start of this grid, now complete
-        return store
-    executor = make_executor(sweep)
-    bar = tqdm(total=len(pending), disable=not progress, unit="task", dynamic_ncols=True)
+    executor, bar = make_executor(sweep), None
     try:
+        if pending:  # reached before the start is recorded: one that cannot run tasks leaves no `runs` entry
+            executor.start(len(pending))
+        _write_config(sweep, store.folder, grid, pending=len(pending), digests=digests)
+        if progress and resuming:
+            print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
+                  "(a longer time limit reruns only the results it cut short; a new method version reruns its "
+                  "rows)", file=sys.stderr)
+        if not pending:
+            _mark_finished(store.folder, grid)  # an interrupted start of this grid, now complete
+            return store
+        bar = tqdm(total=len(pending), disable=not progress, unit="task", dynamic_ncols=True)
         for index, result in executor.results([p.job for p in pending]):
             row = finish(pending[index], result)
             store.append(row)
@@ -300,7 +305,8 @@ def _run(sweep: Sweep, digests: dict, progress: bool) -> ResultStore:
             try:
                 store.flush()
             finally:  # a failed write must not leave the workers running, or the driver never exits
-                bar.close()
+                if bar is not None:
+                    bar.close()
                 executor.close()
     return store
 

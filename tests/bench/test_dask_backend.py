@@ -85,6 +85,7 @@ def test_daemonic_dask_workers_are_refused_before_any_row_is_stored(tmp_path):
             runner.run(sweep(tmp_path / "out", "truth", backend="dask", scheduler=daemonic.scheduler_address),
                        progress=False)
     assert ResultStore(tmp_path / "out").read().empty
+    assert runner.unfinished_starts(tmp_path / "out") == []  # a start that ran nothing is not recorded
 
 
 def _short_setup_limit():
