@@ -105,9 +105,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "training process; on a 2-core CPU that is fastest, a GPU needs several)")
     p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
     p.add_argument("--resume", action="store_true",
-                   help="continue the run in OUT from OUT/last: its weights, optimizer, step, warm-up and schedule "
-                        "(the data stream is reshuffled from the step reached, so the examples differ from an "
-                        "uninterrupted run's); without it, an OUT that holds a run is refused")
+                   help="continue the run in OUT from OUT/last: its weights, optimizer, step and warm-up (give the "
+                        "same --schedule and --lr; the data stream is reshuffled from the step reached, so the "
+                        "examples differ from an uninterrupted run's); without it, an OUT that holds a run is refused")
     p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the data stream and initial weights")
     return p.parse_args(argv)
 
