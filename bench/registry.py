@@ -255,10 +255,10 @@ def unavailable_reason(spec: MethodSpec) -> str | None:
 
 def _failed_check(err: BaseException) -> str:
     """Why a method whose constructor, fingerprint() or unavailable_reason() raised cannot run,
-    naming the step from the traceback's innermost method frame."""
-    steps = [frame.name for frame in traceback.extract_tb(err.__traceback__)
-             if frame.name in ("__init__", "fingerprint", "unavailable_reason")]
-    return f"its {steps[-1] + '()' if steps else 'check'} failed: {one_line(err)}"
+    naming the step: the first frame of the traceback outside this file is the method's own (a
+    library's `__init__` that the method's fingerprint() called further in is not the step)."""
+    step = next((frame.name for frame in traceback.extract_tb(err.__traceback__) if frame.filename != __file__), None)
+    return f"its {step + '()' if step else 'check'} failed: {one_line(err)}"
 
 
 def select(names: list[str] | None, specs: dict[str, MethodSpec]) -> list[MethodSpec]:
