@@ -244,6 +244,7 @@ def _validate(c: Config) -> None:
         (c.simplify_time_limit > 0 and c.solve_time_limit > 0 and c.max_rhs_calls > 0, "limits must be positive"),
         (c.candidates_per_block >= 1 and c.skeletons_per_shard >= 1, "block and shard sizes must be >= 1"),
         (c.int_range != (0, 0), "int_range must contain a non-zero integer"),
+        (max(map(abs, c.int_range)) <= 2**53, "int_range must lie within +-2**53 (larger integers are not exact as numbers)"),
         (c.family in FAMILIES, f"family must be one of {', '.join(FAMILIES)}"),
         (c.science_max_degree >= 2, "science_max_degree must be >= 2"),
         (min(*c.science_rate_range, *c.science_scale_range, *c.science_shape_range, *c.science_y0_range) > 0,

@@ -64,9 +64,11 @@ def sample_constant(rng: np.random.Generator, config: Config, sign: int = 0) -> 
     """A constant from p_const; `sign` (+1 or -1) restricts it to that sign, as resampling requires."""
     if rng.random() < config.p_int:
         lo, hi = config.int_range
-        values = [v for v in range(lo, hi + 1) if v != 0 and (sign == 0 or np.sign(v) == sign)]
-        if values:
-            return int(values[int(rng.integers(len(values)))])
+        lo, hi = (max(lo, 1), hi) if sign > 0 else (lo, min(hi, -1)) if sign < 0 else (lo, hi)
+        count = hi - lo + 1 - (lo <= 0 <= hi)  # the non-zero integers of [lo, hi], never listed (the range may be wide)
+        if count > 0:
+            value = lo + int(rng.integers(count))
+            return value + 1 if lo <= 0 <= value else value  # skip 0
     lo, hi = config.real_range
     if sign > 0:
         lo = max(lo, 0.0)

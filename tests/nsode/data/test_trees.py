@@ -68,6 +68,18 @@ def test_constants_are_nonzero_and_keep_a_requested_sign():
     assert all(trees.sample_constant(rng, config, sign=+1) > 0 for _ in range(500))
 
 
+def test_a_wide_integer_range_is_sampled_without_listing_it():
+    # int_range [-10, 1e15] built a list of every integer: generation ran for ever without a line of output
+    config = cfg.from_dict({**cfg.default().to_dict(), "p_int": 1.0, "int_range": [-10, 10**15]})
+    rng = np.random.default_rng(4)
+    values = [trees.sample_constant(rng, config, sign=s) for s in (0, 1, -1) for _ in range(200)]
+    assert all(isinstance(v, int) and v != 0 and -10 <= v <= 10**15 for v in values)
+    assert all(v < 0 for v in values[400:]) and all(v > 0 for v in values[200:400])
+    assert max(values) > 10**14  # drawn from the whole range, not from a listed start of it
+    with pytest.raises(cfg.ConfigError, match="int_range must lie within"):
+        cfg.from_dict({**cfg.default().to_dict(), "int_range": [-10, 10**20]})
+
+
 def test_a_huge_exponent_of_a_y_subtree_is_refused_not_expanded():
     # (y/9)**((-9)**10) made sympy compute 9**3486784401 exactly: a data generation run hung on it.
     prefix = ["mul", "sub", "pow", "div", "y", 9, "pow", -9, 10, 5.842490676388326, "y"]
