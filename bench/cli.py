@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {err.filename}: {what}" if err.filename else f"error: {err}", file=sys.stderr)
             return 2
         except KeyboardInterrupt as err:
-            print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
+            sweeps = args.command in ("run", "paper")  # the commands that keep rows as they finish
+            print("interrupted" + (": finished rows are saved; run the same command again to resume" if sweeps else ""),
+                  file=sys.stderr)
             return 143 if isinstance(err, Terminated) else 130
 
 

@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import time
 import traceback
 import warnings
@@ -23,7 +22,7 @@ from pathlib import Path
 from bench.method import Budget, InvalidInput, Observations, Oracle, Prediction
 from bench.registry import MethodSpec
 from core.expressions import ExpressionError, parse, to_string
-from core.processes import Child, ChildDied, Deadline, one_line
+from core.processes import Child, ChildDied, Deadline, one_line, when_orphaned
 
 SETUP_TIME_LIMIT = 900.0  # seconds for a method's one-off setup (imports, model loading)
 MAX_WARNINGS = 5  # distinct warning messages kept in a row
@@ -50,7 +49,7 @@ def _serve(conn, memory_limit: int | None, log: str) -> None:
     pipe is closed) it exits quietly: an orphaned worker has nobody to report to. What the
     method prints (Python or C, stdout or stderr) goes to the file `log`, not the terminal."""
     os.setsid()
-    _exit_when_orphaned()
+    when_orphaned(lambda: os.killpg(0, signal.SIGKILL))  # a driver gone: the method's own children go too
     out = os.open(log, os.O_WRONLY | os.O_APPEND)
     os.dup2(out, 1)
     os.dup2(out, 2)
@@ -70,21 +69,6 @@ def _serve(conn, memory_limit: int | None, log: str) -> None:
                 conn.send(message)
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         os._exit(0)
-
-
-def _exit_when_orphaned(every: float = 1.0) -> None:
-    """Kill this worker's process group (the method's own children too) once its driver is gone.
-    A worker notices a closed pipe only when it next reads it, which a method stuck in a loop
-    never does; and a SIGKILLed driver stops nobody. (PR_SET_PDEATHSIG would fire when the
-    driver's thread that started the worker ends, which is not when the driver does.)"""
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(every)
-        os.killpg(0, signal.SIGKILL)
-
-    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 def _run_job(job: Job, methods: dict):

@@ -24,7 +24,7 @@ from core.arguments import whole_number
 
 ROOT = Path(__file__).resolve().parents[1]
 # the child prints its own peak resident memory (kilobytes on Linux) after the prediction
-CHILD = ("import resource, sys; from nsode.__main__ import main; code = main(sys.argv[1:]); "
+CHILD = ("import resource, sys; from nsode.cli import main; code = main(sys.argv[1:]); "
          "print('peak_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(code)")
 
 

@@ -5,33 +5,40 @@ given from Python (`is_whole`)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
+import numbers
 import sys
 from pathlib import Path
 from typing import Callable, NoReturn
 
-import numpy as np
 
-
-def run_command(main: Callable[[], int]) -> NoReturn:
+def run_command(main: Callable[[], int] | str) -> NoReturn:
     """Exit with `main()`'s status (`python -m bench`, `python -m nsode` and their installed
-    scripts); output piped into `head` and the like stops quietly, not with a traceback."""
+    scripts); output piped into `head` and the like stops quietly, not with a traceback. Named as
+    "module:function", `main` is imported here, so that Ctrl-C while its libraries load (torch,
+    sympy: seconds) stops the command with one line too."""
     try:
+        if isinstance(main, str):
+            module, _, name = main.partition(":")
+            main = getattr(importlib.import_module(module), name)
         sys.exit(main())
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(1)
+    except KeyboardInterrupt:  # one the command did not answer itself
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 def is_whole(value, low: int) -> bool:
     """A whole number (not a flag) >= low: a count given from Python rather than typed."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low  # numpy's too
 
 
 def is_finite_number(value) -> bool:
     """A finite real number (not a flag): a level or a limit given from Python or read from JSON."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-        and bool(np.isfinite(value))
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)  # numpy's too
 
 
 def is_noise_level(value) -> bool:

@@ -42,6 +42,21 @@ def die_with_parent() -> None:
         pass
 
 
+def when_orphaned(act: Callable[[], Any], every: float = 1.0) -> None:
+    """Call `act` (from a daemon thread) once this process's parent is gone: a worker notices a closed
+    pipe only when it next reads it, which one stuck in a long job never does, and a SIGKILLed parent
+    stops nobody. (PR_SET_PDEATHSIG fires when the parent's *thread* that started this process ends,
+    which for pool workers is not when the parent does.)"""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every)
+        act()
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
+
+
 @contextlib.contextmanager
 def signal_handled(signum: int, handler):
     """`handler` answers `signum` inside the block, and the caller's own handler comes back after

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.arguments import output_path, whole_number
+from core.arguments import output_path, run_command, whole_number
 from core.cluster import scheduler_address
 
 
@@ -131,4 +131,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main)

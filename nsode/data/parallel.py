@@ -2,7 +2,11 @@
 through joblib's dask backend, behind one `run(fn, argument tuples, ordered)` call."""
 from __future__ import annotations
 
+import os
+import signal
+
 from core.cluster import ClusterError, connect  # noqa: F401  (ClusterError: what callers catch)
+from core.processes import when_orphaned
 
 
 class Executor:
@@ -34,4 +38,19 @@ class Executor:
                 parallel = Parallel(n_jobs=-1, return_as=return_as)
         else:
             parallel = Parallel(n_jobs=self.jobs, backend="loky", return_as=return_as)
+            driver = os.getpid()
+            return parallel(delayed(_in_worker)(fn, driver, *a) for a in args)
         return parallel(delayed(fn)(*a) for a in args)
+
+
+_WATCHED = False
+
+
+def _in_worker(fn, driver: int, *args):
+    """fn(*args) in a loky worker that stops once the generator that started it is gone: killed with
+    SIGKILL, it would otherwise leave its workers to finish their shards for nobody."""
+    global _WATCHED
+    if not _WATCHED and os.getppid() == driver:
+        _WATCHED = True
+        when_orphaned(lambda: os.kill(os.getpid(), signal.SIGKILL))
+    return fn(*args)

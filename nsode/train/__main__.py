@@ -1,6 +1,5 @@
 """python -m nsode.train --data DIR --preset small --variant nsode-eps --out DIR (see nsode.train.run)."""
-import sys
+from core.arguments import run_command
 
-from nsode.train.run import main
-
-sys.exit(main())
+if __name__ == "__main__":
+    run_command("nsode.train.run:main")

@@ -44,6 +44,25 @@ def test_output_piped_into_a_reader_that_stops_early_ends_quietly(command, tmp_p
     assert child.wait(timeout=300) == 1 and child.stderr.read() == ""
 
 
+@pytest.mark.parametrize("command", ["bench", "nsode", "nsode.data", "nsode.train"])
+def test_the_entry_points_load_nothing_heavy_before_they_can_answer_ctrl_c(command):
+    """What `python -m COMMAND` imports before `run_command` takes over: sympy, torch and pandas take seconds
+    to load, and Ctrl-C in them printed Python's traceback."""
+    probe = (f"import importlib, sys; importlib.import_module('{command}.__main__'); "
+             "print(sorted({'numpy', 'scipy', 'sympy', 'torch', 'pandas'} & set(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert loaded.stdout.strip() == "[]", loaded.stderr
+
+
+def test_ctrl_c_while_a_command_loads_is_one_line(tmp_path):
+    (tmp_path / "slow_to_load.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\ndef main():\n    return 0\n")
+    run = "from core.arguments import run_command; run_command('slow_to_load:main')"
+    result = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert (result.returncode, result.stderr) == (130, "interrupted\n")
+
+
 def test_the_installed_scripts_name_callables_that_exist():
     import importlib
     import tomllib

@@ -124,7 +124,7 @@ def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
 
 @pytest.mark.parametrize("one_file", [False, True])
 def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, capsys, one_file, write_record):
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     records = logistic_records()
     paths = [write_record(tmp_path / f"run{k}.csv", t, y) for k, (t, y) in enumerate(records)]
@@ -148,7 +148,7 @@ def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, 
 
 
 def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tmp_path, capsys, write_record):
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     t = np.arange(20) / 10
     good, bad = write_record(tmp_path / "good.csv", t, np.exp(-t)), write_record(tmp_path / "bad.csv", [0, 1], [1, 2])
@@ -193,7 +193,7 @@ def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
 
 def test_files_given_after_the_options_are_read_and_one_file_named_twice_is_refused(tmp_path, capsys, write_record,
                                                                                        monkeypatch):
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     t = np.arange(20) / 10
     good, bad = write_record(tmp_path / "good.csv", t, np.exp(-t)), write_record(tmp_path / "bad.csv", [0, 1], [1, 2])

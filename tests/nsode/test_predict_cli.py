@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsode.__main__ import main
+from nsode.cli import main
 
 
 @pytest.mark.parametrize("content, message", [

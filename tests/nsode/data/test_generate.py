@@ -1,6 +1,10 @@
 """The generator end to end: the shard contract, determinism, -j independence, resume, errors."""
 import json
 import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -13,6 +17,8 @@ from nsode.data.__main__ import main
 from nsode.data.parallel import Executor
 from core.expressions import compile_vector, complexity
 from core.solving import fd_residual
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _contents(folder):
@@ -265,3 +271,19 @@ def test_listing_skeletons_of_a_solved_folder_says_how_many_are_solved(tmp_path,
     args = ["generate", "--out", str(folder), "--n-skeletons", "7", "--seed", "3", "--config", str(tmp_path / "tiny.yaml")]
     assert main(args + ["--skeletons-only", "-q"]) == 0
     assert "7 skeletons listed in skeletons.parquet (already solved into 3 shards)" in capsys.readouterr().out
+
+
+def test_pool_workers_stop_when_the_generator_is_killed(tmp_path, process_gone):
+    """`kill -9` of a `-j 2` generation left its workers solving their shards for nobody."""
+    driver = (f"import os, time\nfrom nsode.data.parallel import Executor\n"
+              f"def job(i):\n    open(r'{tmp_path}' + f'/{{os.getpid()}}', 'w').close()\n    time.sleep(120)\n"
+              f"list(Executor(2, None).run(job, [(0,), (1,)]))\n")
+    child = subprocess.Popen([sys.executable, "-c", driver], cwd=ROOT)
+    deadline = time.time() + 120
+    while len(list(tmp_path.iterdir())) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    workers = [int(p.name) for p in tmp_path.iterdir()]
+    assert len(workers) == 2
+    child.kill()
+    child.wait()
+    assert all(process_gone(pid, 10) for pid in workers)

@@ -85,7 +85,7 @@ def test_search_settings_given_from_python_are_checked_as_their_flags():
 
 
 def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write_record):
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     path = write_record(tmp_path / "decay.csv", T, DECAY)
     assert main(["predict", str(path), "--plot", str(tmp_path / "p.png"), "--json", str(tmp_path / "fit.json")]) == 0
@@ -108,7 +108,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write
 def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys, write_record):
     """Each listed candidate is written to the digits its own fit needs: a law shown to 4 digits
     on a large offset (101 kPa) moved its equilibrium by 114 Pa and read R^2 0.75, not 0.99997."""
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     t = np.linspace(0, 2, 64)
     y = 101325 + 500 * np.exp(-0.5 * t) * (1 + 1e-3 * np.random.default_rng(0).normal(size=t.size))
@@ -126,7 +126,7 @@ def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, 
 def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path, capsys, write_record):
     """A scalar law y' = f(y) never turns; a pick that misses the data by far more than their noise
     is a curve fit; the better fit set aside as unstable is named with its reason."""
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     t = np.linspace(0, 6, 64)
     assert main(["predict", str(write_record(tmp_path / "sine.csv", t, np.sin(t))), "--top", "0"]) == 0
@@ -194,7 +194,7 @@ def test_a_glitch_set_aside_far_off_is_marked_at_the_edge_not_scaled_to(tmp_path
 
 def test_data_at_rest_read_y_prime_zero_and_the_pick_is_not_flagged_unstable(tmp_path, capsys, write_record):
     """Another template fitted to the same text 0 may fail the check; the listed fit did not."""
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     path = write_record(tmp_path / "rest.csv", T, np.zeros_like(T))
     assert main(["predict", str(path)]) == 0
@@ -203,7 +203,7 @@ def test_data_at_rest_read_y_prime_zero_and_the_pick_is_not_flagged_unstable(tmp
 
 
 def test_the_paper_s_model_says_when_the_data_lie_outside_its_training_range(tmp_path, capsys, write_record):
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     t = np.linspace(0, 6, 30)  # three times the span it was trained on
     assert main(["predict", str(write_record(tmp_path / "long.csv", t, 3 * np.exp(-0.5 * t))), "--paper"]) == 0
@@ -340,7 +340,7 @@ def test_a_pick_that_misses_the_data_gets_a_second_look_with_powers_of_y():
 
 
 def test_predict_cli_says_when_it_looked_twice(tmp_path, capsys, write_record):
-    from nsode.__main__ import main
+    from nsode.cli import main
 
     y = solve(compile_scalar(-0.2 * Y + 0.3 * Y**3 - 0.01 * Y**5), 1.2, T)  # the odd quintic above, clean
     assert main(["predict", str(write_record(tmp_path / "quintic.csv", T, y)), "--top", "0", "--misfit-powers", "5"]) == 0
