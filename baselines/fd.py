@@ -39,6 +39,7 @@ search (all settings plus the refit) fits in the task's `Budget.time_limit`.
 """
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from typing import ClassVar
@@ -48,7 +49,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import GridSearchCV, ParameterGrid, PredefinedSplit
 
 from core import protocol
-from bench.method import (Budget, InvalidInput, Method, Observations, Prediction, are_numbers, are_whole,
+from bench.method import (Budget, InvalidInput, Method, Observations, OutOfTime, Prediction, are_numbers, are_whole,
                           is_whole, require)
 from core.expressions import compile_vector, parse
 from core.processes import Deadline, call_with_deadline
@@ -224,7 +225,7 @@ class FiniteDifferenceMethod(Method):
     def run(self, observations: Observations, budget: Budget) -> Prediction:
         X = observations.y[:, None]
         share = None if budget.time_limit is None else budget.time_limit / len(self.fd_degrees)
-        best, failure = None, ""
+        best, failure, timed_out = None, "", False
         for degree in self.fd_degrees:
             dy = derivative(observations.t, observations.y, self.fd_window, degree)
             run_limit = None if self.run_time_limit is None else per_run_limit(self.grid, self.run_time_limit, share)
@@ -235,15 +236,27 @@ class FiniteDifferenceMethod(Method):
                     warnings.simplefilter("ignore")  # FitFailedWarning / non-finite scores are recorded below
                     search.fit(X, dy)
             except (ValueError, RuntimeError) as err:  # sklearn raises ValueError when every run failed
-                failure = str(err).strip().splitlines()[-1]
+                failure = last_error(err)
+                timed_out = timed_out or isinstance(err, FitTimeout) or FitTimeout.__name__ in str(err)
                 continue
             if best is None or search.best_score_ > best[1].best_score_:
                 best = (degree, search)
-        if best is None:
-            raise RuntimeError(f"every hyperparameter run failed; last error: {failure}")
+        if best is None:  # runs killed at their share of the limit: a longer limit could give an answer
+            raise (OutOfTime if timed_out else RuntimeError)(f"every hyperparameter run failed; last error: {failure}")
         prediction = prediction_from_search(best[1])
         prediction.metadata["best_params"]["fd_degree"] = best[0]
         return prediction
+
+
+def last_error(err: BaseException) -> str:
+    """`Type: message` of a grid search's last failure, spelt the same whether the refit raised it or
+    scikit-learn listed it (`baselines.fd.FitTimeout: ...`), and without the RuntimeError that a
+    failure in `TimeLimited`'s child comes wrapped in (`RuntimeError: RuntimeError: ...`)."""
+    line = (str(err).strip().splitlines() or [""])[-1]  # scikit-learn's summary ends with the last failure
+    if not re.match(r"[\w.]+: ", line):
+        line = f"{type(err).__name__}: {line}"
+    line = re.sub(r"^(?:\w+\.)+(?=\w+: )", "", line)  # the module path of the type
+    return re.sub(r"^RuntimeError: (?=\w+: )", "", line)
 
 
 def grid_search(regressor: BaseEstimator, grid: dict[str, list] | list[dict[str, list]], t: np.ndarray,

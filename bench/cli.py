@@ -371,7 +371,8 @@ def _print_results(rows) -> None:
     observed = rows[rows["truth_kind"] == "observations"]
     if not observed.empty:
         print("\n" + report.OBSERVATIONS_NOTE)
-        print(f"\nThe laws found (constants to {report.LAW_DIGITS} digits; laws.csv has them in full):\n")
+        print(f"\nThe laws found (constants to {report.LAW_DIGITS} digits, laws cut at {report.LAW_WIDTH} characters; "
+              "laws.csv has them in full):\n")
         print(report.format_laws(report.laws(observed)))
 
 

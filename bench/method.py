@@ -25,6 +25,12 @@ class InvalidInput(ValueError):
     """Observations a method cannot be given; the message names the problem."""
 
 
+class OutOfTime(RuntimeError):
+    """Raised by a method whose budget ran out before it had any answer (every run it tried stopped
+    at its share of the time limit): the row is a `timeout`, which a resume under a longer limit
+    runs again, not an `error`."""
+
+
 @dataclass(frozen=True)
 class Observations:
     """One observed trajectory: strictly increasing finite times and finite values."""

@@ -237,6 +237,7 @@ def format_markdown(table: pd.DataFrame, columns=("tasks", "failed", "r2_interp"
 TASK = ["dataset", "equation_id", "record", "y0_index", "noise", "n", "seed"]
 LAW_DIGITS = 4  # significant digits of each constant in the printed laws (laws.csv keeps them all)
 SHOWN_LAWS = 40  # rows of the laws table printed after a sweep of user data
+LAW_WIDTH = 80  # characters of a law in that table: a 15-term fit would widen every row past a screen
 
 
 def laws(rows: pd.DataFrame) -> pd.DataFrame:
@@ -253,15 +254,17 @@ def laws(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _short(law: str) -> str:
-    """A law with each constant written to LAW_DIGITS significant digits, for reading."""
+    """A law with each constant written to LAW_DIGITS significant digits, for reading, cut at LAW_WIDTH."""
     try:
-        return rounded(parse(law), LAW_DIGITS)
+        law = rounded(parse(law), LAW_DIGITS)
     except ValueError:
-        return law
+        pass
+    return law if len(law) <= LAW_WIDTH else law[:LAW_WIDTH - 4].rstrip() + " ..."
 
 
 def format_laws(table: pd.DataFrame, limit: int = SHOWN_LAWS) -> str:
-    """The laws table in markdown, constants to LAW_DIGITS digits, at most `limit` rows."""
+    """The laws table in markdown, constants to LAW_DIGITS digits and laws cut at LAW_WIDTH characters,
+    at most `limit` rows."""
     shown = table.head(limit).drop(columns=["n", "seed", "fit_time"], errors="ignore")
     if "record" not in shown and (shown["y0_index"] == 0).all():
         shown = shown.drop(columns="y0_index")  # a file of one record: its place says nothing

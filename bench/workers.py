@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.method import Budget, InvalidInput, Observations, Oracle, Prediction
+from bench.method import Budget, InvalidInput, Observations, Oracle, OutOfTime, Prediction
 from bench.registry import MethodSpec
 from core.expressions import ExpressionError, parse, to_string
 from core.processes import Child, ChildDied, Deadline, one_line, when_orphaned
@@ -96,6 +96,9 @@ def _run_job(job: Job, methods: dict):
         except InvalidInput as err:
             yield {"phase": "prediction", "status": "error", "reason": f"bad input: {err}",
                    "warnings": _warning_summary(caught)}
+            return
+        except OutOfTime as err:
+            yield {"phase": "prediction", "status": "timeout", "reason": str(err), "warnings": _warning_summary(caught)}
             return
         except (Exception, SystemExit, KeyboardInterrupt) as err:  # sys.exit inside a library (ffx) fails the
             # task, not the worker; so does a KeyboardInterrupt, which only the method can raise (workers ignore Ctrl-C)

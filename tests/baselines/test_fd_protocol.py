@@ -6,7 +6,7 @@ import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from baselines import fd
-from bench.method import Budget, InvalidInput, Observations
+from bench.method import Budget, InvalidInput, Observations, OutOfTime
 
 
 class ProportionalRegressor(BaseEstimator, RegressorMixin):
@@ -79,7 +79,22 @@ def test_time_limited_fit_raises_fit_timeout():
         fd.TimeLimited(ProportionalRegressor(sleep=30.0), seconds=0.5).fit(np.ones((20, 1)), np.ones(20))
 
 
-def test_every_run_failing_gives_one_clean_error():
+def test_every_run_out_of_time_is_a_timeout_with_one_clean_reason():
+    """A longer limit could give an answer: OutOfTime (a timeout row, rerun under a longer limit), not an error."""
     method = Proportional(grid={"sleep": [30.0]}, run_time_limit=0.5)
-    with pytest.raises(RuntimeError, match="every hyperparameter run failed"):
+    with pytest.raises(OutOfTime, match=r"^every hyperparameter run failed; last error: FitTimeout: fit exceeded its 0.5 s"):
         method.run(exponential_observations(), Budget(time_limit=60.0))
+
+
+class FailingRegressor(ProportionalRegressor):
+    def fit(self, X, y):
+        raise ArithmeticError("no fit here")
+
+
+def test_every_run_failing_is_an_error_named_once():
+    method = Proportional(grid={"sleep": [0.0, 1.0]})
+    method.make_regressor = lambda seed, time_limit=None: FailingRegressor()
+    with pytest.raises(RuntimeError, match=r"^every hyperparameter run failed; last error: ArithmeticError: no fit here$") \
+            as failure:
+        method.run(exponential_observations(), Budget(time_limit=60.0))
+    assert not isinstance(failure.value, OutOfTime)  # a longer limit would not help

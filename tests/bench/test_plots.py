@@ -144,6 +144,9 @@ def test_laws_csv_holds_each_task_s_law_and_the_printed_table_rounds_its_constan
     assert "1.997*y - 1.995*y**2" in shown and "-0.501*y" in shown and "y0_index" not in shown  # as nsode predict writes it
     assert "r2_extrap" not in shown  # user data has no extrapolation window
     assert "and 1 more row:" in report.format_laws(report.laws(frame), limit=2)
+    long = " + ".join(f"{k}.123456*y**{k}" for k in range(2, 30))  # a sindy fit of many terms
+    shown = report.format_laws(report.laws(frame.assign(expression=long)))
+    assert max(map(len, shown.splitlines())) < 160 and " ..." in shown
 
 
 def test_failures_md_counts_each_kind_of_reason_once_and_the_csv_keeps_them_in_full(rows, tmp_path):

@@ -160,6 +160,16 @@ def test_a_result_cut_short_by_its_time_limit_is_rerun_when_the_limit_grows(tmp_
     assert rows.loc[rows.method == "cut-short", "metadata"].str.contains('"runs_stopped_by_time": 0').all()
 
 
+def test_a_method_out_of_time_is_a_timeout_and_rerun_when_the_limit_grows(tmp_path):
+    """An FD baseline whose every run was killed at its share of the limit was an error row, never rerun."""
+    short = sweep(tmp_path, "out-of-time", subset={"textbook": 2}, time_limit=5)
+    rows = runner.run(short, progress=False).read()
+    assert set(rows["status"]) == {"timeout"} and rows["reason"].str.contains("FitTimeout").all()
+    assert runner.pending_jobs(short, ResultStore(short.out)) == []
+    longer = sweep(tmp_path, "out-of-time", subset={"textbook": 2}, time_limit=20)
+    assert set(runner.run(longer, progress=False).read()["status"]) == {"ok"}
+
+
 def test_a_failed_write_still_stops_the_workers(tmp_path, monkeypatch):
     """Otherwise the driver waits on its workers at exit and never returns."""
     closed = []
