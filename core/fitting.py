@@ -252,24 +252,29 @@ class RecordsFit:
         return all(math.isfinite(c) for c in self.chi2)
 
 
-def standard_errors_from(jac: np.ndarray) -> np.ndarray:
+def standard_errors_from(jac: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
     """sqrt(diag((J^T J)^-1)) for residuals in noise units with Jacobian J (one column per number),
     with the columns scaled to unit length first, so that units do not matter. A number that
     moves along a direction J cannot tell from 0 (a singular value below CONDITION_LIMIT of the
     largest) is undetermined, inf: c0 and c2 in c0*y + c1*y*log(c2*y), where the data fix c1 and
     c0 + c1*log(c2) but neither alone. The other numbers keep their errors, a weak direction
-    counting at that limit; all are inf where J is not finite."""
+    counting at that limit; all are inf where J is not finite. With `noise`, each residual's own
+    noise in those units, for a fit that did not weigh its residuals by it: the errors of that
+    unweighted fit, sqrt(diag(A N^2 A^T)) with A = (J^T J)^-1 J^T (the sandwich)."""
     jac = np.asarray(jac, float)
     if not np.all(np.isfinite(jac)):
         return np.full(jac.shape[1], math.inf)
     norms = np.linalg.norm(jac, axis=0)
     scale = np.where(norms > 0, norms, 1.0)
     unit = np.vstack([jac / scale, np.zeros((max(jac.shape[1] - jac.shape[0], 0), jac.shape[1]))])  # square at least
-    _, s, vt = np.linalg.svd(unit, full_matrices=False)
+    u, s, vt = np.linalg.svd(unit, full_matrices=False)
     if s[0] == 0:
         return np.full(jac.shape[1], math.inf)
     floor = CONDITION_LIMIT * s[0]
-    errors = np.sqrt(np.sum((vt.T / np.maximum(s, floor)) ** 2, axis=1)) / scale
+    inverse = vt.T / np.maximum(s, floor)  # V S^-1: (J^T J)^-1 = inverse inverse^T
+    if noise is not None:
+        inverse = inverse @ (u[: len(jac)] * np.asarray(noise, float)[:, None]).T  # A N
+    errors = np.sqrt(np.sum(inverse ** 2, axis=1)) / scale
     moved = np.max(np.abs(vt[s < floor]), axis=0, initial=0.0)  # each number's share of the degenerate directions
     return np.where((moved > UNDETERMINED_SHARE) | (norms == 0), math.inf, errors)
 

@@ -48,21 +48,26 @@ def sensitivities(template: Template, values, y0: float, t: np.ndarray, *,
 
 
 def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma: float, *,
-                    rel_step: float = 1e-5, profile: np.ndarray | None = None) -> np.ndarray:
+                    rel_step: float = 1e-5, profile: np.ndarray | None = None, weighted: bool = True) -> np.ndarray:
     """Standard errors of (y0, *values) for observations at `t` with noise `sigma`: the square
     roots of the diagonal of sigma^2 (J^T J)^-1, J the trajectory's sensitivity to them
     (`sensitivities`). inf for a number the data cannot determine (core.fitting.standard_errors_from:
     c0 and c2 in c0*y + c1*y*log(c2*y), while c1 and y0 keep theirs), and for all where the
     trajectory cannot be integrated. With a noise `profile`, point
-    i's noise is sigma times profile[i] (each row of J divided by it): where the noise grows with
-    |y|, the quiet small values fix a growth's rate far better than equal noise would say."""
+    i's noise is sigma times profile[i]: for a fit `weighted` by it (each row of J divided by it),
+    where the noise grows with |y|, the quiet small values fix a growth's rate far better than
+    equal noise would say; for an unweighted fit, whose large values count as much as they are
+    noisy, the errors are the sandwich's (core.fitting.standard_errors_from), wider."""
     found = sensitivities(template, values, y0, t, rel_step=rel_step)
     if found is None:
         return np.full(len(values) + 1, math.inf)
     jac, size = found
-    if profile is not None:
-        jac = jac / np.asarray(profile, float)[:, None]
-    return sigma * size * standard_errors_from(jac)
+    if profile is None:
+        return sigma * size * standard_errors_from(jac)
+    profile = np.asarray(profile, float)
+    if weighted:
+        return sigma * size * standard_errors_from(jac / profile[:, None])
+    return sigma * size * standard_errors_from(jac, noise=profile)
 
 
 def predictive_error(template: Template, values, y0: float, t: np.ndarray, y: np.ndarray, cut: int,

@@ -31,11 +31,12 @@ def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = Non
     the rounded law to fit within one noise variance of the unrounded one: constants that move
     together (c and p of c*y**p) each have a large error alone, yet rounding both at it would
     change the law. With the choice's noise `profile` (`nsode.search.choice.choice_profile`), each point
-    counts in its own noise, as in the choice. What is printed and plotted."""
+    counts in its own noise, as in the choice, and the errors are those of the fit as it was made
+    (weighed by the profile or not: `Found.weighted`). What is printed and plotted."""
     if found.template is None:
         return Supported(found.expr, found.y0, math.inf, ())
     t, y = np.asarray(t, float), np.asarray(y, float)
-    errors = standard_errors(found.template, found.values, found.y0, t, sigma, profile=profile)
+    errors = standard_errors(found.template, found.values, found.y0, t, sigma, profile=profile, weighted=found.weighted)
     unrounded = trajectory_score(found.template, found.values, found.y0, t, y, sigma, profile)[1]  # at this sigma
     for extra in range(17):  # same constants, so a criterion 1 higher is a residual one noise variance higher
         values = [round_to_error(v, e, extra=extra) for v, e in zip(found.values, errors[1:])]

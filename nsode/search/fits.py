@@ -32,6 +32,7 @@ class Found:
     values: tuple[float, ...] = ()
     forecast: float = math.nan  # forecast error (noise variances) on the last observations, when compared
     prior: float = 0.0  # criterion units charged before the fit: multiplicity of its size, unit_cost
+    weighted: bool = False  # its least squares weighed each residual by the noise profile (many decades)
 
     @property
     def score(self) -> float:

@@ -152,7 +152,8 @@ def fit_candidates(skeletons: list[Skeleton], t, y, sigma: float, settings: Sett
                 values, y0, stage = exact.values, exact.y0, "trajectory"
         quality, ic = trajectory_score(template, values, y0, t, y, sigma, profile)
         out.append(Found(template.substitute(values), y0, quality, ic, len(values), source, stage, nfev=nfev,
-                         safety_net=net, template=template, values=tuple(values), prior=prior))
+                         safety_net=net, template=template, values=tuple(values), prior=prior,
+                         weighted=weights is not None and stage == "trajectory"))
     return out
 
 

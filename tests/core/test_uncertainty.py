@@ -44,6 +44,21 @@ def test_standard_errors_match_linear_regression_for_a_constant_rate():
     assert errors[0] == pytest.approx(0.01 * math.sqrt(1 / len(t) + (t[0] - t.mean()) ** 2 / spread), rel=1e-4)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_errors_under_noise_that_grows_with_y_are_those_of_the_fit_as_made(weighted):
+    # y' = -0.5 y from 3 over [0, 10], 1% relative noise: an unweighted fit's rate spreads 4.5 times
+    # wider than a weighted one's; its errors were the weighted formula's (the true rate 5 errors off)
+    t = np.linspace(0, 10, 200)
+    truth = 3 * np.exp(-0.5 * t)
+    profile = truth / np.sqrt(np.mean(truth**2))
+    law, rng = Template(A * Y, (A,)), np.random.default_rng(0)
+    rates = [fit_trajectory(law, t, truth * (1 + 0.01 * rng.normal(size=t.size)), [-0.4], 3.0,
+                            weights=profile if weighted else None).values[0] for _ in range(150)]
+    error = standard_errors(law, [-0.5], 3.0, t, 0.01 * np.sqrt(np.mean(truth**2)), profile=profile,
+                            weighted=weighted)[1]
+    assert np.std(rates) == pytest.approx(error, rel=0.2)
+
+
 def test_a_number_fitted_to_round_off_still_has_its_standard_error():
     # a straight line fitted as y' = a + b*y gives b near 1e-16; its error is that of any small b
     t = np.linspace(0, 2, 50)

@@ -915,3 +915,23 @@ def test_the_exact_path_is_least_squares_with_the_minimum_norm_where_columns_coi
     y = rng.standard_normal(20)
     expected = [np.linalg.lstsq(d, y, rcond=None)[0] for d in design]  # numpy's is the minimum-norm one
     assert np.allclose(least_squares_unit(design, y), expected)
+
+
+def test_printed_errors_are_those_of_the_fit_as_made_under_noise_that_grows_with_y():
+    # 1% relative noise on a 150-fold decay: the choice weighs by a noise profile, the fit does not
+    # (not many decades), so its errors are the unweighted fit's; they were the weighted formula's
+    from core.uncertainty import standard_errors
+    from nsode.search.choice import choice_profile
+
+    t = np.linspace(0, 10, 200)
+    y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    settings = Settings(variants=False, combine=0)
+    found, info = search([-0.5 * Y], t, y, settings)
+    profile = choice_profile(t, y, settings)
+    assert info["noise_profile"] and profile is not None and not found[0].weighted
+    sigma = info["noise_sigma"]
+    (_, error), = supported(found[0], t, y, sigma, profile).constants
+    unweighted = standard_errors(found[0].template, found[0].values, found[0].y0, t, sigma, profile=profile,
+                                 weighted=False)[1]
+    assert error == pytest.approx(unweighted) and error > 1.4 * standard_errors(
+        found[0].template, found[0].values, found[0].y0, t, sigma, profile=profile)[1]
