@@ -286,7 +286,8 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
         clean = sigma <= noise_floor(y)  # noise_level never reads below the floor
         print(noise_text(sigma, profile is not None, clean))
         reading["noise"] = {"sigma": sigma, "at_floor": clean, "grows_with_y": profile is not None, "misfit": missed}
-    print(f"R^2 on the data: {r2_text(result.r2)}")
+    without = f" (without the {len(aside)} point{'s' if len(aside) > 1 else ''} set aside)" if aside else ""
+    print(f"R^2 on the data{without}: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
     listed: dict[str, tuple[str, float, str]] = {}  # each law once as printed (0 and 0.0 are one law)
     fits = dict(zip((expr for expr, _ in result.candidates), result.fits))  # none with --paper

@@ -148,6 +148,7 @@ def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path
     assert main(["predict", str(glitch), "--top", "0"]) == 0
     out = capsys.readouterr().out  # set aside by default, named with --no-glitches
     assert f"note: 1 point set aside (t = {t[20]:.4g})" in out and re.search(r"^y' = -0\.(49\d|50\d?)\*y$", out, re.M)
+    assert "R^2 on the data (without the 1 point set aside): 0.99" in out  # not the R^2 of every point
     assert main(["predict", str(glitch), "--top", "0", "--no-glitches"]) == 0
     assert f"note: 1 point stands apart from its neighbours' course (t = {t[20]:.4g})" in capsys.readouterr().out
 
