@@ -47,6 +47,10 @@ class FFXRegressor(BaseEstimator, RegressorMixin):
 
 
 def ffx_expression(model) -> str:
+    if type(model).__name__ == "ConstantModel":  # no basis helped: FFX answers with the mean (no coefs_n)
+        if not math.isfinite(model.constant):
+            raise ValueError("FFX's constant model is not a number")
+        return _c(model.constant)
     numerator = " + ".join([_c(model.coefs_n[0])] + [f"{_c(c)}*({_ffx_base(b)})" for c, b in zip(model.coefs_n[1:], model.bases_n)])
     if not model.bases_d:
         return numerator

@@ -4,7 +4,9 @@ FFX has no hyperparameters (SRBench's grid is empty), so the search is a single 
 validated and refit. It runs in a child process's main thread, where its SIGALRM timer works
 and its `sys.exit` on a failed ElasticNet fit is caught as a failed run. FFX itself rounds
 its model's coefficients to 3 significant digits (ffx.core.models.FFXModel); the expression
-keeps exactly the coefficients of FFX's model, which is what FFX predicts with.
+keeps exactly the coefficients of FFX's model, which is what FFX predicts with; where no basis
+helps, FFX's answer is a constant (its ConstantModel), and so is the law (version 2; version 1
+failed the task reading it).
 """
 from baselines.fd import FiniteDifferenceMethod
 from baselines.libraries import FFXRegressor
@@ -13,7 +15,7 @@ from core import protocol
 
 class FFX(FiniteDifferenceMethod):
     name = "ffx"
-    version = "1"
+    version = "2"
     requires = ("ffx.core.bases", "ffx.core.constants", "pynumdiff")  # what the fit imports, not just the package
     time_limit = protocol.SEARCH_TIME_LIMIT
     description = "FFX (pathwise regularised regression over nonlinear bases) on smoothed finite differences"

@@ -59,6 +59,18 @@ def test_pysr_asks_for_julia_before_importing_pysr(monkeypatch):
     assert "not installed here" in reason and "\n" not in reason
 
 
+def test_an_ffx_constant_model_is_a_constant_law():
+    # FFX answers with a ConstantModel when no basis helps; reading its coefficients failed the task
+    pytest.importorskip("ffx")
+    from ffx.core.models import ConstantModel
+
+    from baselines.libraries import ffx_expression
+
+    assert parse(ffx_expression(ConstantModel(-0.25, 1))) == parse("-0.25")
+    with pytest.raises(ValueError, match="not a number"):
+        ffx_expression(ConstantModel(float("nan"), 1))
+
+
 def test_feat_text_is_read_with_the_whitelisting_parser():
     assert parse(feat_expression("0.5*x_0^2 + sin(x_0)")) == parse("0.5*y**2 + sin(y)")
     with pytest.raises(ExpressionError):
