@@ -64,7 +64,8 @@ def time_text(value: float, t: np.ndarray) -> str:
 
 def noise_text(sigma: float, weighed: bool, clean: bool = False) -> str:
     """The noise level behind the printed errors, and whether the choice weighed each residual at its
-    own point's level (version 22: noise that grows with |y|), which a user comparing fits should know.
+    own point's level (version 22: noise that grows with |y|; the errors then allow for each point's
+    own level, whether the fit weighed by it or not), which a user comparing fits should know.
     On `clean` data the level is the floor every criterion assumes (core.noise.NOISE_FLOOR of the
     data's scale), and what grows with |y| is the misses of a smooth curve through exact values."""
     from core.noise import NOISE_FLOOR  # with scipy: not at `nsode --help`'s start
@@ -73,14 +74,14 @@ def noise_text(sigma: float, weighed: bool, clean: bool = False) -> str:
         text = (f"(standard errors at the noise floor, sigma = {sigma:.3g} in units of y: the data read as free of "
                 f"noise, and every fit is judged as if their noise were {NOISE_FLOOR:g} of their scale)")
         if weighed:
-            text += ("\n(the points' misses of a smooth curve through them grow with |y|: the choice and the errors "
-                     "weighed each point by them)")
+            text += ("\n(the points' misses of a smooth curve through them grow with |y|: the choice weighed each "
+                     "point by them, and the errors allow for them)")
         return text
     text = f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y)"
     if weighed:
         text = (f"(standard errors at the noise level read from the data: sigma = {sigma:.3g} in units of y at the "
-                "record's root mean square)\n(the noise grows with |y| here: the choice and the errors weighed "
-                "each point by its own noise level)")
+                "record's root mean square)\n(the noise grows with |y| here: the choice weighed each point by its "
+                "own noise level, and the errors allow for it)")
     return text
 
 

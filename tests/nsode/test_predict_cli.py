@@ -217,7 +217,7 @@ def test_the_user_is_told_when_the_choice_weighed_noise_that_grows_with_y(tmp_pa
     path = write_record(tmp_path / "decay.csv", t, y)
     assert main(["predict", str(path), "--top", "0"]) == 0
     out = capsys.readouterr().out
-    assert "the choice and the errors weighed each point by its own noise level" in out and "noise floor" not in out
+    assert "the choice weighed each point by its own noise level, and the errors allow for it" in out and "noise floor" not in out
     assert main(["predict", str(path), "--top", "0", "--no-noise-growth"]) == 0
     assert "its own noise level" not in capsys.readouterr().out
 
