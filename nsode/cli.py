@@ -29,6 +29,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -375,6 +376,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     from core.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.joint import identifiable_joint, predict_records, record_misses, supported_values
+    from nsode.search.fits import carried_back
     from nsode.search.settings import MISFIT_NOISES
 
     result = predict_records(predictor, records)
@@ -395,9 +397,14 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         print(f"as fitted: y' = {form} with {named}")
         reading |= {"form": form, "constants": _constant_rows(constants)}
     width = max(map(len, names))
-    for name, record, y0, error, r2 in zip(names, result.records, chosen.fit.y0s, errors, chosen.r2s):
-        start = f"y({time_text(record.t[0], record.t)}) = {written_to_error(y0, error)} +- {error:.2g}"
-        print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(record.t)} points)")
+    # a long record was read as group means (core.fitting.bin_means): its y0 and R^2 are restated for the file
+    given = [(t, y, *(carried_back(chosen.template, chosen.fit.values, y0, record.t[0], t, y) if len(t) > len(record.t)
+                      else (y0, r2)))
+             for (t, y), record, y0, r2 in zip(records, result.records, chosen.fit.y0s, chosen.r2s)]
+    for name, record, (t, _, y0, r2), error in zip(names, result.records, given, errors):
+        start = f"y({time_text(t[0], t)}) = {written_to_error(y0, error)} +- {error:.2g}"
+        means = f", read as {len(record.t)} group means" if len(t) > len(record.t) else ""
+        print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(t)} points{means})")
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)
     print(f"(standard errors at the noise levels read from the records: sigma = {sigmas} in units of y)")
     misses = record_misses(chosen, result.records)
@@ -428,14 +435,17 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
                          "(--no-glitches keeps every point)")
             print(notes[-1])
     reading["records"] = [
-        {"name": name, "initial_value": {"t": record.t[0], "value": y0, "error": error}, "r2": r2,
-         "points": len(record.t), "noise": {"sigma": record.sigma, "misfit": missed}, "alone": own}
-        for name, record, y0, error, r2, missed, own in zip(names, result.records, chosen.fit.y0s, errors,
-                                                             chosen.r2s, misses, alone)]
+        {"name": name, "initial_value": {"t": t[0], "value": y0, "error": error}, "r2": r2,
+         "points": len(t), "noise": {"sigma": record.sigma, "misfit": missed}, "alone": own}
+        for name, record, (t, _, y0, r2), error, missed, own in zip(names, result.records, given, errors, misses,
+                                                                   alone)]
     reading["notes"] = [note.removeprefix("note: ") for note in notes]
     if args.plot:
         try:
-            plot_records(args.plot, result.records, names, law, chosen.template, values, y0s, args.columns)
+            starts = [carried_back(chosen.template, values, y0, record.t[0], t, y)[0]
+                      for (t, y, *_), record, y0 in zip(given, result.records, y0s)]
+            plot_records(args.plot, [replace(record, t=t, y=y) for record, (t, y, *_) in zip(result.records, given)],
+                         names, law, chosen.template, values, starts, args.columns)
         except OSError as err:
             print(f"error: --plot {args.plot}: cannot write there ({err.strerror or err})", file=sys.stderr)
             return 1

@@ -160,6 +160,7 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
     if chosen is not None:
         fits.remove(chosen)
         fits.insert(0, chosen)
+    fits = _one_per_skeleton(fits)
     info = {"records": len(records), "skeletons": len(proposed), "fitted": len(fits), "safety_checked": checked,
             "all_rejected": bool(fits) and chosen is None, "nfev": sum(f.fit.nfev for f in fits),
             "points": sum(len(r.t) for r in read), "second_look": looked, "pooled_noise": pooled_noise}
@@ -169,6 +170,20 @@ def joint_choice(own: list[Prediction], records, settings: Settings, *,
 def _check_look(second_look: str) -> None:
     if second_look not in SECOND_LOOKS:
         raise ValueError(f"second_look must be one of {', '.join(SECOND_LOOKS)}, got {second_look!r}")
+
+
+def _one_per_skeleton(fits: list[JointFit]) -> list[JointFit]:
+    """`fits` (the chosen one first, then best first) with each skeleton once: a second look can
+    propose a sum fitted already (its keys are stage 1's, `known` holds the laws'), and the list
+    showed it twice."""
+    seen: set[tuple] = set()
+    out = []
+    for f in fits:
+        key = skeleton_key(f.expr)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 def _keys(starts: list[Start]) -> set[tuple]:

@@ -42,13 +42,20 @@ class Found:
 
 def restate(found: Found, start: float, t, y) -> None:
     """`found`, fitted to group means of the record (t, y) (core.fitting.bin_means) with its y0 at
-    their first time `start`, restated for the record itself: y0 carried back to t[0] along its
-    own law, R^2 taken on every observation (-inf where either fails)."""
+    their first time `start`, restated for the record itself (`carried_back`)."""
+    found.y0, found.r2 = carried_back(found.template, found.values, found.y0, start, t, y)
+
+
+def carried_back(template: Template, values, y0: float, start: float, t, y) -> tuple[float, float]:
+    """A fit to group means of the record (t, y), its y0 at their first time `start`, restated for
+    the record itself: (y0 carried back to t[0] along its own law, R^2 on every observation; -inf
+    where either fails)."""
     try:
-        found.y0 = float(trajectory(found.template, found.values, found.y0, np.array([start, t[0]]))[-1])
-        found.r2 = r2(trajectory(found.template, found.values, found.y0, t), y)
+        if start != t[0]:
+            y0 = float(trajectory(template, values, y0, np.array([start, t[0]]))[-1])
+        return y0, r2(trajectory(template, values, y0, t), y)
     except SOLVE_FAILURES:
-        found.r2 = -math.inf
+        return y0, -math.inf
 
 
 def trajectory_score(template: Template, values, y0: float, t, y, sigma: float,

@@ -236,3 +236,29 @@ def test_a_joint_plot_tells_records_with_one_file_name_apart_by_their_folders(tm
                  [r.y[0] for r in twelve])
     colours = [tuple(line.get_color()) for line in drawn[1].axes[0].get_lines() if line.get_marker() == "."]
     assert len(set(colours)) == 12  # none twice
+
+
+def test_a_long_record_read_as_group_means_is_reported_as_the_file_holds_it(tmp_path, capsys, write_record):
+    """Its y0 and point count were the means' (y(0.0027) = 0.3006, 1024 points, for a file of 3000 from t = 0)."""
+    from nsode.cli import main
+
+    long_t, short_t = np.linspace(0, 2, 200), np.linspace(0, 2, 20)
+    paths = [write_record(tmp_path / "long.csv", long_t, 3 * np.exp(-0.5 * long_t)),
+             write_record(tmp_path / "short.csv", short_t, 1.5 * np.exp(-0.5 * short_t))]
+    assert main(["predict", *map(str, paths), "--joint", "--max-points", "32", "--json", str(tmp_path / "r.json")]) == 0
+    assert re.search(r"long\.csv +y\(0\) = 3\.000\d* \+- \S+, R\^2 1\.000000 \(200 points, read as 32 group means\)",
+                     capsys.readouterr().out)
+    first = json.loads((tmp_path / "r.json").read_text())["records"][0]
+    assert first["initial_value"]["t"] == 0.0 and first["points"] == 200 and first["r2"] > 0.999999
+    assert abs(first["initial_value"]["value"] - 3.0) < 1e-3  # the means' own start read 2.95
+
+
+def test_each_skeleton_is_listed_once_after_a_second_look(predictor):
+    # two decays at different rates follow no one law: the second look proposed sums the first had
+    # fitted (their keys were compared with the laws'), and the candidates listed them twice
+    rng, t = np.random.default_rng(1), np.linspace(0, 6, 80)
+    records = [(t, np.exp(-k * t) + 0.01 * rng.standard_normal(80)) for k in (0.5, 1.0)]
+    result = predict_records(predictor, records)
+    assert result.info["second_look"]
+    keys = [skeleton_key(f.expr) for f in result.fits]
+    assert len(keys) == len(set(keys))
