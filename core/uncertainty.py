@@ -62,12 +62,9 @@ def standard_errors(template: Template, values, y0: float, t: np.ndarray, sigma:
     if found is None:
         return np.full(len(values) + 1, math.inf)
     jac, size = found
-    if profile is None:
-        return sigma * size * standard_errors_from(jac)
-    profile = np.asarray(profile, float)
-    if weighted:
-        return sigma * size * standard_errors_from(jac / profile[:, None])
-    return sigma * size * standard_errors_from(jac, noise=profile)
+    if profile is not None and weighted:
+        jac = jac / np.asarray(profile, float)[:, None]
+    return sigma * size * standard_errors_from(jac, noise=None if weighted else profile)
 
 
 def predictive_error(template: Template, values, y0: float, t: np.ndarray, y: np.ndarray, cut: int,
