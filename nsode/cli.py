@@ -389,7 +389,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
     law = to_infix(chosen.template.substitute(values))
     print(f"y' = {law}")
     print(f"one law for {len(records)} records: constants shared, an initial value each")
-    reading = {"files": names, "law": law, "method": "search, joint"}
+    reading = {"files": names, "law": law, "expression": result.expression, "method": "search, joint"}
     if values:
         form, constants = numbered_as_read(chosen.template.expr, chosen.template.params,
                                            list(zip(chosen.fit.values, errors[len(y0s):])))

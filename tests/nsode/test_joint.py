@@ -140,6 +140,7 @@ def test_predict_cli_reads_several_files_or_one_files_runs_as_one_law(tmp_path, 
     assert ("run 2  y(0) = 4.9" if one_file else "run2.csv  y(0) = 4.9") in out
     reading = json.loads((tmp_path / "runs.json").read_text())  # the same, for scripts
     assert reading["law"] == re.match(r"y' = (.*)\n", out).group(1) and len(reading["constants"]) == 2
+    assert skeleton_key(parse_infix(reading["expression"])) == skeleton_key(law)  # at full precision
     names = ["run 0", "run 1", "run 2"] if one_file else [str(path) for path in paths]
     assert [record["name"] for record in reading["records"]] == names == reading["files"]
     assert all(record["r2"] > 0.99 and record["points"] == 128 and record["alone"] and record["noise"]["misfit"] < 3
