@@ -66,11 +66,15 @@ class Template:
         return compile_scalar(self.expr, self.params)
 
     def values_and_gradients(self, y: np.ndarray, c) -> tuple[np.ndarray, np.ndarray]:
-        """f(y; c) [n] and df/dc [k, n] on an array y; nan out of the domain."""
+        """f(y; c) [n] and df/dc [k, n] on an array y; nan out of the domain. Where f is finite
+        but the chain rule reads 0 * inf or 0 / 0 (y**c or sqrt(c*y) at y = 0, where f is 0 for
+        every c near its value), df/dc is 0: a record that starts from exactly 0 is fitted."""
         with np.errstate(all="ignore"):
             out = self._vector(y, *c)
         arrays = [np.broadcast_to(np.asarray(o, dtype=float), y.shape) for o in out]
-        return arrays[0], np.array(arrays[1:]).reshape(len(self.params), len(y))
+        gradients = np.array(arrays[1:]).reshape(len(self.params), len(y))
+        gradients[np.isnan(gradients) & np.isfinite(arrays[0])] = 0.0
+        return arrays[0], gradients
 
     def substitute(self, values) -> sympy.Expr:
         return self.expr.xreplace({p: sympy.Float(float(v)) for p, v in zip(self.params, values)})

@@ -102,6 +102,17 @@ def test_nonlinear_constants_are_fitted_on_the_integral_form():
     assert fit.values == pytest.approx((2, 0.7), rel=1e-2)
 
 
+def test_a_free_power_is_fitted_on_a_record_that_starts_from_exactly_zero():
+    # y**c at y = 0: the chain rule's 0 * log(0) is nan, while y**c is 0 for every c near its value
+    t = np.linspace(0, 2, 64)
+    y = solve(compile_scalar(9.81 - 0.3 * Y**1.4), 0.0, t)
+    C = sympy.Symbol("c", real=True)
+    template = Template(A + B * Y**C, (A, B, C))
+    assert y[0] == 0 and np.all(np.isfinite(template.values_and_gradients(y, [9.0, -0.2, 1.5])[1]))
+    fit = fit_integral(template, t, y, [9.0, -0.2, 1.5])
+    assert fit.ok and fit.values == pytest.approx((9.81, -0.3, 1.4), rel=2e-2)
+
+
 def test_fractional_power_of_a_negative_number_is_a_failed_fit_not_a_complex_number():
     t = np.linspace(0, 2, 32)
     y = -1 - t  # y < 0 everywhere: y**1.5 has no real value
