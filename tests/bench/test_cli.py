@@ -1,4 +1,6 @@
 """User errors get one line naming the problem, never a traceback, and nothing stored is lost."""
+import contextlib
+import io
 import json
 import os
 import re
@@ -16,6 +18,21 @@ ROOT = Path(__file__).resolve().parents[2]
 def bench(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
+
+
+def refused(*args, cwd=ROOT):
+    """`bench(*args)` in this process, for commands that stop with an error before doing any work:
+    the same status and output at a fraction of the cost of a new interpreter (an exception that
+    escapes `main` fails the test, as a traceback in a child's stderr would)."""
+    from bench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([*map(str, args)])
+        except SystemExit as done:  # argparse's usage errors
+            code = done.code
+    return subprocess.CompletedProcess(["bench", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
 def assert_one_line_error(result, *words):
@@ -75,19 +92,19 @@ def test_the_installed_scripts_name_callables_that_exist():
 
 
 def test_unknown_method_and_dataset_are_named(tmp_path):
-    assert_one_line_error(bench("run", "--methods", "nosuch", "--out", tmp_path), "nosuch")
-    assert_one_line_error(bench("run", "--dataset", "nosuch", "--methods", "truth", "--out", tmp_path), "nosuch")
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "mine.json", "--methods", "truth", "--out", tmp_path),
+    assert_one_line_error(refused("run", "--methods", "nosuch", "--out", tmp_path), "nosuch")
+    assert_one_line_error(refused("run", "--dataset", "nosuch", "--methods", "truth", "--out", tmp_path), "nosuch")
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "mine.json", "--methods", "truth", "--out", tmp_path),
                           "mine.json: no such file or folder")  # a path, not a misspelled name
-    assert_one_line_error(bench("run", "--methods", "truth", "--out", ""), "--out: is empty")
+    assert_one_line_error(refused("run", "--methods", "truth", "--out", ""), "--out: is empty")
 
 
 def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
-    assert_one_line_error(bench("run", "--noise", "-1", "--out", tmp_path), "--noise")
-    assert_one_line_error(bench("run", "--noise", "2", "--out", tmp_path), "in [0, 1): a relative standard deviation")
-    assert_one_line_error(bench("run", "--n", "zero", "--out", tmp_path), "--n")
-    assert_one_line_error(bench("run", "--n", "5", "--out", tmp_path), "at least 10")
-    assert_one_line_error(bench("run", "--time-limit", "-1", "--out", tmp_path), "--time-limit")
+    assert_one_line_error(refused("run", "--noise", "-1", "--out", tmp_path), "--noise")
+    assert_one_line_error(refused("run", "--noise", "2", "--out", tmp_path), "in [0, 1): a relative standard deviation")
+    assert_one_line_error(refused("run", "--n", "zero", "--out", tmp_path), "--n")
+    assert_one_line_error(refused("run", "--n", "5", "--out", tmp_path), "at least 10")
+    assert_one_line_error(refused("run", "--time-limit", "-1", "--out", tmp_path), "--time-limit")
 
 
 @pytest.mark.parametrize("content, problem", [
@@ -119,7 +136,7 @@ def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
 def test_malformed_dataset_file_is_refused(tmp_path, content, problem):
     spec = tmp_path / "bad.json"
     spec.write_text(content)
-    assert_one_line_error(bench("run", "--dataset", spec, "--methods", "truth", "--out", tmp_path / "o"), problem)
+    assert_one_line_error(refused("run", "--dataset", spec, "--methods", "truth", "--out", tmp_path / "o"), problem)
 
 
 @pytest.mark.parametrize("mutate, problem", [
@@ -130,23 +147,23 @@ def test_malformed_dataset_file_is_refused(tmp_path, content, problem):
 ])
 def test_bad_csv_trajectory_is_refused(tmp_path, trajectory, mutate, problem, write_record):
     file = write_record(tmp_path / "traj.csv", *mutate(*trajectory))
-    assert_one_line_error(bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), problem)
+    assert_one_line_error(refused("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), problem)
 
 
 def test_csv_rows_longer_than_the_header_are_refused(tmp_path):
     """pandas would take the extra first value as an index and read y's values as t."""
     (tmp_path / "x.csv").write_text("t,y\n" + "".join(f"{i},{i},{i}\n" for i in range(12)))
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "more values")
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "more values")
 
 
 def test_csv_named_like_a_built_in_dataset_is_refused(tmp_path, trajectory, write_record):
     file = write_record(tmp_path / "textbook.csv", *trajectory)
-    assert_one_line_error(bench("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), "built-in")
+    assert_one_line_error(refused("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), "built-in")
 
 
 def test_csv_without_columns_is_refused(tmp_path):
     (tmp_path / "x.csv").write_text("time,value\n0,1\n")
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "t and y")
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "x.csv", "--out", tmp_path / "o"), "t and y")
 
 
 def test_csv_columns_named_on_the_command_line_are_kept_with_the_rows(tmp_path, trajectory):
@@ -155,18 +172,18 @@ def test_csv_columns_named_on_the_command_line_are_kept_with_the_rows(tmp_path, 
     pd.DataFrame({"Hours": trajectory[0], "OD600": trajectory[1],
                   "expression": ["0.1*y"] * len(trajectory[0])}).to_csv(folder / "a1.csv", index=False)
     out = tmp_path / "o"
-    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "truth", "--out", out),
+    assert_one_line_error(refused("run", "--dataset", folder, "--methods", "truth", "--out", out),
                           "naming columns t and y", "--columns TIME VALUE")
     result = bench("run", "--dataset", folder, "--columns", "hours", "od600", "--methods", "truth", "--out", out)
     assert result.returncode == 0, result.stderr
     assert pd.read_csv(out / "medians.csv")["r2_interp"].iloc[0] > 0.9999
     again = bench("run", "--dataset", folder, "--columns", " HOURS", "od600", "--methods", "truth", "--out", out)
     assert again.returncode == 0 and "resuming" in again.stderr, again.stderr  # the same columns, named alike
-    assert_one_line_error(bench("run", "--dataset", folder, "--columns", "od600", "hours", "--methods", "truth",
+    assert_one_line_error(refused("run", "--dataset", folder, "--columns", "od600", "hours", "--methods", "truth",
                                 "--out", out), "was read as t = hours, y = od600", "--columns hours od600")
     rescored = bench("score", out)  # read from the columns the rows were computed on
     assert rescored.returncode == 0 and "re-scored 1 " in rescored.stdout, rescored.stderr
-    assert_one_line_error(bench("run", "--columns", "hours", "od600", "--methods", "truth", "--out", tmp_path / "p"),
+    assert_one_line_error(refused("run", "--columns", "hours", "od600", "--methods", "truth", "--out", tmp_path / "p"),
                           "tells how to read CSV datasets")
 
 
@@ -179,9 +196,9 @@ def test_csv_files_of_several_records_read_each_as_a_trajectory_of_the_file_s_la
     long(["A1", "B1"]).to_csv(folder / "p1.csv", index=False)
     long(["C1"]).to_csv(folder / "p2.csv", index=False)  # one record is a trajectory too
     out = tmp_path / "o"
-    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "sindy", "--out", out),
+    assert_one_line_error(refused("run", "--dataset", folder, "--methods", "sindy", "--out", out),
                           "duplicate time", "--by COLUMN")
-    assert_one_line_error(bench("run", "--dataset", folder, "--by", "plate", "--methods", "sindy", "--out", out),
+    assert_one_line_error(refused("run", "--dataset", folder, "--by", "plate", "--methods", "sindy", "--out", out),
                           "no column 'plate'")
     result = bench("run", "--dataset", folder, "--by", "Well", "--methods", "sindy", "--out", out)
     assert result.returncode == 0, result.stderr
@@ -191,11 +208,11 @@ def test_csv_files_of_several_records_read_each_as_a_trajectory_of_the_file_s_la
     assert list(zip(rows.equation_id, rows.y0_index, rows.record)) == [("p1", 0, "A1"), ("p1", 1, "B1"), ("p2", 0, "C1")]
     assert list(rows.y0) == pytest.approx([y[0], 2 * y[0], y[0]])
     assert (rows.r2_interp > 0.99).all()
-    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "sindy", "--out", out),
+    assert_one_line_error(refused("run", "--dataset", folder, "--methods", "sindy", "--out", out),
                           "records told apart by well", "--by well")
     rescored = bench("score", out)
     assert rescored.returncode == 0 and "re-scored 3 " in rescored.stdout, rescored.stderr
-    assert_one_line_error(bench("run", "--by", "well", "--methods", "truth", "--out", tmp_path / "p"),
+    assert_one_line_error(refused("run", "--by", "well", "--methods", "truth", "--out", tmp_path / "p"),
                           "--by well: tells how to read CSV datasets")
 
 
@@ -227,7 +244,7 @@ def test_failed_run_keeps_what_was_stored(tmp_path):
     ran = bench("run", "--methods", "truth", "--out", out)
     assert ran.returncode == 0 and "| truth    |      12 |        0 | 100% (100-100)" in ran.stdout  # the leaderboard
     before = sorted((out / "parts").iterdir())
-    assert_one_line_error(bench("run", "--dataset", "nosuch", "--methods", "truth", "--out", out), "nosuch")
+    assert_one_line_error(refused("run", "--dataset", "nosuch", "--methods", "truth", "--out", out), "nosuch")
     assert sorted((out / "parts").iterdir()) == before
 
 
@@ -247,15 +264,15 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     drawn = bench("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path / "pair")
     assert drawn.returncode == 0 and f"figure: {tmp_path / 'pair.png'}" in drawn.stdout
     assert (tmp_path / "pair.png").stat().st_size > 0 and len(pd.read_csv(tmp_path / "pair.csv")) == 12
-    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path / "no" / "p.png"),
+    assert_one_line_error(refused("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path / "no" / "p.png"),
                           "does not exist")
-    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path), "a folder")
-    assert_one_line_error(bench("compare", out, "--methods", "truth", "sindy"),
+    assert_one_line_error(refused("compare", out, "--methods", "truth", "truth-refit", "--plot", tmp_path), "a folder")
+    assert_one_line_error(refused("compare", out, "--methods", "truth", "sindy"),
                           "no results of sindy (stored: truth, truth-refit)")
-    assert_one_line_error(bench("compare", out, "--methods", "proged", "sindy"),
+    assert_one_line_error(refused("compare", out, "--methods", "proged", "sindy"),
                           "no results of proged, sindy (stored: truth, truth-refit)")
-    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth"), "another method")
-    assert_one_line_error(bench("compare", out, "--methods", "truth", "truth-refit", "sindy"), "two methods, not 3")
+    assert_one_line_error(refused("compare", out, "--methods", "truth", "truth"), "another method")
+    assert_one_line_error(refused("compare", out, "--methods", "truth", "truth-refit", "sindy"), "two methods, not 3")
 
 
 def test_method_with_a_broken_dependency_is_listed_unavailable(tmp_path):
@@ -380,17 +397,17 @@ def test_two_csv_files_of_one_name_and_a_changed_file_are_refused(tmp_path, traj
         (tmp_path / folder).mkdir()
         write_record(tmp_path / folder / "traj.csv", *trajectory, expression=["0.1*y"] * len(trajectory[0]))
     out = tmp_path / "o"
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", tmp_path / "b" / "traj.csv",
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "a" / "traj.csv", tmp_path / "b" / "traj.csv",
                                 "--methods", "truth", "--out", out), "rename one")
     assert bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth", "--out", out).returncode == 0
     assert bench("run", "--methods", "truth", "--out", out).returncode == 0  # textbook into the same folder
     rescored = bench("score", out, cwd=tmp_path / "b")  # from elsewhere: the stored paths are absolute
     assert rescored.returncode == 0 and "re-scored 13" in rescored.stdout, rescored.stderr
     write_record(tmp_path / "a" / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
                                 "--out", out), "changed since")
     (tmp_path / "a" / "traj.csv").write_text("a,b\n1,2\n")  # broken, not merely changed: says what is wrong
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "a" / "traj.csv", "--methods", "truth",
                                 "--out", out), "t and y")
 
 
@@ -405,29 +422,29 @@ def test_rows_without_a_readable_sweep_json_are_not_resumed_on_unchecked_data(tm
     else:
         (out / "sweep.json").write_text('{"datasets": [')
     write_record(tmp_path / "traj.csv", trajectory[0], 1 + trajectory[0] ** 2)  # other data, the same name
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "traj.csv", "--methods", "truth", "--out", out),
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "traj.csv", "--methods", "truth", "--out", out),
                           "no readable sweep.json")
     assert len(pd.read_parquet(out / "parts")) == 1  # the stored row is kept
 
 
 def test_seeds_must_be_whole_numbers_from_zero_and_score_needs_a_result_folder(tmp_path):
-    assert_one_line_error(bench("run", "--seeds", "-1", "--out", tmp_path), "--seeds")
-    assert_one_line_error(bench("score", tmp_path / "nothing"), "not a result folder")
+    assert_one_line_error(refused("run", "--seeds", "-1", "--out", tmp_path), "--seeds")
+    assert_one_line_error(refused("score", tmp_path / "nothing"), "not a result folder")
     assert not (tmp_path / "nothing").exists()
 
 
 def test_an_out_folder_that_is_a_file_and_a_result_folder_without_its_sweep_file_get_one_line(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
-    assert_one_line_error(bench("run", "--dataset", "textbook", "--methods", "truth", "--n", "32", "--noise", "0",
+    assert_one_line_error(refused("run", "--dataset", "textbook", "--methods", "truth", "--n", "32", "--noise", "0",
                                 "--out", tmp_path / "a-file"), "exists and is not a folder")
     ran = bench("run", "--dataset", "textbook", "--methods", "truth", "--n", "32", "--noise", "0", "--quiet",
                 "--out", tmp_path / "o")
     assert ran.returncode == 0, ran.stderr
-    assert_one_line_error(bench("report", tmp_path / "o", "--out", tmp_path / "a-file"), "exists and is not a folder")
+    assert_one_line_error(refused("report", tmp_path / "o", "--out", tmp_path / "a-file"), "exists and is not a folder")
     (tmp_path / "o" / "sweep.json").write_text("{bad")
-    assert_one_line_error(bench("score", tmp_path / "o"), "sweep.json: not valid JSON")
+    assert_one_line_error(refused("score", tmp_path / "o"), "sweep.json: not valid JSON")
     (tmp_path / "o" / "sweep.json").unlink()
-    assert_one_line_error(bench("score", tmp_path / "o"), "sweep.json")
+    assert_one_line_error(refused("score", tmp_path / "o"), "sweep.json")
 
 
 def _dataset_file(path, equations, name="mine"):
@@ -445,7 +462,7 @@ def test_integer_equation_ids_are_stored_as_text_and_1_and_one_are_one_id(tmp_pa
     assert bench("score", tmp_path / "o").returncode == 0
     twice = _dataset_file(tmp_path / "twice.json", [{"id": 1, "expression": "-y", "y0": [1.0]},
                                                    {"id": "1", "expression": "-2*y", "y0": [1.0]}])
-    assert_one_line_error(bench("run", "--dataset", twice, "--methods", "truth", "--out", tmp_path / "p"),
+    assert_one_line_error(refused("run", "--dataset", twice, "--methods", "truth", "--out", tmp_path / "p"),
                           "appears twice")
 
 
@@ -455,42 +472,42 @@ def test_other_data_under_a_name_a_folder_already_holds_is_refused(tmp_path, tra
     edited = _dataset_file(tmp_path / "laws-edited.json", [{"id": "decay", "expression": "-0.9*y", "y0": [1.0]}])
     out = tmp_path / "o"
     assert bench("run", "--dataset", first, "--methods", "truth", "--quiet", "--out", out).returncode == 0
-    assert_one_line_error(bench("run", "--dataset", edited, "--methods", "truth", "--out", out), "different data")
+    assert_one_line_error(refused("run", "--dataset", edited, "--methods", "truth", "--out", out), "different data")
     for folder, sign in (("a", 1), ("b", -1)):
         (tmp_path / folder).mkdir()
         write_record(tmp_path / folder / "data.csv", trajectory[0], sign * trajectory[1])
     assert bench("run", "--dataset", tmp_path / "a" / "data.csv", "--methods", "sindy", "--quiet",
                  "--out", out).returncode == 0
-    assert_one_line_error(bench("run", "--dataset", tmp_path / "b" / "data.csv", "--methods", "sindy",
+    assert_one_line_error(refused("run", "--dataset", tmp_path / "b" / "data.csv", "--methods", "sindy",
                                 "--out", out), "different data")
     first.write_text(edited.read_text())  # edited after its rows were stored: re-scoring refuses too
-    assert_one_line_error(bench("score", out), "changed since")
+    assert_one_line_error(refused("score", out), "changed since")
     first.write_text(original)
     assert bench("score", out).returncode == 0
     folder = tmp_path / "csv" / "mine"  # CSV files under the JSON dataset's name: their rows would share keys
     folder.mkdir(parents=True)
     write_record(folder / "decay.csv", *trajectory)
-    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "sindy", "--out", out), "different data")
+    assert_one_line_error(refused("run", "--dataset", folder, "--methods", "sindy", "--out", out), "different data")
     same = tmp_path / "copy.json"
     same.write_text(first.read_text())  # the same data at another path resumes
     again = bench("run", "--dataset", same, "--methods", "truth", "--out", out)
     assert again.returncode == 0 and "0 (task, method) pairs to run" in again.stderr, again.stderr
     first.write_text(edited.read_text())  # the file on record is still the first one: an edit of it is a change
-    assert_one_line_error(bench("run", "--dataset", first, "--methods", "truth", "--out", out), "changed since")
+    assert_one_line_error(refused("run", "--dataset", first, "--methods", "truth", "--out", out), "changed since")
 
 
 def test_bad_method_values_and_absent_plot_cells_are_refused_up_front(tmp_path):
     out = tmp_path / "o"
-    assert_one_line_error(bench("run", "--methods", "sindy-ic:criterion=bogus", "--out", out), "criterion")
+    assert_one_line_error(refused("run", "--methods", "sindy-ic:criterion=bogus", "--out", out), "criterion")
     assert not (out / "parts").exists()
     assert bench("run", "--methods", "truth", "--quiet", "--out", out).returncode == 0
-    assert_one_line_error(bench("plot", out, "--dataset", "nosuch"), "textbook")
-    assert_one_line_error(bench("plot", out, "--n", 7), "n = 128")
-    assert_one_line_error(bench("plot", out, "--n-datasets", 7), "--n-datasets 7: the results hold n = 128")
-    assert_one_line_error(bench("plot", out, "--data-folder", out / "nosuch"), "no such folder")
+    assert_one_line_error(refused("plot", out, "--dataset", "nosuch"), "textbook")
+    assert_one_line_error(refused("plot", out, "--n", 7), "n = 128")
+    assert_one_line_error(refused("plot", out, "--n-datasets", 7), "--n-datasets 7: the results hold n = 128")
+    assert_one_line_error(refused("plot", out, "--data-folder", out / "nosuch"), "no such folder")
     empty = tmp_path / "empty"
     (empty / "parts").mkdir(parents=True)
-    assert_one_line_error(bench("score", empty), "no results")
+    assert_one_line_error(refused("score", empty), "no results")
 
 
 def test_a_csv_folder_is_named_whole_and_reads_csv_files_of_any_case(tmp_path, trajectory, write_record):
@@ -503,41 +520,41 @@ def test_a_csv_folder_is_named_whole_and_reads_csv_files_of_any_case(tmp_path, t
     rows = pd.read_parquet(tmp_path / "o" / "parts")
     assert set(rows["dataset"]) == {"runs.v2"} and set(rows["equation_id"]) == {"A", "b"}
     write_record(folder / "b.CSV", *trajectory)  # rows are keyed by the name: one of the two would be lost
-    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "truth", "--out", tmp_path / "o2"),
+    assert_one_line_error(refused("run", "--dataset", folder, "--methods", "truth", "--out", tmp_path / "o2"),
                           "rename one")
 
 
 def test_slips_get_a_suggestion_and_bad_scheduler_addresses_and_an_out_folder_of_data_are_refused(
         tmp_path, trajectory, write_record):
-    assert_one_line_error(bench("run", "--methods", "sindi", "--out", tmp_path / "o"), "did you mean sindy?")
-    assert_one_line_error(bench("run", "--dataset", "clasic", "--out", tmp_path / "o"), "did you mean classic?")
+    assert_one_line_error(refused("run", "--methods", "sindi", "--out", tmp_path / "o"), "did you mean sindy?")
+    assert_one_line_error(refused("run", "--dataset", "clasic", "--out", tmp_path / "o"), "did you mean classic?")
     for address in ("notaurl", "http://127.0.0.1:8786"):
-        assert_one_line_error(bench("run", "--methods", "truth", "--backend", "dask", "--scheduler", address,
+        assert_one_line_error(refused("run", "--methods", "truth", "--backend", "dask", "--scheduler", address,
                                     "--out", tmp_path / "o"), "not a Dask scheduler address")
     folder = tmp_path / "records"
     folder.mkdir()
     write_record(folder / "a.csv", *trajectory)
-    assert_one_line_error(bench("run", "--dataset", folder, "--methods", "truth", "--out", folder),
+    assert_one_line_error(refused("run", "--dataset", folder, "--methods", "truth", "--out", folder),
                           "is the dataset folder")
     assert not (tmp_path / "o").exists() and sorted(p.name for p in folder.iterdir()) == ["a.csv"]
 
 
 def test_draw_y0_and_method_files_name_their_problems(tmp_path):
-    assert_one_line_error(bench("draw-y0", tmp_path / "nosuch.json"), "not a readable JSON")
+    assert_one_line_error(refused("draw-y0", tmp_path / "nosuch.json"), "not a readable JSON")
     spec = _dataset_file(tmp_path / "x.json", [{"id": "a", "expression": "-y"}])
     spec.write_text(json.dumps({**json.loads(spec.read_text()), "y0_draw": {"count": 2, "low": 0.1, "high": 2}}))
-    assert_one_line_error(bench("draw-y0", spec), "needs seed")
+    assert_one_line_error(refused("draw-y0", spec), "needs seed")
     for rule, problem in (({"count": 0}, "count must be a whole number >= 1"),  # would search for ever
                           ({"low": 5, "high": 1}, "low < high"), ({"low": "a"}, "low < high")):
         spec.write_text(json.dumps({**json.loads(spec.read_text()),
                                     "y0_draw": {"count": 2, "low": 0.1, "high": 2, "seed": 0, **rule}}))
-        assert_one_line_error(bench("draw-y0", spec), problem)
+        assert_one_line_error(refused("draw-y0", spec), problem)
     spec.write_text(json.dumps({**json.loads(spec.read_text()), "y0_draw": 7}))
-    assert_one_line_error(bench("draw-y0", spec), "must be an object")
+    assert_one_line_error(refused("draw-y0", spec), "must be an object")
     spec.write_text(json.dumps({**json.loads(spec.read_text()), "equations": [{"id": "a", "expression": "y/0"}],
                                 "y0_draw": {"count": 2, "low": 0.1, "high": 2, "seed": 0}}))
-    assert_one_line_error(bench("draw-y0", spec), "equation 'a'")
-    assert_one_line_error(bench("draw-y0", tmp_path / "x.csv"), "not a JSON file of laws")
+    assert_one_line_error(refused("draw-y0", spec), "equation 'a'")
+    assert_one_line_error(refused("draw-y0", tmp_path / "x.csv"), "not a JSON file of laws")
     for folder in ("one", "two"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "decay.py").write_text(

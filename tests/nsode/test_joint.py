@@ -36,8 +36,23 @@ def predictor():
     return Predictor.searching()
 
 
-def test_several_records_read_the_logistic_that_each_alone_may_miss(predictor):
-    result = predict_records(predictor, logistic_records())
+@pytest.fixture(scope="module")
+def logistic_read(predictor):
+    """The logistic records and each one's own search."""
+    records = logistic_records()
+    return records, [predictor.predict(t, y) for t, y in records]
+
+
+@pytest.fixture(scope="module")
+def logistic_joint(predictor, logistic_read):
+    """The joint read of the logistic records as `predict_records` makes it (each record's own
+    search, then `joint_choice` with its defaults: a second look with powers of y every time)."""
+    records, own = logistic_read
+    return joint_choice(own, records, predictor.search)
+
+
+def test_several_records_read_the_logistic_that_each_alone_may_miss(logistic_joint):
+    result = logistic_joint
     law = parse_infix(result.expression)
     assert skeleton_key(law) == skeleton_key(LOGISTIC), result.expression
     assert float(law.coeff(Y)) == pytest.approx(1.3, rel=0.02)
@@ -48,17 +63,10 @@ def test_several_records_read_the_logistic_that_each_alone_may_miss(predictor):
     assert result.info["second_look"]  # powers of y were tried too, and the criterion kept the logistic
 
 
-@pytest.fixture(scope="module")
-def logistic_read(predictor):
-    """The logistic records and each one's own search."""
-    records = logistic_records()
-    return records, [predictor.predict(t, y) for t, y in records]
-
-
-def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, logistic_read):
+def test_the_second_look_adds_sums_of_powers_of_y_and_keeps_a_law_that_fits(predictor, logistic_read, logistic_joint):
     records, own = logistic_read
     first = joint_choice(own, records, predictor.search, powers=0)
-    second = joint_choice(own, records, predictor.search, powers=5)
+    second = logistic_joint  # powers y..y**5
     gated = joint_choice(own, records, predictor.search, powers=5, second_look="missed")  # the pick fits: no look
     assert not first.info["second_look"] and second.info["second_look"] and not gated.info["second_look"]
     assert gated.info["skeletons"] == first.info["skeletons"]
