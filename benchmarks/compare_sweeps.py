@@ -55,6 +55,16 @@ def differences(before: pd.DataFrame, after: pd.DataFrame, ignore, rtol: float) 
     return pd.DataFrame(out, columns=[*key, "field", "before", "after"])
 
 
+def summary(method: str, rows: pd.DataFrame, differing: pd.DataFrame) -> str:
+    """One method's line: its rows before that are identical after, and those after only."""
+    after_only = (differing["field"] == "(row)") & (differing["before"] == False)  # noqa: E712 - a column of bools
+    changed = differing.loc[~after_only, list(KEY)].drop_duplicates()
+    line = f"{method}: {len(rows) - len(changed)} of {len(rows)} rows identical"
+    if after_only.any():
+        line += f", {int(after_only.sum())} only after"
+    return line + (f"; differing fields: {sorted(set(differing['field']))}" if len(differing) else "")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("before", type=existing_folder)
@@ -69,11 +79,8 @@ def main(argv=None) -> int:
     diff = differences(before, after, set(args.ignore), args.rtol)
     only = sorted(set(after.columns) - set(before.columns)), sorted(set(before.columns) - set(after.columns))
     print(f"{len(before)} rows before, {len(after)} after; fields added: {only[0] or 'none'}, removed: {only[1] or 'none'}")
-    for method, rows in before.groupby("method"):
-        differing = diff[diff["method"] == method]
-        tasks = differing[list(KEY)].drop_duplicates()
-        print(f"{method}: {len(rows) - len(tasks)} of {len(rows)} rows identical"
-              + (f"; differing fields: {sorted(set(differing['field']))}" if len(tasks) else ""))
+    for method in sorted(set(before["method"]) | set(after["method"])):
+        print(summary(method, before[before["method"] == method], diff[diff["method"] == method]))
     if len(diff):
         print(diff.head(20).to_string(index=False))
     return 1 if len(diff) else 0

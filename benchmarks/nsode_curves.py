@@ -121,18 +121,20 @@ def plot_curves(table: pd.DataFrame, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     table = table.drop_duplicates(["samples", "input_scaling"], keep="last")
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     groups = sorted(table.groupby("input_scaling"), key=lambda g: -len(g[1]))  # lines: the main path
-    panels = ((axes[0], "val_loss[", 1.0), (axes[1], "recovered[", 100.0))
-    for ax, prefix, factor in panels:
+    panels = [(prefix, factor, label) for prefix, factor, label in (
+        ("val_loss[", 1.0, "validation loss (held-out skeletons)"),
+        ("recovered[", 100.0, "simple ODEs recovered by the search (%)"))
+        if any(c.startswith(prefix) for c in table.columns)]  # --losses-only measures no recoveries
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
+    for ax, (prefix, factor, label) in zip(axes[0], panels):
         columns = [c for c in table.columns if c.startswith(prefix)]
         for colour, column in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], columns):
             for k, (scaling, rows) in enumerate(groups):
                 ax.plot(rows["samples"], factor * rows[column], "o-" if k == 0 else "s", color=colour,
                         mfc=None if k == 0 else "none", label=f"{column[len(prefix):-1]} ({scaling} input)")
-    axes[0].set(xlabel="samples seen", ylabel="validation loss (held-out skeletons)")
-    axes[1].set(xlabel="samples seen", ylabel="simple ODEs recovered by the search (%)")
-    for ax in axes:
+        ax.set(xlabel="samples seen", ylabel=label)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))  # 800000 written out crowds its neighbours
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
