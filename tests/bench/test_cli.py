@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +24,22 @@ def bench(*args, cwd=ROOT):
 def refused(*args, cwd=ROOT):
     """`bench(*args)` in this process, for commands that stop with an error before doing any work:
     the same status and output at a fraction of the cost of a new interpreter (an exception that
-    escapes `main` fails the test, as a traceback in a child's stderr would)."""
+    escapes `main` fails the test, as a traceback in a child's stderr would; warnings are written to
+    its stderr as a fresh interpreter's default filters would show them)."""
     from bench.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+          warnings.catch_warnings(record=True) as shown):
+        warnings.simplefilter("default")
+        for hidden in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", hidden)
         try:
             code = main([*map(str, args)])
         except SystemExit as done:  # argparse's usage errors
             code = done.code
+    for w in shown:
+        err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
     return subprocess.CompletedProcess(["bench", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
