@@ -19,11 +19,12 @@ def test_a_child_that_exits_is_never_taken_for_one_that_overran_its_limit():
     so `is_alive()` reads true for good: the exit must still read as one, not as a deadline."""
     child = Child(_exit_on_request)
     child.send(1)
-    os.waitpid(child.process.pid, 0)  # what the other thread's cleanup does
+    _, status = os.waitpid(child.process.pid, 0)  # what the other thread's cleanup does first
     assert child.process.is_alive()  # the window, held open
     with pytest.raises(ChildDied):
         child.receive(180)
-    child.close()
+    child.process._popen.returncode = os.waitstatus_to_exitcode(status)  # what it does next: the window closes
+    child.close()  # (so that close() does not signal a pid that is no longer the child's)
 
 
 def test_children_started_and_exiting_in_two_threads_at_once_all_read_as_exits():
