@@ -57,7 +57,7 @@ def differences(before: pd.DataFrame, after: pd.DataFrame, ignore, rtol: float) 
 
 def summary(method: str, rows: pd.DataFrame, differing: pd.DataFrame) -> str:
     """One method's line: its rows before that are identical after, and those after only."""
-    after_only = (differing["field"] == "(row)") & (differing["before"] == False)  # noqa: E712 - a column of bools
+    after_only = (differing["field"] == "(row)") & differing["before"].eq(False)  # a missing row's "before" is a bool
     changed = differing.loc[~after_only, list(KEY)].drop_duplicates()
     line = f"{method}: {len(rows) - len(changed)} of {len(rows)} rows identical"
     if after_only.any():
