@@ -74,6 +74,12 @@ def test_each_share_has_an_interval_from_resampled_equations_not_tasks():
     shown = report.format_leaderboard(board.reset_index())
     assert f"50% ({round(100 * low)}-{round(100 * high)})" in shown and "100% (100-100)" in shown
     assert report.leaderboard(once).equals(report.leaderboard(once))  # seeded: one table each time
+    sizes = np.arange(1, 21)  # equations of 1-20 tasks, each solved in its own share: bounds other draws move
+    solved = np.random.default_rng(0).random(sizes.sum()) < np.repeat(np.linspace(0.1, 0.9, 20), sizes)
+    uneven = pd.DataFrame({"method": "m", "dataset": "d", "equation_id": np.repeat(np.arange(20), sizes),
+                           "solved": solved})
+    first, same, other = (report.share_interval(uneven, ["method"], seed=s) for s in (0, 0, 1))
+    assert first.equals(same) and not first.equals(other)
     observed = pd.DataFrame(rows("m", [0.95, 0.1], [np.nan, np.nan], truth_kind="observations"))
     assert "| not scored " in report.format_leaderboard(report.leaderboard(observed))  # no truth beyond the data
     one_file = observed.assign(equation_id="plate1", record=["A1", "A2"])  # one law's records: nothing to resample

@@ -45,10 +45,15 @@ def logistic_read(predictor):
 
 @pytest.fixture(scope="module")
 def logistic_joint(predictor, logistic_read):
-    """The joint read of the logistic records as `predict_records` makes it (each record's own
-    search, then `joint_choice` with its defaults: a second look with powers of y every time)."""
+    """The joint read of the logistic records by `predict_records` with its defaults (a second look
+    with powers of y every time), each record's own search served from `logistic_read` in order."""
     records, own = logistic_read
-    return joint_choice(own, records, predictor.search)
+    searched = iter(own)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(predictor, "predict", lambda t, y, **_: next(searched))
+        result = predict_records(predictor, records)
+    assert next(searched, None) is None  # one search per record, as many as were made
+    return result
 
 
 def test_several_records_read_the_logistic_that_each_alone_may_miss(logistic_joint):
