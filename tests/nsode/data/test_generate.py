@@ -257,7 +257,7 @@ def test_a_whole_number_setting_is_never_truncated(value, ok):
     ("int_range", [-10, float("inf")], "int_range: .* is not a pair of whole numbers"),
     ("unary_ops", {"exp": float("nan")}, "unary_ops: weights must be finite"),
 ])
-def test_a_setting_that_is_not_finite_is_refused_before_anything_is_written(key, value, problem):
+def test_a_setting_that_is_not_finite_is_refused_when_the_config_is_read(key, value, problem):
     with pytest.raises(config.ConfigError, match=problem):
         config.from_dict({**config.default().to_dict(), key: value})
 
