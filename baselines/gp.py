@@ -184,12 +184,6 @@ class Evaluator:
         with quiet_numpy():
             return mse(self.values(program, silenced, rows), target)
 
-    def case_errors(self, program) -> np.ndarray:
-        """Absolute error per training point (lexicase's cases); BAD_ERROR where not finite."""
-        with quiet_numpy():
-            errors = np.abs(self.values(program) - self.target)
-        return np.where(np.isfinite(errors), np.minimum(errors, BAD_ERROR), BAD_ERROR)
-
     def out_of_time(self) -> bool:
         return time.perf_counter() > self.deadline
 

@@ -161,10 +161,6 @@ def nested_functions(expr: sympy.Expr, inside: bool = False) -> int:
     return own + sum(nested_functions(a, inside or here) for a in expr.args)
 
 
-def free_symbol_names(expr: sympy.Expr) -> set[str]:
-    return {s.name for s in expr.free_symbols}
-
-
 def _with_y(expr: sympy.Expr) -> sympy.Expr:
     """Rename any symbol called y (whatever its assumptions) to the canonical real `Y`."""
     subs = {s: Y for s in expr.free_symbols if s.name == "y" and s != Y}
@@ -259,11 +255,6 @@ def rounded(expr: sympy.Expr, digits: int) -> str:
     """`to_string` of `expr` with each constant rounded to `digits` significant digits, for reading
     (`nsode predict`'s candidates and the harness's laws table write a law alike)."""
     return to_string(expr.xreplace({f: sympy.Float(float(f"{float(f):.{digits}g}")) for f in expr.atoms(sympy.Float)}))
-
-
-def expression_complexity(text_or_expr: str | sympy.Expr) -> int:
-    expr = parse(text_or_expr) if isinstance(text_or_expr, str) else text_or_expr
-    return complexity(expr)
 
 
 class _Builder:
