@@ -8,7 +8,8 @@ over [0, T_extra] and compared on the interpolation grid [0, T] and the extrapol
 difference, L-infinity the largest one, both in the units of y. A prediction that cannot be
 parsed, or whose integration fails, gets no scores but a status and a reason; `report` then
 counts its R^2 as -inf (see protocol.R2_FLOOR), its L1 and L-infinity as +inf and its isclose as 0
-(`report.with_failure_policy`). As in the paper,
+(`report.with_failure_policy`). A course that reaches the edge of its law's domain where the law
+comes to rest stays there, as the truth's does (`core.solving.solve`, `rest_at_edge`). As in the paper,
 which solves on [0, T] and on [T, T_extra] separately, a prediction that fails only after T keeps
 its interpolation scores (status "diverged-extrap"): a blow-up at t = 3 says nothing about [0, 2].
 """
@@ -62,7 +63,8 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
 
     def solved(t):
         return solve(rhs, trajectory.y0, t, rtol=protocol.RTOL, atol=atol, mxstep=protocol.MXSTEP,
-                     max_rhs_calls=protocol.SOLVE_MAX_RHS_CALLS, time_limit=protocol.SOLVE_TIME_LIMIT)
+                     max_rhs_calls=protocol.SOLVE_MAX_RHS_CALLS, time_limit=protocol.SOLVE_TIME_LIMIT,
+                     rest_at_edge=True)
 
     try:
         y_all = solved(t_all)

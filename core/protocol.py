@@ -14,6 +14,8 @@ SOLVE_MAX_RHS_CALLS = 5_000_000  # evaluations of f per ODE solve (truth, scorin
 SOLVE_TIME_LIMIT = 60.0  # seconds of wall clock per solve: a safety net; the count above decides first
 Y0_CHECK_MAX_RHS_CALLS = 1_000_000  # evaluations of f when checking a drawn y0 (about 2 s on a 2-core VM)
 FD_TOLERANCE = 1.0  # a valid solution has max |FD derivative - f(y)| at most this (data generator and y0 draws)
+REST_AT_EDGE = 1e-6  # |f| at the edge of its domain, relative to the largest |f| on the way, that counts as
+#                    rest: a truth or a scored prediction reaching such an edge stays there (core.solving.solve)
 
 NOISE_LEVELS = (0.0, 0.001, 0.005, 0.01, 0.015, 0.02)  # sigma of multiplicative noise
 N_SAMPLES = (128, 192, 256)  # observed points per trajectory
@@ -32,7 +34,8 @@ LONG_SEARCH_TIME_LIMIT = 600.0
 MAIN_FIGURE = {"dataset": "classic", "n": 192}  # the paper's main figure (Figure 3): Classic at n = 192
 DATASET_FIGURE_N = 128  # n of the per-dataset R^2 figures
 
-# what a solved trajectory depends on besides the equation and y0 (the truth cache's key)
+# what a solved trajectory depends on besides the equation and y0 (the truth cache's key; rest at a
+# domain's edge is not in it: it only solves what failed before, and the cache holds no failure)
 SOLVER_SETTINGS = {"method": "LSODA (scipy.integrate.odeint)", "rtol": RTOL, "atol": ATOL,
                    "atol_scaling": "times |y0| when below 1", "mxstep": MXSTEP, "steps_past_last_time": False,
                    "T": T, "T_extra": T_EXTRA, "grid": GRID}

@@ -48,6 +48,7 @@ def solve(
     mxstep: int = MXSTEP,
     time_limit: float | None = 5.0,
     max_rhs_calls: int | None = None,
+    rest_at_edge: bool = False,
 ) -> np.ndarray:
     """Values of the solution at the times `t` (t[0] is the initial time); raises SolveError.
 
@@ -58,23 +59,62 @@ def solve(
     interpolates back, and where its error estimate is near 0 (y' = -c*sqrt(y) has a quadratic
     solution) one step may be longer than the whole span: it then evaluates f where the solution
     has already left f's domain, and a law that is fine up to t[-1] would fail.
+
+    With `rest_at_edge` (the harness's truths and scores), a course that reaches the edge of f's
+    domain where f comes to rest there stays at the edge, the one continuation inside the domain:
+    y' = -k*sqrt(y) empties a tank in finite time and it stays empty. Without it, or where f is
+    not at rest at the edge (|f| there above `protocol.REST_AT_EDGE` of the largest |f| met on the way),
+    leaving the domain fails. A solve that succeeds either way gives the same values either way.
     """
+    settings = dict(rtol=rtol, atol=atol, mxstep=mxstep, time_limit=time_limit, max_rhs_calls=max_rhs_calls)
+    try:
+        return _integrate(rhs, y0, t, **settings)
+    except _LeftDomain as left:
+        edge = _resting_edge(rhs, left) if rest_at_edge else None
+        if edge is None:
+            raise SolveError(str(left)) from None  # the plain error: it may cross to another process
+    side = 1.0 if y0 >= edge else -1.0  # the domain's side of the edge, where the course comes from
+
+    def resting(v):
+        return rhs(v) if (v - edge) * side > 0 else 0.0
+
+    try:
+        y = _integrate(resting, y0, t, **settings)
+    except _LeftDomain as left:
+        raise SolveError(str(left)) from None
+    return np.where((y - edge) * side < 0, edge, y)  # a step just past the edge is at the edge
+
+
+class _LeftDomain(SolveError):
+    """f stopped being real-valued on the path: `inside` is the last value where it was (the
+    largest |f| met on the way `largest`), `outside` the one where it was not."""
+
+    def __init__(self, message: str, inside: float | None, outside: float, largest: float):
+        super().__init__(message)
+        self.inside, self.outside, self.largest = inside, outside, largest
+
+
+def _integrate(rhs, y0, t, *, rtol, atol, mxstep, time_limit, max_rhs_calls) -> np.ndarray:
+    """`solve` without rest at the edge: one odeint run under the limits."""
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     budget = math.inf if max_rhs_calls is None else max_rhs_calls
-    calls = 0
+    calls, inside, largest = 0, None, 0.0
 
     def f(y, t_now):
-        nonlocal calls
+        nonlocal calls, inside, largest
         calls += 1
         if calls > budget:
             raise _OverBudget
         if deadline is not None and calls % 128 == 0 and time.perf_counter() > deadline:
             raise _Deadline
         try:
-            return rhs(y[0])
+            value = rhs(y[0])
         except (ArithmeticError, ValueError, TypeError) as err:  # named where it happened, at no cost otherwise
-            raise SolveError(f"right-hand side not real-valued on the path, at y = {y[0]:.4g}, t = {t_now:.4g} "
-                             f"({err})") from None
+            raise _LeftDomain(f"right-hand side not real-valued on the path, at y = {y[0]:.4g}, t = {t_now:.4g} "
+                              f"({err})", inside, float(y[0]), largest) from None
+        if math.isfinite(value):
+            inside, largest = float(y[0]), max(largest, abs(value))
+        return value
 
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -96,6 +136,33 @@ def solve(
     if not np.all(np.isfinite(out)):
         raise SolveError("solution is not finite")
     return out
+
+
+def _resting_edge(rhs, left: _LeftDomain) -> float | None:
+    """The edge of f's domain between the last value where f was real and the first where it was
+    not, found by bisection, when f is at rest there (see `solve`); None otherwise."""
+    if left.inside is None or not left.largest > 0:
+        return None  # not real at the start, or never moving
+    inside, outside = left.inside, left.outside
+    for _ in range(1100):  # enough halvings to reach the resolution of doubles, even across 0
+        middle = 0.5 * (inside + outside)
+        if middle in (inside, outside):
+            break
+        if _real_at(rhs, middle) is None:
+            outside = middle
+        else:
+            inside = middle
+    value = _real_at(rhs, inside)
+    at_rest = value is not None and abs(value) <= protocol.REST_AT_EDGE * left.largest
+    return inside + 0.0 if at_rest else None  # + 0.0: an edge at -0.0 is written 0
+
+
+def _real_at(rhs, v: float) -> float | None:
+    try:
+        value = rhs(v)
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _stopped(tcur: np.ndarray, t: np.ndarray) -> str:
@@ -142,12 +209,14 @@ def fd_residual(rhs_vector: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y
 
 
 def valid_initial_value(expr, y0: float, t: np.ndarray, grid: int, *, rtol: float, atol: float,
-                        fd_tolerance: float, time_limit: float | None, max_rhs_calls: int | None = None) -> bool:
+                        fd_tolerance: float, time_limit: float | None, max_rhs_calls: int | None = None,
+                        rest_at_edge: bool = False) -> bool:
     """Whether y' = expr has a usable solution from y0 on t ([0, T] and [T, T_extra], `grid`
-    points each, solved in one LSODA run) whose FD residual is at most `fd_tolerance` on both."""
+    points each, solved in one LSODA run; `rest_at_edge` as in `solve`) whose FD residual is at
+    most `fd_tolerance` on both."""
     try:
         y = solve(compile_scalar(expr), y0, t, rtol=rtol, atol=atol, time_limit=time_limit,
-                  max_rhs_calls=max_rhs_calls)
+                  max_rhs_calls=max_rhs_calls, rest_at_edge=rest_at_edge)
     except SolveError:
         return False
     return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance
@@ -164,19 +233,20 @@ def relative_atol(atol: float, size: float) -> float:
 
 def solve_truth(expression: str, y0: float, time_limit: float = protocol.SOLVE_TIME_LIMIT):
     """Noise-free solution on the interpolation and extrapolation grids (one LSODA run over
-    `protocol.truth_grid()`, absolute tolerance relative to |y0| below 1): (y on [0, T], y on
-    [T, T_extra]); raises SolveError."""
+    `protocol.truth_grid()`, absolute tolerance relative to |y0| below 1, at rest where it reaches
+    the edge of the law's domain at rest): (y on [0, T], y on [T, T_extra]); raises SolveError."""
     y_all = solve(compile_scalar(parse(expression)), y0, protocol.truth_grid(), rtol=protocol.RTOL,
                   atol=relative_atol(protocol.ATOL, y0), mxstep=protocol.MXSTEP, time_limit=time_limit,
-                  max_rhs_calls=protocol.SOLVE_MAX_RHS_CALLS)
+                  max_rhs_calls=protocol.SOLVE_MAX_RHS_CALLS, rest_at_edge=True)
     return y_all[: protocol.GRID], y_all[protocol.GRID - 1:]
 
 
 def is_valid_initial_value(expression: str, y0: float, time_limit: float = 20.0) -> bool:
-    """True when y' = expression has a solution from y0 on [0, T_extra] that passes the FD
-    residual check (the protocol's grids, tolerances and FD_TOLERANCE) within
+    """True when y' = expression has a solution from y0 on [0, T_extra] (at rest where it reaches
+    its domain's edge at rest, as the truth) that passes the FD residual check (the protocol's
+    grids, tolerances and FD_TOLERANCE) within
     `protocol.Y0_CHECK_MAX_RHS_CALLS` evaluations of f, so a drawn y0 does not depend on how busy
     the machine is; `time_limit` is the wall-clock safety net."""
     return valid_initial_value(parse(expression), y0, protocol.truth_grid(), protocol.GRID, rtol=protocol.RTOL,
                                atol=protocol.ATOL, fd_tolerance=protocol.FD_TOLERANCE, time_limit=time_limit,
-                               max_rhs_calls=protocol.Y0_CHECK_MAX_RHS_CALLS)
+                               max_rhs_calls=protocol.Y0_CHECK_MAX_RHS_CALLS, rest_at_edge=True)

@@ -81,3 +81,21 @@ def test_a_prediction_too_costly_to_integrate_after_t_keeps_its_interpolation_sc
     result = score("y - sin(0.7996826178265464*y**3)", tr)  # 4.4 million evaluations on [0, 4]
     assert result.status == "diverged-extrap" and "budget of 200,000" in result.reason
     assert result.interpolation["r2"] > 0.99
+
+
+def test_a_tank_that_empties_is_a_task_and_a_law_that_empties_it_is_scored(tmp_path, monkeypatch):
+    """Torricelli from 1 empties at t = 2.5 and stays empty: its truth is that course (it was refused
+    with the whole dataset), and a prediction reaching the empty tank is scored where it had read as
+    diverged after T."""
+    monkeypatch.setattr(datasets, "CACHE_DIR", tmp_path / "cache")
+    file = tmp_path / "tank.json"
+    file.write_text('{"format": "bench-dataset/1", "name": "tank", "version": "1", "equations": '
+                    '[{"id": "torricelli", "expression": "-0.8*sqrt(y)", "y0": [1.0]}]}')
+    [tank] = datasets.load(str(file))
+    np.testing.assert_allclose(tank.y_extra, np.maximum(1 - 0.4 * tank.t_extra, 0) ** 2, atol=1e-9)
+    assert tank.y_extra[-1] == 0
+    exact = score(tank.expression, tank)
+    assert exact.status == "ok" and exact.extrapolation["r2"] == pytest.approx(1, abs=1e-9)
+    faster = score("-0.82*sqrt(y)", tank)  # empties at t = 2.44
+    assert faster.status == "ok" and 0.9 < faster.extrapolation["r2"] < 1
+    assert score("-sqrt(y) - 0.1", tank).status == "diverged"  # leaves its domain at speed, at t = 1.52

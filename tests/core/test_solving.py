@@ -1,5 +1,6 @@
-"""The one solver's counted budget: a slow solve fails or succeeds by its count of evaluations of
-f, not by the clock, so a score does not depend on how busy the machine is."""
+"""The one solver: its counted budget (a slow solve fails or succeeds by its count of evaluations
+of f, not by the clock, so a score does not depend on how busy the machine is), where it stops,
+and what it does at the edge of a law's domain."""
 import numpy as np
 import pytest
 
@@ -54,3 +55,34 @@ def test_the_solver_never_steps_past_the_last_time_into_where_f_is_undefined():
 def test_a_law_that_leaves_its_domain_says_where():
     with pytest.raises(SolveError, match=r"not real-valued on the path, at y = -[\d.]+, t = [23]\.\d+ \("):
         solve(compile_scalar(parse("-sqrt(y)")), 1.0, np.linspace(0, 4, 64))  # y reaches 0 at t = 2
+
+
+@pytest.mark.parametrize("law, exact", [
+    ("-0.8*sqrt(y)", lambda t: np.maximum(1 - 0.4 * t, 0) ** 2),  # a tank that empties at t = 2.5
+    ("-0.9*y**(2/3)", lambda t: np.maximum(1 - 0.3 * t, 0) ** 3),  # a dissolving grain, gone at t = 3.33
+    ("-0.5*sqrt(y - 1.5)", lambda t: 1.5 + np.maximum(np.sqrt(0.5) - 0.25 * t, 0) ** 2),  # an edge at 1.5
+])
+def test_a_course_that_reaches_its_domains_edge_at_rest_stays_there(law, exact):
+    """The harness's truths and scores (`rest_at_edge`): past the arrival f is not real, and the
+    one continuation inside its domain is rest at the edge. Without the option it fails, as before."""
+    f, t = compile_scalar(parse(law)), protocol.truth_grid()
+    y0 = float(exact(0.0))
+    with pytest.raises(SolveError, match="not real-valued"):
+        solve(f, y0, t)
+    np.testing.assert_allclose(solve(f, y0, t, rest_at_edge=True), exact(t), rtol=0, atol=1e-6 * y0)
+    assert is_valid_initial_value(law, y0)  # so such a start may be drawn, and its truth is a task
+
+
+@pytest.mark.parametrize("law, y0, problem", [
+    ("-sqrt(y) - 0.1", 1.0, "not real-valued on the path, at y = -"),  # reaches the edge at speed: leaves
+    ("log(y)", -1.0, "not real-valued on the path, at y = -1, t = 0 "),  # not real where it starts
+    ("y**2", 1.0, "LSODA stopped between t = 1 and"),  # blows up at t = 1
+])
+def test_a_course_that_leaves_its_domain_or_blows_up_still_fails_with_rest_at_the_edge(law, y0, problem):
+    with pytest.raises(SolveError, match=problem):
+        solve(compile_scalar(parse(law)), y0, protocol.truth_grid(), rest_at_edge=True)
+
+
+def test_rest_at_the_edge_changes_no_solve_that_succeeds_without_it():
+    f, t = compile_scalar(parse("-0.5*sqrt(y)")), protocol.truth_grid()  # from 5 it empties at t = 8.9
+    np.testing.assert_array_equal(solve(f, 5.0, t), solve(f, 5.0, t, rest_at_edge=True))
