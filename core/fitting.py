@@ -16,7 +16,9 @@ is safe to extrapolate, `uncertainty` how many digits of a fit the data support.
 Evaluation is real-valued everywhere: numpy with nan out of the domain for arrays, and the
 project's real scalar printer (a fractional power of a negative base raises, never a complex
 number) inside the solver. Budgets are counted (`max_nfev`, LSODA's `mxstep`); the per-solve
-wall-clock limit is a safety net whose firing is reported in `Fit.safety_net`.
+wall-clock limit is a safety net whose firing is reported in `Fit.safety_net`. A course that
+reaches the edge of its law's domain where the law comes to rest stays there, as the harness's
+truths and scores do (`trajectory`): the fits and the safety check see the course that is scored.
 """
 from __future__ import annotations
 
@@ -184,11 +186,13 @@ class _Budget:
 
 def trajectory(template: Template, values, y0: float, t: np.ndarray, *, rtol: float = RTOL, atol: float = ATOL,
                mxstep: int = MXSTEP, budget: _Budget | None = None) -> np.ndarray:
-    """The LSODA solution of y' = f(y; values) from y0 at the times t; raises SolveError."""
+    """The LSODA solution of y' = f(y; values) from y0 at the times t, at rest where it reaches
+    the edge of f's domain at rest (core.solving.solve, `rest_at_edge`: a tank that empties stays
+    empty, as the harness scores it; search version 36); raises SolveError."""
     fn, c = template.scalar, tuple(float(v) for v in values)
     try:
         return solve(lambda v: fn(v, *c), y0, t, rtol=rtol, atol=relative_atol(atol, y0), mxstep=mxstep,
-                     time_limit=SOLVE_SAFETY_S)
+                     time_limit=SOLVE_SAFETY_S, rest_at_edge=True)
     except SolveError as err:
         if budget is not None and "time limit" in str(err):
             budget.fired = True

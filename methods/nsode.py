@@ -113,7 +113,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="35"),
+                                    "rejected, information criterion", version="36"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, glitches=Settings.glitches,

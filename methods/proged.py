@@ -14,7 +14,8 @@ Differences from ProGED (not installable here; reimplemented in baselines/gramma
   real-valued evaluation, LSODA at 1e-7 with at most 5,000 steps per output point; the
   per-solve wall-clock limit (0.5 s before version 2) is now only a 5 s safety net; since
   version 3 LSODA's absolute tolerance follows |y0| below 1 (core.solving.relative_atol); since
-  version 4 LSODA never steps past the last time it is asked for (core.solving.solve);
+  version 4 LSODA never steps past the last time it is asked for (core.solving.solve); since
+  version 5 a course that reaches the edge of its law's domain at rest stays there, as it is scored;
 - selection is by trajectory error, but among fits within 10 % (+ 1e-6 x std(y)) of the best
   error the one with the fewest constants wins (ProGED takes the minimum error outright);
 - the search stops at 85 % of the task's time limit and returns the best skeleton so far,
@@ -30,7 +31,7 @@ from baselines.grammar import search
 
 class ProGED(Method):
     name = "proged"
-    version = "4"
+    version = "5"  # 5: the fitter's course rests at a domain's edge where the law comes to rest
     requires = ("scipy", "sympy")
     time_limit = 600.0
     description = "ProGED-style PCFG sampling of skeletons with constants fitted on the trajectory"

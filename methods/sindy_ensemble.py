@@ -28,7 +28,8 @@ from baselines.fd import DEGREE, WINDOW, check_fd_settings, derivative
 
 class SindyEnsemble(Method):
     name = "sindy-ensemble"
-    version = "3"  # 3: the final least-squares refit normalises its columns (large units of y)
+    version = "4"  # 3: the final least-squares refit normalises its columns (large units of y);
+    #                4: candidates' trajectories rest at a domain's edge where the law does (core.fitting.trajectory)
     uses_finite_differences = True
     requires = ("pysindy", "pynumdiff", "scipy", "sympy")
     time_limit = 180.0

@@ -22,7 +22,8 @@ from baselines import sindy_family as family
 
 class SindyWeak(Method):
     name = "sindy-weak"
-    version = "3"  # 3: test functions at least 1.5 x the largest gap wide (sparse or gapped sampling)
+    version = "4"  # 3: test functions at least 1.5 x the largest gap wide (sparse or gapped sampling);
+    #                4: candidates' trajectories rest at a domain's edge where the law does (core.fitting.trajectory)
     requires = ("pysindy", "scipy", "sympy")
     time_limit = 180.0
     description = "weak-form SINDy (pysindy WeakPDELibrary on t), grid selected by the integrated trajectory"

@@ -27,7 +27,8 @@ class Truth(Oracle):
 
 class TruthRefit(Truth):
     name = "truth-refit"
-    version = "3"  # 2: the fitter's absolute tolerance follows |y0| below 1; 3: LSODA stops at the last time
+    version = "4"  # 2: the fitter's absolute tolerance follows |y0| below 1; 3: LSODA stops at the last time;
+    #                4: the fitter's course rests at a domain's edge where the law comes to rest (core.fitting.trajectory)
     time_limit = 60.0
     description = "oracle skeleton: the true law with its numbers refitted to the noisy data (skeleton search's reference)"
 

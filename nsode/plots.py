@@ -58,9 +58,9 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
         start = y[0] if y0 is None else y0
         label = law_text(label or shown(expression))
         try:
-            ax.plot(grid, solve(f, start, grid, time_limit=5.0), label=label, zorder=3)
+            ax.plot(grid, solve(f, start, grid, time_limit=5.0, rest_at_edge=True), label=label, zorder=3)
         except SolveError:  # blows up in the extrapolation: draw the fitted part only
-            ax.plot(t, solve(f, start, t, time_limit=5.0), label=label, zorder=3)
+            ax.plot(t, solve(f, start, t, time_limit=5.0, rest_at_edge=True), label=label, zorder=3)
         ax.axvline(t[-1], color="0.7", ls="--", lw=1, label="end of the data")
     if aside is not None and len(aside[0]):
         _set_aside(ax, *map(np.asarray, aside))
