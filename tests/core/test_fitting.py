@@ -8,7 +8,7 @@ import sympy
 from scipy.optimize import least_squares
 
 from core.fitting import (Template, better_start, bin_means, fit_integral, fit_records, fit_trajectory,
-                          information_criterion, levenberg_marquardt)
+                          information_criterion, levenberg_marquardt, trajectory)
 from core.noise import estimate_noise, noise_profile
 from core.uncertainty import standard_errors
 from core.expressions import Y, compile_scalar
@@ -111,6 +111,15 @@ def test_a_free_power_is_fitted_on_a_record_that_starts_from_exactly_zero():
     assert y[0] == 0 and np.all(np.isfinite(template.values_and_gradients(y, [9.0, -0.2, 1.5])[1]))
     fit = fit_integral(template, t, y, [9.0, -0.2, 1.5])
     assert fit.ok and fit.values == pytest.approx((9.81, -0.3, 1.4), rel=2e-2)
+
+
+def test_a_course_rests_at_the_edge_of_its_domain_where_the_law_comes_to_rest():
+    # -a sqrt(y) empties at t = 2 sqrt(y0) / a; past that sqrt is not real, and the course stays at 0
+    t = np.linspace(0, 4, 81)
+    course = trajectory(Template(-A * sympy.sqrt(Y), (A,)), [0.8], 1.0, t)
+    np.testing.assert_allclose(course, np.maximum(1 - 0.4 * t, 0) ** 2, atol=1e-9)
+    fit = fit_trajectory(Template(-A * sympy.sqrt(Y), (A,)), t, course, [0.7], max_nfev=20)
+    assert fit.ok and fit.values[0] == pytest.approx(0.8, rel=1e-6)  # fitted through the empty tank too
 
 
 def test_fractional_power_of_a_negative_number_is_a_failed_fit_not_a_complex_number():

@@ -277,6 +277,16 @@ def test_a_candidate_with_a_pole_beside_the_data_is_rejected():
     assert found[0] is not pole[0]
 
 
+def test_a_tank_that_empties_just_after_its_record_keeps_its_law():
+    """y' = -0.8 sqrt(y) from 1 empties at t = 2.5: on twice the span its course reaches y = 0, where
+    f comes to rest and below which it is not real. The law is safe (the tank stays empty, as the
+    harness scores it; version 36), and wins over the line that stood in for it."""
+    y = solve(compile_scalar(-0.8 * sympy.sqrt(Y)), 1.0, T)
+    found, info = search([-0.7 * sympy.sqrt(Y), -1.1 * Y], T, y, Settings(variants=False, combine=0))
+    assert skeleton_key(found[0].expr) == skeleton_key(-0.8 * sympy.sqrt(Y)) and not found[0].rejected
+    assert float(found[0].expr.coeff(sympy.sqrt(Y))) == pytest.approx(-0.8, rel=1e-4)
+
+
 def test_a_search_whose_shortlist_cannot_be_integrated_still_answers(monkeypatch):
     # a generated record (32 noisy points) falling across y = -0.048, where the pole of both
     # shortlisted sums lies: none of their trajectories passes it, so the next skeletons by the
