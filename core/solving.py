@@ -65,6 +65,8 @@ def solve(
     y' = -k*sqrt(y) empties a tank in finite time and it stays empty. Without it, or where f is
     not at rest at the edge (|f| there above `protocol.REST_AT_EDGE` of the largest |f| met on the way),
     leaving the domain fails. A solve that succeeds either way gives the same values either way.
+    The rest is a second LSODA run after the first has failed, under the same limits (each run
+    counts its own evaluations of f).
     """
     settings = dict(rtol=rtol, atol=atol, mxstep=mxstep, time_limit=time_limit, max_rhs_calls=max_rhs_calls)
     try:
