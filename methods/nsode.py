@@ -74,7 +74,9 @@ class NSODE(Method):
     (the best skeletons by cheap score plus node cost listed beside them; off: measured, not kept), `refit`,
     `max_nfev`, `combine` (beam terms recombined, `combine_size` at a time) and `basis` (powers of y
     recombined beside them, default none) with `misfit_powers` (those powers in a second look where the
-    pick misses the data by more than `misfit_gate` noise levels), whose candidates include y' = c with `drift`, and whose
+    pick misses the data by more than `misfit_gate` noise levels) and `clean_powers` (those on a record
+    read as free of noise, whatever the pick's miss; measured, not kept), whose candidates include
+    y' = c with `drift`, and whose
     choice is `criterion`, the `forecast` window with its `forecast_score`, `node_cost` and
     `nesting_cost` (with `sqrt_nodes` sqrt(y) counts as one node less: measured in rule 62b),
     `unit_cost` (a law that fixes the unit of y), `agreement` (the tied fits' vote, off: measured and
@@ -126,7 +128,8 @@ class NSODE(Method):
                  course_tolerance=Settings.course_tolerance,
                  forecast_score=Settings.forecast_score, basis=Settings.basis,
                  misfit_powers=Settings.misfit_powers, misfit_gate=Settings.misfit_gate,
-                 drift=Settings.drift, snap=Settings.snap, snap_fitted=Settings.snap_fitted, prune=Settings.prune,
+                 clean_powers=Settings.clean_powers, drift=Settings.drift, snap=Settings.snap,
+                 snap_fitted=Settings.snap_fitted, prune=Settings.prune,
                  prune_rounds=Settings.prune_rounds, snap_pruned=Settings.snap_pruned, bracket=Settings.bracket,
                  noise_growth=Settings.noise_growth, robust=Settings.robust,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
@@ -153,7 +156,7 @@ class NSODE(Method):
         self.sqrt_nodes, self.first_start, self.growth_bound = sqrt_nodes, first_start, growth_bound
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators
         self.turn_back, self.origin, self.lead_added, self.glitches = turn_back, origin, lead_added, glitches
-        self.misfit_powers, self.misfit_gate = misfit_powers, misfit_gate
+        self.misfit_powers, self.misfit_gate, self.clean_powers = misfit_powers, misfit_gate, clean_powers
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

@@ -35,6 +35,8 @@ SEARCH_OPTIONS = {
     "misfit_powers": (whole_number(0), "where the pick misses the data by more than --misfit-gate noise levels, "
                       "a second look that also recombines the powers y, ..., y**N (0: none)"),
     "misfit_gate": (positive_number, "noise levels (root mean square) the pick must miss the data by for that"),
+    "clean_powers": (whole_number(0), "on a record read as free of noise, that second look with the powers y, ..., "
+                     "y**N whatever the pick's miss (0: none)"),
     "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
     "denominators": (whole_number(0), "beam expressions with a polynomial denominator (y/(y + K)) also read with it "
                                       "fitted to the data, for the first N sets of numerators (the model's K may put "

@@ -159,9 +159,12 @@ def fit_notes(result, t, y, missed: float, write) -> list[str]:
         notes.append("note: the record holds its level within its noise, read as y' = 0 (a steady state): its "
                      "course is the record's mean, whose R^2 on the data is 0 by definition, not a poor fit")
     look = result.info.get("second_look")
-    if look:
+    if look and look["gate"] == "misfit":
         notes.append(f"note: the model's proposals missed the data by {look['missed']:.3g} times their noise, so sums "
                      f"with the powers y, ..., y**{look['powers']} were fitted too (a second look)")
+    elif look and look["changed"]:
+        notes.append(f"note: the data read as free of noise, so sums with the powers y, ..., y**{look['powers']} were "
+                     f"fitted too (a second look), which changed the pick from {write(look['first'])}")
     if missed > MISFIT_NOISES:
         notes.append(f"note: this law misses the data by {missed:.3g} times their noise (root mean square): it "
                      "approximates them and may not be the law behind them")

@@ -39,7 +39,7 @@ import sympy
 
 from core.expressions import Y
 from core.fitting import Template, abstract, better_start, bin_means, fit_integral, fit_trajectory, information_criterion
-from core.noise import noise_level
+from core.noise import noise_floor, noise_level
 from nsode.search.choice import choice_profile, many_decades, select
 from nsode.search.fits import Found, misfit, trajectory_score
 from nsode.search.proposals import MAX_TERMS, bracketed, propose, propose_with, snapped
@@ -268,26 +268,36 @@ def search(exprs, t, y, settings: Settings | None = None, *, extra=()) -> tuple[
             if key not in skeletons or skeleton.cheap_ic < skeletons[key].cheap_ic:
                 skeletons[key] = skeleton
     found, info = choose(skeletons, t, y, sigma, settings)
-    if settings.misfit_powers and found:
+    if found and (settings.misfit_powers or settings.clean_powers):
         found, info = second_look(exprs, skeletons, found, info, t, y, sigma, settings)
     return found, {**info, "points": len(t)}
 
 
 def second_look(exprs, skeletons: dict[tuple, Skeleton], found: list[Found], info: dict, t, y, sigma: float,
                 settings: Settings) -> tuple[list[Found], dict]:
-    """Where the pick misses the data by more than `settings.misfit_gate` noise levels (`misfit`,
-    at the curvature-corrected level `nsode predict` notes with), the model's terms did not reach
-    the law: stage 1 again with the powers y, ..., y**misfit_powers recombined, the new skeletons
-    through stages 2 and 3, stage 4 over all the fits (`info["second_look"]` says so). Elsewhere
-    `found` and `info` as they are."""
+    """Where the model's terms may have reached the law only approximately, stage 1 again with the
+    powers y, ..., y**N recombined, the new skeletons through stages 2 and 3, stage 4 over all the
+    fits (`info["second_look"]` says so). Two gates: a record read as free of noise (its level, the
+    curvature removed as `nsode predict` reads it, at core.noise's floor) gets N =
+    `settings.clean_powers` whatever its pick (without noise the criterion tells fits apart sharply,
+    so more candidates cannot let a chance fit win, while a curve fit of the model's terms can stand
+    in for a sum of powers, as for 0.05*y**2*(10 - y); measured in session 97, not kept); a pick
+    that misses the data by more than `settings.misfit_gate` noise levels (`misfit`, at that level)
+    gets N = `settings.misfit_powers`. Elsewhere `found` and `info` as they are."""
     profile = choice_profile(t, y, settings)
-    missed = misfit(found[0], t, y, noise_level(t, y, curvature=True, profile=profile), profile)
-    if not missed > settings.misfit_gate:
+    level = noise_level(t, y, curvature=True, profile=profile)  # never below the floor
+    gate, powers, missed = ("clean", settings.clean_powers, None) if level <= noise_floor(y) else (None, 0, None)
+    if settings.misfit_powers > powers:
+        missed = misfit(found[0], t, y, level, profile)
+        if missed > settings.misfit_gate:
+            gate, powers = "misfit", settings.misfit_powers
+    if not powers:
         return found, info
-    powers = propose_with(exprs, t, y, sigma, replace(settings, basis=settings.misfit_powers))
-    new = {key: skeleton for key, skeleton in powers.items() if key not in skeletons}
+    with_powers = propose_with(exprs, t, y, sigma, replace(settings, basis=powers))
+    new = {key: skeleton for key, skeleton in with_powers.items() if key not in skeletons}
     more, info = select(found + fitted(new, t, y, sigma, settings, profile), t, y, sigma, settings, profile,
                         len(skeletons) + len(new))
-    info["second_look"] = {"missed": missed, "powers": settings.misfit_powers, "skeletons": len(new),
-                           "first": str(found[0].expr)}
+    changed = skeleton_key(more[0].expr) != skeleton_key(found[0].expr)
+    info["second_look"] = {"gate": gate, "missed": missed, "powers": powers, "skeletons": len(new),
+                           "first": str(found[0].expr), "changed": changed}
     return more, info

@@ -40,6 +40,7 @@ class Settings:
     basis: int = 0  # also recombine the powers y, ..., y**basis beside the model's terms (measured, not kept)
     misfit_powers: int = 0  # where the pick misses the data by misfit_gate noise levels, a second look with these
     misfit_gate: float = MISFIT_NOISES  # powers (root mean square of the residuals in noise levels, `misfit`)
+    clean_powers: int = 0  # on a record read as free of noise, that second look with y, ..., y**N (measured, not kept)
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
     denominators: int = 0  # expressions also read with their denominator fitted, N numerator sets (measured, not kept)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
