@@ -64,7 +64,8 @@ def solve(
     core.fitting), a course that reaches the edge of f's domain where f comes to rest there stays
     at the edge, the one continuation inside the domain: y' = -k*sqrt(y) empties a tank in finite
     time and it stays empty. Without it, or where f is not at rest at the edge (|f| there above
-    `protocol.REST_AT_EDGE` of the largest |f| met on the way), leaving the domain fails. A solve that succeeds either way gives the same values either way.
+    `protocol.REST_AT_EDGE` of the largest |f| met on the way), leaving the domain fails. A solve
+    that succeeds either way gives the same values either way.
     The rest is a second LSODA run after the first has failed, under the same limits (each run
     counts its own evaluations of f).
     """
