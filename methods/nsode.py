@@ -87,7 +87,9 @@ class NSODE(Method):
     (those fits snapped too, on since version 32), `bracket` (the best fits with a free exponent refitted
     with it at the integers beside it and the half-integer between; off: measured, not kept),
     `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search version
-    22), `per_capita` (the first beam expressions g also read as y' = y*g), `denominators` (beam
+    22), `per_capita` (the first beam expressions g also read as y' = y*g), `read_log` and
+    `read_reciprocal` (the model also reads log|y| or 1/y, its laws written back in y; off: measured in
+    session 98), `denominators` (beam
     expressions also read with their polynomial denominator fitted to the data; off: measured, not
     kept), `first_start` (the trajectory fit starts at the first observation where that misses less than
     the integral form's y0), `robust` (the stability check; off, unsafe fits may win), `stability_noise`
@@ -133,6 +135,7 @@ class NSODE(Method):
                  prune_rounds=Settings.prune_rounds, snap_pruned=Settings.snap_pruned, bracket=Settings.bracket,
                  noise_growth=Settings.noise_growth, robust=Settings.robust,
                  per_capita=Settings.per_capita, multiplicity=Settings.multiplicity,
+                 read_log=Settings.read_log, read_reciprocal=Settings.read_reciprocal,
                  stability_noise=Settings.stability_noise, keep_sign=Settings.keep_sign,
                  rest_in_noise=Settings.rest_in_noise, rest_limit=Settings.rest_limit,
                  hidden_pause=Settings.hidden_pause, start_scaled_bound=Settings.start_scaled_bound,
@@ -157,6 +160,7 @@ class NSODE(Method):
         self.decade_weights, self.decade_reweight, self.denominators = decade_weights, decade_reweight, denominators
         self.turn_back, self.origin, self.lead_added, self.glitches = turn_back, origin, lead_added, glitches
         self.misfit_powers, self.misfit_gate, self.clean_powers = misfit_powers, misfit_gate, clean_powers
+        self.read_log, self.read_reciprocal = read_log, read_reciprocal
 
     def check_params(self):
         """Search settings as `nsode predict` checks its flags (text allowed, as from a file); the

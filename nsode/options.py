@@ -38,6 +38,11 @@ SEARCH_OPTIONS = {
     "clean_powers": (whole_number(0), "on a record read as free of noise, that second look with the powers y, ..., "
                      "y**N whatever the pick's miss (0: none)"),
     "per_capita": (whole_number(0), "the first N beam expressions g also read as y' = y*g (0: none)"),
+    "read_log": (whole_number(0), "the model also reads log|y| of a record that keeps one sign; the first N laws "
+                                  "it writes for it, written back in y (z' = g(z) is y' = y*g(log(y))), are proposed "
+                                  "too (0: none)"),
+    "read_reciprocal": (whole_number(0), "likewise for 1/y (z' = g(z) is y' = -y**2*g(1/y)), where max|y| / min|y| "
+                                         "stays below 1000 (0: none)"),
     "denominators": (whole_number(0), "beam expressions with a polynomial denominator (y/(y + K)) also read with it "
                                       "fitted to the data, for the first N sets of numerators (the model's K may put "
                                       "the pole on the far side of the data; 0: none)"),

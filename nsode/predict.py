@@ -35,6 +35,7 @@ from nsode.options import checked
 from nsode.report import turning_note
 from nsode.scaling import Scale, in_raw_range
 from nsode.search.funnel import MAX_BEAM, SEARCH_BEAM, SEARCH_BRANCHES, search
+from nsode.search.readings import transformed, written_back
 from nsode.select import EXACT_TOP, select
 from nsode.search.settings import Settings
 
@@ -129,7 +130,8 @@ class Predictor:
                    search=settings or Settings(), scaled=scaled,
                    branches=SEARCH_BRANCHES if branches is None else branches, device=device)
 
-    def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple[sympy.Expr, float]]:
+    def candidates(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None,
+                   beam: int | None = None) -> list[tuple[sympy.Expr, float]]:
         """Unique parseable expressions from the beam (in the user's units), best log-probability first.
 
         A record outside the raw model's times only by an offset (t on [1000, 1002]) is read from
@@ -141,7 +143,8 @@ class Predictor:
         `timings`, if given, receives the encoder's seconds as "encode_s", those spent turning
         beams into expressions as "decode_s", which model read the trajectory as "reader"
         ("model" or "scaled") and, as "outside_range", whether a raw-input model read it outside
-        the range of its training data (`in_raw_range`, the clock's offset aside).
+        the range of its training data (`in_raw_range`, the clock's offset aside). `beam` overrides
+        the predictor's beam width for this read.
         """
         model = self.model
         if not in_raw_range(t, y) and in_raw_range(t - t[0], y):  # y' = f(y) does not read the clock:
@@ -165,7 +168,7 @@ class Predictor:
             memory = model.encode(bits.unsqueeze(0).to(next(model.parameters()).device))
         if timings is not None:
             timings["encode_s"] = time.perf_counter() - start
-        beams = beam_search(model, None, memory=memory, beam=self.beam, branches=self.branches)
+        beams = beam_search(model, None, memory=memory, beam=beam or self.beam, branches=self.branches)
         if self.samples:  # after the beam's: the search reads the first expressions first
             beams += sample_search(model, memory, samples=self.samples, temperature=self.temperature)
         model.train(was_training)
@@ -200,7 +203,8 @@ class Predictor:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if self.search is not None:
-                result = self._searched([e for e, _ in cands], t, y)
+                extra = self.transformed_readings(t, y, timings)
+                result = self._searched([e for e, _ in cands], t, y, extra)
             else:
                 scored = select([e for e, _ in cands], t, y, exact=self.exact)
                 ranked = [(to_infix(s.expr), s.r2) for s in scored]
@@ -219,9 +223,25 @@ class Predictor:
         aside = isolated_glitches(t, y)
         return aside if len(t) - len(aside) >= protocol.MIN_POINTS else []
 
-    def _searched(self, exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray) -> Prediction:
+    def transformed_readings(self, t: np.ndarray, y: np.ndarray, timings: dict | None = None) -> list[tuple]:
+        """(label, laws) for the search's stage 1: the first `read_log` and `read_reciprocal` laws the
+        model writes for log|y| and 1/y of the record (each read with a beam of that width), written
+        back in y (nsode.search.readings; none where a reading does not apply). `timings` receives
+        their seconds as "readings_s"."""
+        start, out = time.perf_counter(), []
+        for kind, count in (("log", self.search.read_log), ("reciprocal", self.search.read_reciprocal)):
+            z = transformed(y, kind) if count else None
+            if z is None:
+                continue
+            sign = 1 if y[0] > 0 else -1
+            out.append((f"{kind}-reading", [written_back(g, kind, sign) for g, _ in self.candidates(t, z, beam=count)[:count]]))
+        if timings is not None and out:
+            timings["readings_s"] = time.perf_counter() - start
+        return out
+
+    def _searched(self, exprs: list[sympy.Expr], t: np.ndarray, y: np.ndarray, extra=()) -> Prediction:
         means = bin_means(t, y, self.search.max_points)  # what the search reads of a long record
-        found, info = search(exprs, *means, self.search)
+        found, info = search(exprs, *means, self.search, extra=extra)
         near = rivals(found, *means, info["stability_sigma"], distinct=True,  # checks their stability too
                       settings=self.search)
         if len(means[0]) < len(t):  # y0 at the first observation, R^2 on every one, as the user reads them
