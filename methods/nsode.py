@@ -230,6 +230,8 @@ class NSODE(Method):
         return Prediction(result.expression, candidates=tuple(e for e, _ in result.candidates),
                           metadata={"r2_fit": result.r2, "load_s": self.load_s_,
                                     "device": str(next(self.predictor_.model.parameters()).device),
+                                    # which stage wrote the pick: model, variant, per-capita, combination, ...
+                                    "source": result.chosen.source if result.chosen else None,
                                     **result.timings, **result.info})
 
 

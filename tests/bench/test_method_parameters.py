@@ -81,6 +81,7 @@ def test_a_variant_with_a_parameter_runs_from_the_command_line(tmp_path):
     rows = ResultStore(out).read()
     assert list(rows["method"]) == ["nsode-eps+refine:beam=16"] and list(rows["status"]) == ["ok"]
     assert list(rows["method_version"].astype(str)) == [SEARCH_VERSION + "+" + SEARCH_WEIGHTS]
+    assert json.loads(rows["metadata"][0])["source"] in {"model", "variant", "snapped", "pruned", "per-capita"}
 
 
 def test_a_method_s_version_names_its_weights_so_other_weights_never_reuse_a_row(specs, tmp_path):
