@@ -234,7 +234,8 @@ class Predictor:
             if z is None:
                 continue
             sign = 1 if y[0] > 0 else -1
-            out.append((f"{kind}-reading", [written_back(g, kind, sign) for g, _ in self.candidates(t, z, beam=count)[:count]]))
+            laws = [written_back(g, kind, sign) for g, _ in self.candidates(t, z, beam=count)[:count]]
+            out.append((f"{kind}-reading", laws))
         if timings is not None and out:
             timings["readings_s"] = time.perf_counter() - start
         return out

@@ -3,10 +3,10 @@ for that record is written back as a law in y, to join the search's stage 1 besi
 
 Why: some laws are simple in another variable. With z = log(s*y) (s the record's sign), Gompertz
 growth y' = y*(a - b*log(y)) is the relaxation z' = a - b*z, and logistic growth the saturation
-z' = r - (r/K)*exp(z); with z = 1/y, logistic growth is z' = r/K - r*z and every Bernoulli law
-y' = a*y - b*y**2 is linear. The model reads relaxations well and writes the bracket of a growth
-law rarely, so reading the record where the law is simple widens what it proposes without
-training. Written back: z' = g(z) is y' = y*g(log(s*y)) (log) or y' = -y**2*g(1/y) (reciprocal).
+z' = r - (r/K)*exp(z); with z = 1/y, every law a*y + b*y**2 (logistic growth) is linear and a
+harvested logistic -h + a*y + b*y**2 is the quadratic z' = h*z**2 - a*z - b. The model reads
+relaxations well and writes the bracket of a growth law, or a quadratic with an offset, rarely, so
+reading the record where the law is simple widens what it proposes without training. Written back: z' = g(z) is y' = y*g(log(s*y)) (log) or y' = -y**2*g(1/y) (reciprocal).
 """
 from __future__ import annotations
 

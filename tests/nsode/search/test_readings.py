@@ -15,7 +15,8 @@ from nsode.search.terms import skeleton_key
 def test_a_relaxation_of_log_y_is_gompertz_growth_and_of_1_over_y_logistic_growth():
     assert sympy.expand(written_back(2.5 - 0.8 * Y, "log", 1) - (2.5 * Y - 0.8 * Y * sympy.log(Y))) == 0
     assert written_back(1.2 - 0.5 * sympy.exp(Y), "log", 1) == sympy.expand(1.2 * Y - 0.5 * Y**2)
-    assert written_back(sympy.exp(sympy.Float(2.5) * Y), "log", 1) == Y ** sympy.Float(3.5)  # a power, as the beam writes it
+    # a power, as the beam writes it
+    assert written_back(sympy.exp(sympy.Float(2.5) * Y), "log", 1) == Y ** sympy.Float(3.5)
     assert written_back(0.2 - 1.3 * Y, "reciprocal", 1) == sympy.expand(1.3 * Y - 0.2 * Y**2)
     # below 0, z = log(-y): z' = -z is y' = -y*log(-y)
     assert written_back(-Y, "log", -1) == -Y * sympy.log(-Y)
