@@ -160,7 +160,8 @@ def main(argv=None) -> int:
                          "the fits as good on the data (PNG; PDF, SVG or JPEG when the name ends so; a name "
                          "with another ending or none gets .png added: fit.txt writes fit.txt.png)")
     pr.add_argument("--json", type=Path, default=None, metavar="FILE",
-                    help="also write what is printed to FILE as JSON, for scripts: the law and its form, each "
+                    help="also write what is printed to FILE as JSON, for scripts: the law and its form (and the "
+                         "search's stage that wrote it: model, variant, per-capita, combination, ...), each "
                          "constant and initial value with its standard error, R^2, the noise level and the root "
                          "mean square miss in its units (misfit: about 1 for a law, far above for a curve fit), the "
                          "candidates, the fits as good on the data, the notes (with --joint each record's too)")
@@ -275,7 +276,8 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
     label = to_infix(fit.expr) if fit else shown(result.expression)
     print(f"y' = {label}")
     reading = {"file": name, "law": label, "expression": result.expression, "r2": result.r2,
-               "method": "paper" if args.paper else "search", "proposer": _proposer(args, result)}
+               "method": "paper" if args.paper else "search", "proposer": _proposer(args, result),
+               "stage": result.chosen.source if result.chosen is not None else None}  # which stage wrote the law
     if fit:
         print(f"y({time_text(t[0], t)}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
         reading["initial_value"] = {"t": t[0], "value": chosen.y0, "error": fit.y0_error}

@@ -97,6 +97,7 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write
     assert "candidates (proposed by nsode-eps, in the search's order" in out
     reading = json.loads((tmp_path / "fit.json").read_text())  # what is printed, for scripts, at full precision
     assert reading["law"] == "-0.5*y" and reading["form"] == "c0*y" and reading["proposer"] == "nsode-eps"
+    assert reading["stage"] in {"model", "variant", "snapped", "pruned", "per-capita"}  # written by the search
     (constant,) = reading["constants"]
     assert constant["name"] == "c0" and abs(constant["value"] + 0.5) < 1e-5 and 0 < constant["error"] < 1e-3
     assert abs(reading["initial_value"]["value"] - 3) < 1e-4 and reading["initial_value"]["t"] == 0
