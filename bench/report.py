@@ -3,7 +3,8 @@
 Policy for failed rows (stated once, applied everywhere): a task whose prediction failed
 (error, timeout, invalid expression, or an integration that diverged) counts with R^2 = -inf,
 L1 = L-infinity = +inf and isclose = 0 in the medians; its complexity is left out unless it
-wrote a law (a diverged prediction keeps the complexity of its law). So a method that fails on
+wrote a law (a diverged prediction keeps the complexity of its law, and its form's skeleton
+score; one without a law is not of the true form). So a method that fails on
 most tasks has a median R^2 of -inf, as in the paper's figures, and never the smallest median
 error from the few tasks it did not fail.
 """
@@ -28,8 +29,9 @@ METRICS = list(METRIC_COLUMNS)
 
 def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:
     """Failed rows' R^2 = -inf, L1 = L-infinity = +inf and isclose = 0, per part: a prediction that
-    diverged after T (score status "diverged-extrap") fails extrapolation only. `failed`: failed
-    in either part."""
+    diverged after T (score status "diverged-extrap") fails extrapolation only. A failed row without
+    a law scores skeleton 0 where the true law is known (one that diverged keeps its law's). `failed`:
+    failed in either part."""
     absent = [column for column in ("status", "score_status", "truth_kind") if column not in rows]
     if absent:  # an empty frame: ResultStore of a mistyped or empty folder
         raise ValueError(f"no result rows here (no column {absent[0]!r}): read them with ResultStore(FOLDER).read() "
@@ -44,6 +46,10 @@ def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:
         rows.loc[lost & ~unknown, f"r2_{part}"] = protocol.R2_FLOOR
         rows.loc[lost & ~unknown, f"isclose_{part}"] = 0.0
         rows.loc[lost & ~unknown, [f"l1_{part}", f"linf_{part}"]] = np.inf
+    if "skeleton" in rows:  # rows scored before the skeleton score existed stay unscored
+        rows["skeleton"] = pd.to_numeric(rows["skeleton"], errors="coerce")
+        known = rows["truth_expression"].map(lambda law: isinstance(law, str) and law != "") if "truth_expression" in rows else False
+        rows.loc[failed & known & rows["skeleton"].isna(), "skeleton"] = 0.0
     rows["failed"] = failed
     return rows
 
@@ -128,10 +134,11 @@ LEVEL = 0.95  # the interval's coverage
 
 def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
     """Per method (and per `by` column): tasks, failures, the share of tasks with R^2 > GOOD_R2 in
-    interpolation and in extrapolation with a 95% interval (`share_interval`), the median R^2 of
-    each and the median fit time, best first (extrapolation share, then interpolation share).
-    Failures count as R^2 = -inf; the extrapolation share and median count only tasks that have
-    a true solution to extrapolate."""
+    interpolation and in extrapolation with a 95% interval (`share_interval`), the share whose law
+    has the true law's form (`true_skeleton`, bench.scoring; over tasks with a known law), the
+    median R^2 of each and the median fit time, best first (extrapolation share, then
+    interpolation share). Failures count as R^2 = -inf and as not of the true form; the
+    extrapolation share and median count only tasks that have a true solution to extrapolate."""
     rows = with_failure_policy(rows)
     keys = [*by, "method"]
     grouped = rows.groupby(keys, dropna=False)
@@ -143,6 +150,10 @@ def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
         table[share] = solved.groupby([rows[k] for k in keys], dropna=False).mean()
         bounds = share_interval(rows.assign(solved=solved), keys)
         table[f"{share}_low"], table[f"{share}_high"] = bounds["low"], bounds["high"]
+    found = rows["skeleton"] if "skeleton" in rows else pd.Series(np.nan, index=rows.index)
+    table["true_skeleton"] = found.groupby([rows[k] for k in keys], dropna=False).mean()
+    bounds = share_interval(rows.assign(solved=found), keys)
+    table["true_skeleton_low"], table["true_skeleton_high"] = bounds["low"], bounds["high"]
     for part in ("interp", "extrap"):
         table[f"median_r2_{part}"] = grouped[f"r2_{part}"].median()
     table["median_fit_s"] = grouped["fit_time"].median()
@@ -181,13 +192,13 @@ def share_interval(rows: pd.DataFrame, keys: list[str], seed: int = 0) -> pd.Dat
 def format_leaderboard(table: pd.DataFrame) -> str:
     """The leaderboard as markdown, shares in percent with their 95% intervals (`share_interval`)."""
     shown = table.copy()
-    for column in [c for c in shown.columns if c.endswith(f"_above_{GOOD_R2:g}")]:
+    for column in [c for c in shown.columns if c.endswith(f"_above_{GOOD_R2:g}") or c == "true_skeleton"]:
         shares = zip(*(pd.to_numeric(shown[column + end], errors="coerce") for end in ("", "_low", "_high")))
         shown[column] = [("not scored" if not np.isfinite(mid) else f"{100 * mid:.0f}%" if not np.isfinite(low)
                           else f"{100 * mid:.0f}% ({100 * low:.0f}-{100 * high:.0f})") for mid, low, high in shares]
         shown = shown.drop(columns=[column + "_low", column + "_high"])
     shown = shown.rename(columns=lambda c: c.replace("_r2_above_", " R^2 > ").replace("median_r2_", "median R^2 ")
-                         .replace("median_fit_s", "median fit (s)"))
+                         .replace("median_fit_s", "median fit (s)").replace("true_skeleton", "true form"))
     return markdown_table(shown, floatfmt=".3g")
 
 

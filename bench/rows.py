@@ -15,7 +15,7 @@ TASK_FIELDS = ("method_version", "truth_expression", "truth_kind", "truth_comple
                "time_limit", "record")
 RESULT_FIELDS = ("status", "reason", "expression", "candidates", "metadata", "fit_time", "setup_time", "warnings",
                  "output")
-SCORE_FIELDS = ("score_status", "score_reason", "complexity",
+SCORE_FIELDS = ("score_status", "score_reason", "complexity", "skeleton",
                 *(f"{metric}_{part}" for part in ("interp", "extrap") for metric in METRICS))
 COLUMNS = (*KEY, *TASK_FIELDS, *RESULT_FIELDS, *SCORE_FIELDS, "finished_at")
 EXTRAP_DIVERGED = "diverged-extrap"  # score_status of a prediction that fails only after T (bench.scoring)

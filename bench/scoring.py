@@ -12,6 +12,9 @@ counts its R^2 as -inf (see protocol.R2_FLOOR), its L1 and L-infinity as +inf an
 comes to rest stays there, as the truth's does (`core.solving.solve`, `rest_at_edge`). As in the paper,
 which solves on [0, T] and on [T, T_extra] separately, a prediction that fails only after T keeps
 its interpolation scores (status "diverged-extrap"): a blow-up at t = 3 says nothing about [0, 2].
+Beside the trajectory's scores, `skeleton` says whether the law has the true law's form whatever
+its constants (core.skeletons; 1 or 0, nan where no true law is known): the symbolic recovery that
+symbolic-regression benchmarks report beside R^2; `report` counts a failed task's as 0.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from bench.tasks import Trajectory
 from core import protocol
 from core.expressions import ExpressionError, compile_scalar, complexity, parse
 from core.metrics import METRICS, compare
+from core.skeletons import same_skeleton
 from core.solving import SolveError, relative_atol, solve
 
 
@@ -33,11 +37,13 @@ class Scores:
     #              or "diverged-extrap" (failed after T only: interpolation scored, extrapolation failed)
     reason: str = ""
     complexity: float = np.nan
+    skeleton: float = np.nan  # 1 where the law has the true law's form (core.skeletons), 0 where not; nan: no truth
     interpolation: dict | None = None  # metric -> value on [0, T]
     extrapolation: dict | None = None  # metric -> value on [T, T_extra] (None when unknown)
 
     def as_row(self) -> dict:
-        row = {"score_status": self.status, "score_reason": self.reason, "complexity": self.complexity}
+        row = {"score_status": self.status, "score_reason": self.reason, "complexity": self.complexity,
+               "skeleton": self.skeleton}
         for part, values in (("interp", self.interpolation), ("extrap", self.extrapolation)):
             for metric in METRICS:
                 row[f"{metric}_{part}"] = np.nan if values is None else values[metric]
@@ -55,7 +61,7 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
     extra = {s.name for s in expr.free_symbols} - {"y"}
     if extra:
         return Scores("invalid", f"unknown symbols {sorted(extra)}")
-    size = complexity(expr)
+    law = {"complexity": complexity(expr), "skeleton": _form_found(expr, trajectory.expression)}
     has_extra = len(trajectory.t_extra) > 0
     t_all = np.concatenate([trajectory.t, trajectory.t_extra[1:]]) if has_extra else trajectory.t
     rhs = compile_scalar(expr)
@@ -70,13 +76,23 @@ def score(expression: str, trajectory: Trajectory) -> Scores:
         y_all = solved(t_all)
     except SolveError as err:
         if not has_extra:
-            return Scores("diverged", str(err), complexity=size)
+            return Scores("diverged", str(err), **law)
         try:  # [0, T] on its own, as the paper solves it
             y_observed = solved(trajectory.t)
         except SolveError as early:
-            return Scores("diverged", str(early), complexity=size)
-        return Scores(EXTRAP_DIVERGED, str(err), complexity=size, interpolation=compare(y_observed, trajectory.y))
+            return Scores("diverged", str(early), **law)
+        return Scores(EXTRAP_DIVERGED, str(err), interpolation=compare(y_observed, trajectory.y), **law)
     n = len(trajectory.t)
     interpolation = compare(y_all[:n], trajectory.y)
     extrapolation = compare(y_all[n - 1:], trajectory.y_extra) if has_extra else None
-    return Scores("ok", "", complexity=size, interpolation=interpolation, extrapolation=extrapolation)
+    return Scores("ok", "", interpolation=interpolation, extrapolation=extrapolation, **law)
+
+
+def _form_found(expr, truth: str | None) -> float:
+    """1.0 where `expr` has the true law's skeleton, 0.0 where not, nan without a true law."""
+    if not truth:
+        return np.nan
+    try:
+        return float(same_skeleton(expr, parse(truth)))
+    except ExpressionError:
+        return np.nan

@@ -86,3 +86,15 @@ def test_each_share_has_an_interval_from_resampled_equations_not_tasks():
     assert "| 50%  " in report.format_leaderboard(report.leaderboard(one_file))
     per_equation = report.leaderboard(once, by=("dataset", "equation_id"))  # a cell per equation: no interval
     assert per_equation["interp_r2_above_0.9_low"].isna().all() and len(per_equation) == 40
+
+
+def test_the_share_of_laws_of_the_true_form_counts_failures_as_not_and_unknown_laws_not_at_all():
+    frame = pd.DataFrame(rows("m", [0.95] * 3, [0.95] * 3) + rows("m", [np.nan], [np.nan], status="error")
+                         + rows("m", [0.9], [np.nan], truth_kind="observations", dataset="user"))
+    frame["truth_expression"] = ["-0.5*y"] * 4 + [None]
+    frame["skeleton"] = [1.0, 1.0, 0.0, np.nan, np.nan]  # the error wrote no law; the user's record has none
+    board = report.leaderboard(frame)
+    assert board["true_skeleton"].item() == 0.5  # 2 of the 4 tasks with a known law
+    assert "true form" in report.format_leaderboard(board)
+    older = report.leaderboard(frame.drop(columns="skeleton"))  # rows stored before the score existed
+    assert np.isnan(older["true_skeleton"].item()) and "not scored" in report.format_leaderboard(older)

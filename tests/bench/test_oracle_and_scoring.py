@@ -19,13 +19,16 @@ def test_oracle_scores_r2_of_one_on_every_task(name):
         assert result.status == "ok", (tr.key, result.reason)
         assert result.interpolation["r2"] > 0.9999, tr.key
         assert result.extrapolation["r2"] > 0.9999, tr.key
+        assert result.skeleton == 1.0, tr.key  # the true law has the true law's form
 
 
 def test_wrong_expression_scores_below_one_and_blowup_is_recorded():
     tr = next(t for t in datasets.load("textbook") if t.equation_id == "compound-interest")
     assert score("0.05*y", tr).interpolation["r2"] < 0.9
+    assert score("0.05*y", tr).skeleton == 1.0 and score("0.05*y + 0.001", tr).skeleton == 0.0  # form, not numbers
     blown = score("50*y**2", tr)
     assert blown.status == "diverged" and blown.reason and blown.interpolation is None
+    assert blown.skeleton == 0.0 and blown.as_row()["skeleton"] == 0.0  # a law that diverges keeps its form's score
     later = score(f"{1 / (3 * tr.y0)!r}*y**2", tr)  # blows up at t = 3: [0, T] is still scored, as in the paper
     assert later.status == "diverged-extrap" and re.search(r"t = (2\.999|3) ", later.reason)  # where it stopped
     assert np.isfinite(later.interpolation["r2"]) and later.extrapolation is None

@@ -1,0 +1,33 @@
+"""The skeleton of a law (core/skeletons.py): its form, whatever its constants."""
+import pytest
+
+from core.expressions import parse
+from core.skeletons import same_skeleton, skeleton
+
+
+@pytest.mark.parametrize("prediction, truth", [
+    ("2.0*y - 0.8*y*log(y)", "0.8*y*log(12/y)"),  # Gompertz expanded
+    ("1.313*y - 0.1929*y**2", "1.3*y*(1 - y/7)"),  # the logistic
+    ("-1.346 + 1.894*y - 0.4372*y**2", "-0.7 + 1.27*y*(1 - 0.2275*y)"),  # harvested
+    ("3*y**2.0", "y**2"), ("3*y**0.5", "sqrt(y)"), ("3*sqrt(y)", "(2*y)**0.5"), ("2/y", "y**-1.0"),
+    ("4*exp(-y)", "exp(2 - y)"), ("10 - 0.29*y**1.41", "9.81 - 0.3*y**1.4"),
+    ("2*y**4/(y**4 + 0.1)", "y**4/(0.003 + y**4)"),
+])
+def test_laws_that_differ_only_in_their_constants_share_a_skeleton(prediction, truth):
+    assert same_skeleton(parse(prediction), parse(truth))
+
+
+@pytest.mark.parametrize("prediction, truth", [
+    ("-0.5*y - 1e-7", "-0.5*y"),  # a spare term
+    ("sin(2*y)", "sin(y)"),  # a scale that fixes the unit of y
+    ("y**2.03", "y**2"),  # a free exponent is not the integer one
+    ("1.5", "0"),  # y' = c is not y' = 0
+    ("(y + 1)**40", "y"),  # far larger: answered without expanding it
+])
+def test_other_forms_do_not(prediction, truth):
+    assert not same_skeleton(parse(prediction), parse(truth))
+
+
+def test_a_skeleton_lists_each_term_form_once_with_the_constant_term_as_1():
+    assert skeleton(parse("3 + 2*y + 5*y")) == ("1", "Symbol('y', real=True)")
+    assert skeleton(parse("0")) == ()
