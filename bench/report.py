@@ -48,7 +48,8 @@ def with_failure_policy(rows: pd.DataFrame) -> pd.DataFrame:
         rows.loc[lost & ~unknown, [f"l1_{part}", f"linf_{part}"]] = np.inf
     if "skeleton" in rows:  # rows scored before the skeleton score existed stay unscored
         rows["skeleton"] = pd.to_numeric(rows["skeleton"], errors="coerce")
-        known = rows["truth_expression"].map(lambda law: isinstance(law, str) and law != "") if "truth_expression" in rows else False
+        truths = rows["truth_expression"] if "truth_expression" in rows else pd.Series("", index=rows.index)
+        known = truths.map(lambda law: isinstance(law, str) and law != "")
         rows.loc[failed & known & rows["skeleton"].isna(), "skeleton"] = 0.0
     rows["failed"] = failed
     return rows
