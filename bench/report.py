@@ -136,7 +136,8 @@ LEVEL = 0.95  # the interval's coverage
 def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
     """Per method (and per `by` column): tasks, failures, the share of tasks with R^2 > GOOD_R2 in
     interpolation and in extrapolation with a 95% interval (`share_interval`), the share whose law
-    has the true law's form (`true_skeleton`, bench.scoring; over tasks with a known law), the
+    has the true law's form (`true_skeleton`, bench.scoring; over tasks with a known law; not scored
+    where some of a group's rows were stored before the score existed: `bench score` adds it), the
     median R^2 of each and the median fit time, best first (extrapolation share, then
     interpolation share). Failures count as R^2 = -inf and as not of the true form; the
     extrapolation share and median count only tasks that have a true solution to extrapolate."""
@@ -152,7 +153,9 @@ def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
         bounds = share_interval(rows.assign(solved=solved), keys)
         table[f"{share}_low"], table[f"{share}_high"] = bounds["low"], bounds["high"]
     found = rows["skeleton"] if "skeleton" in rows else pd.Series(np.nan, index=rows.index)
-    table["true_skeleton"] = found.groupby([rows[k] for k in keys], dropna=False).mean()
+    by_keys = [rows[k] for k in keys]
+    stale = found.isna() & (rows["truth_kind"] == "solution") & ~rows["failed"]  # scored before the score existed
+    table["true_skeleton"] = found.groupby(by_keys, dropna=False).mean().where(~stale.groupby(by_keys).any())
     bounds = share_interval(rows.assign(solved=found), keys)
     table["true_skeleton_low"], table["true_skeleton_high"] = bounds["low"], bounds["high"]
     for part in ("interp", "extrap"):

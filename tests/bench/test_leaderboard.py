@@ -98,3 +98,5 @@ def test_the_share_of_laws_of_the_true_form_counts_failures_as_not_and_unknown_l
     assert "true form" in report.format_leaderboard(board)
     older = report.leaderboard(frame.drop(columns="skeleton"))  # rows stored before the score existed
     assert np.isnan(older["true_skeleton"].item()) and "not scored" in report.format_leaderboard(older)
+    mixed = frame.assign(skeleton=[1.0, np.nan, 0.0, np.nan, np.nan])  # a resumed sweep: one row from before
+    assert np.isnan(report.leaderboard(mixed)["true_skeleton"].item())  # not a share of the newer rows alone
