@@ -286,7 +286,8 @@ def second_look(exprs, skeletons: dict[tuple, Skeleton], found: list[Found], inf
     gets N = `settings.misfit_powers`. Elsewhere `found` and `info` as they are."""
     profile = choice_profile(t, y, settings)
     level = noise_level(t, y, curvature=True, profile=profile)  # never below the floor
-    gate, powers, missed = ("clean", settings.clean_powers, None) if level <= noise_floor(y) else (None, 0, None)
+    gate, powers = ("clean", settings.clean_powers) if level <= noise_floor(y) else (None, 0)
+    missed = None  # measured only where the misfit gate is asked
     if settings.misfit_powers > powers:
         missed = misfit(found[0], t, y, level, profile)
         if missed > settings.misfit_gate:
