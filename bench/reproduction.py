@@ -15,10 +15,11 @@ import pandas as pd
 from bench import claims, compare, provenance, report
 from bench.method import Oracle
 from bench.rows import runs_stopped_by_time
-from bench.store import SweepFileError, read_sweep_file
+from bench.store import SWEEP_FILE, ResultStore, SweepFileError, read_sweep_file
 
 REPORT = "REPRODUCTION.md"
 LEADERS_FIGURE = "leaders.png"  # the two leading methods task by task
+ROWS = "rows"  # the rows behind every number, as a result folder that every `bench` command reads
 PUBLISHED = (REPORT, "claims.csv", "leaderboard.csv", "leaderboard_by_dataset.md", "method_times.csv", "medians.csv", "medians_iqr.md", "failures.md",
              "main.png", "solved.png", "r2_interp.png", "r2_extrap.png", LEADERS_FIGURE)  # what `publish` copies; the report links only these
 
@@ -138,8 +139,10 @@ def _claims_section(verdicts: list[claims.Verdict]) -> list[str]:
 
 def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, roles: claims.Roles,
           note: str | None = None) -> Path:
-    """REPRODUCTION.md, claims.csv, method_times.csv and the leaders' figure into `folder` (beside the
-    figures and tables of `bench.paper.write_outputs`)."""
+    """REPRODUCTION.md, claims.csv, method_times.csv, the leaders' figure and the rows (`write_rows`)
+    into `folder` (beside the figures and tables of `bench.paper.write_outputs`)."""
+    stored = write_rows(rows, folder, sweep_folder)
+    size = sum(file.stat().st_size for file in stored.rglob("*") if file.is_file())
     verdicts = claims.check(rows, roles)
     claims.to_frame(verdicts).to_csv(folder / "claims.csv", index=False)
     times = method_times(rows)
@@ -171,7 +174,10 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"- machine: {box['cpu_count']} CPUs, {box.get('cpu_model') or box['processor']} "
               f"({box['machine']}), {box['platform']}, Python {box['python']}",
               f"- wall time of the sweep: {timing}; fitting: {_hours(busy)} of worker time",
-              *_rescorings(sweep_folder), *_grid(rows), "",
+              *_rescorings(sweep_folder), *_grid(rows),
+              f"- the rows behind every number: [{ROWS}/]({ROWS}/) ({size / 1e6:.1f} MB), a result folder that "
+              f"`python -m bench report`, `score`, `compare` and `plot` read; copied to the config's `out` folder, "
+              "`bench paper` rebuilds this report from it, refitting only the methods whose version has changed", "",
               "## Claims", "", *_claims_section(verdicts), "",
               "## Leaderboard", "",
               f"Every stored task pooled (datasets, noise levels and sample sizes above), best first by the share "
@@ -198,14 +204,30 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
     return path
 
 
+def write_rows(rows: pd.DataFrame, folder: Path, sweep_folder: Path) -> Path:
+    """The report's rows into `folder`/rows as a result folder of one part, with the sweep's
+    sweep.json: published beside the report, they let `bench report`, `bench score` and
+    `bench compare` be run on its numbers, and `bench paper` rebuild it, without the hours of fits."""
+    target = folder / ROWS
+    shutil.rmtree(target, ignore_errors=True)
+    ResultStore(target).replace_all(rows)
+    if (sweep_folder / SWEEP_FILE).is_file():
+        shutil.copyfile(sweep_folder / SWEEP_FILE, target / SWEEP_FILE)
+    return target
+
+
 def publish(folder: Path, docs: Path) -> list[Path]:
-    """Copy the report, its tables and the main figures from `folder` into `docs`."""
+    """Copy the report, its tables, the main figures and its rows from `folder` into `docs`."""
     docs.mkdir(parents=True, exist_ok=True)
     copied = []
     for name in PUBLISHED:
         if (folder / name).exists():
             shutil.copyfile(folder / name, docs / name)
             copied.append(docs / name)
+    if (folder / ROWS).is_dir():
+        shutil.rmtree(docs / ROWS, ignore_errors=True)
+        shutil.copytree(folder / ROWS, docs / ROWS)
+        copied.append(docs / ROWS)
     return copied
 
 

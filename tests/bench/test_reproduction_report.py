@@ -15,8 +15,8 @@ def rows(method, solved):
     out = []
     for i, ok in enumerate(solved):
         row = dict.fromkeys(COLUMNS, np.nan)
-        row.update(dataset="classic", equation_id=f"e{i}", y0_index=0, noise=0.01, n=128, seed=0, method=method,
-                   status="ok", score_status="ok", truth_kind="solution", r2_interp=0.99 if ok else 0.5,
+        row.update(dataset="classic", equation_id=f"e{i}", y0_index=0, noise=0.01, n=128, n_observed=128, seed=0,
+                   method=method, status="ok", score_status="ok", truth_kind="solution", r2_interp=0.99 if ok else 0.5,
                    r2_extrap=0.99 if ok else 0.5, complexity=5, truth_complexity=5, fit_time=1.0,
                    setup_time=0.0, time_limit=60, finished_at=1e9 + i)
         out.append(row)
@@ -106,3 +106,31 @@ def test_a_rescored_sweep_says_when_and_at_which_commit_its_scores_were_recomput
     text = reproduction.write(ResultStore(out).read(), tmp_path / "report", out, "python -m bench paper",
                               claims.Roles()).read_text()
     assert f"- scores recomputed from the stored predictions (`bench score`) at commit `{entry['commit']}`" in text
+
+
+def test_the_published_rows_rebuild_the_report_without_refitting(tmp_path):
+    """The rows are published beside the report as a result folder: read back they are the sweep's
+    rows, and a sweep resumed from them refits nothing and writes the same leaderboard."""
+    import shutil
+
+    from bench import paper
+    from bench.store import ResultStore
+
+    def run(out):
+        config = tmp_path / f"{out}.yaml"
+        config.write_text(f"name: t\nout: {tmp_path / out}\ndatasets: [textbook]\nsubset: {{textbook: 2}}\n"
+                          "noise: [0]\nn: [128]\nmethods: [truth]\nseeds: [0]\n")
+        paper.run_paper(str(config), quick=False, jobs=1, backend="joblib", scheduler=None, progress=False,
+                        docs=str(tmp_path / f"docs-{out}"))
+        return tmp_path / f"docs-{out}"
+
+    docs = run("first")
+    published, swept = ResultStore(docs / reproduction.ROWS).read(), ResultStore(tmp_path / "first").read()
+    assert len(published) == len(swept) == 2
+    pd.testing.assert_frame_equal(published.sort_values("equation_id", ignore_index=True),
+                                  swept.sort_values("equation_id", ignore_index=True), check_dtype=False)
+    assert f"[{reproduction.ROWS}/]({reproduction.ROWS}/)" in (docs / reproduction.REPORT).read_text()
+    shutil.copytree(docs / reproduction.ROWS, tmp_path / "second")
+    again = run("second")
+    assert len(json.loads((tmp_path / "second" / "sweep.json").read_text())["runs"]) == 1  # the first's start only
+    assert (again / "leaderboard.csv").read_text() == (docs / "leaderboard.csv").read_text()
