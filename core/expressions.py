@@ -207,6 +207,9 @@ def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[s
         raise ExpressionError("empty expression")
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
+    if "=" in text:  # "y' = -0.5*y", as `nsode predict` prints a law, reads to Python as a broken string
+        raise ExpressionError("'=' is not allowed: write only the right-hand side f(y) of y' = f(y) "
+                              "(for y' = -0.5*y: -0.5*y)")
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as err:

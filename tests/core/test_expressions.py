@@ -22,6 +22,8 @@ def test_unsafe_or_invalid_text_is_refused(text):
     ("-0.3y", "write products with * (0.3*y, not 0.3y)"),
     ("y.real", "'y.real' is not allowed in an expression: use y, numbers"),
     ("np.float64(0.5)*y", "a numpy scalar's repr: write its number with float()"),  # f"{a!r}" under numpy 2
+    ("y' = -0.5*y", "'=' is not allowed: write only the right-hand side f(y) of y' = f(y)"),  # as predict prints it
+    ("dy/dt=-y", "'=' is not allowed"),
 ])
 def test_a_refusal_names_the_piece_as_written_not_python_s_node(text, message):
     with pytest.raises(ExpressionError) as err:
