@@ -39,7 +39,10 @@ would bend it: on a record with a large offset (pressure in Pa moving by 30) the
 and of y are nearly parallel, and the ridge had kept the affine law out of the shortlist. Version
 30 answers where no shortlisted fit can be integrated over the observations (a pole inside the
 data's range): the next 64 skeletons by the cheap score and y' = 0 are fitted, and the choice is
-made among them; it had raised an error.
+made among them; it had raised an error. Version 37 also lets the model read 1/y of a record that
+keeps one sign and proposes its first 64 laws written back in y (a logistic is a relaxation of 1/y,
+a harvested logistic a quadratic in it): the law's own form is picked more often, at the same
+extrapolation count (docs/search.md, "Session 99").
 `nsode` and `nsode-eps` version 2 integrate each of the paper's selection candidates under a
 count of right-hand-side evaluations (nsode.select.MAX_RHS_CALLS) instead of 1 s of wall clock,
 so their answer no longer depends on how busy the machine is.
@@ -88,8 +91,8 @@ class NSODE(Method):
     with it at the integers beside it and the half-integer between; off: measured, not kept),
     `noise_growth` (the choice weighs residuals by noise that grows with |y|, on since search version
     22), `per_capita` (the first beam expressions g also read as y' = y*g), `read_log` and
-    `read_reciprocal` (the model also reads log|y| or 1/y, its laws written back in y; off: measured in
-    session 98), `denominators` (beam
+    `read_reciprocal` (the model also reads log|y| or 1/y, its laws written back in y; 1/y on since
+    version 37, log|y| off: measured in session 98), `denominators` (beam
     expressions also read with their polynomial denominator fitted to the data; off: measured, not
     kept), `first_start` (the trajectory fit starts at the first observation where that misses less than
     the integral form's y0), `robust` (the stability check; off, unsafe fits may win), `stability_noise`
@@ -117,7 +120,7 @@ class NSODE(Method):
                                      "beam": SEARCH_BEAM, "branches": SEARCH_BRANCHES, "search": True},
                                     f"NSODE-eps (scale-invariant input beyond its training range) proposes skeletons "
                                     f"(beam {SEARCH_BEAM}), a fitter decides: constants and y0 refitted, unsafe fits "
-                                    "rejected, information criterion", version="36"),
+                                    "rejected, information criterion", version="37"),
     }
 
     def __init__(self, checkpoint="nsode", beam=None, search=False, glitches=Settings.glitches,

@@ -43,7 +43,7 @@ class Settings:
     clean_powers: int = 0  # on a record read as free of noise, that second look with y, ..., y**N (measured, not kept)
     per_capita: int = 64  # the first per_capita beam expressions g also read as y' = y*g (per-capita laws; 0: none)
     read_log: int = 0  # the first N expressions of the beam of log|y|, written back in y, also proposed (0: none)
-    read_reciprocal: int = 0  # likewise of the beam of 1/y (nsode.search.readings; measured in session 98)
+    read_reciprocal: int = 64  # likewise of the beam of 1/y (nsode.search.readings; on since version 37)
     denominators: int = 0  # expressions also read with their denominator fitted, N numerator sets (measured, not kept)
     criterion: str = "bic"  # "bic" (parsimony) or "rss" (best fit outright)
     robust: bool = True  # reject fits whose solution fails from perturbed y0 or on 2x the span

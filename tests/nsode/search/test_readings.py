@@ -57,6 +57,7 @@ def test_the_logistic_the_model_writes_only_for_1_over_y_is_found_through_that_r
 
     monkeypatch.setattr(predictor, "candidates", proposals)
     target = skeleton_key(sympy.expand(law))
+    predictor.search = replace(predictor.search, read_reciprocal=0, read_log=0)
     plain = predictor.predict(t, y)
     assert skeleton_key(plain.chosen.expr) != target and "readings_s" not in plain.timings
     predictor.search = replace(predictor.search, read_reciprocal=8, read_log=8)
