@@ -282,7 +282,7 @@ def test_a_rising_record_read_as_y_prime_zero_is_not_called_a_steady_state(tmp_p
     y = 1 / (1 - 0.99 * t / 2) + 0.01 * rng.normal(size=t.size)
     path = write_record(tmp_path / "blowup.csv", t, y)
     assert main(["predict", str(path), "--beam", "1", "--top-k", "1", "--combine", "0", "--per-capita", "0",
-                 "--prune", "0", "--top", "0"]) == 0
+                 "--read-reciprocal", "0", "--prune", "0", "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "y' = 0\n" in out and "times their noise" in out  # the pick misses the record, and says so
     assert "holds its level" not in out
