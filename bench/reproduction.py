@@ -176,8 +176,10 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"- wall time of the sweep: {timing}; fitting: {_hours(busy)} of worker time",
               *_rescorings(sweep_folder), *_grid(rows),
               f"- the rows behind every number: [{ROWS}/]({ROWS}/) ({size / 1e6:.1f} MB), a result folder that "
-              f"`python -m bench report`, `score`, `compare` and `plot` read; copied to the config's `out` folder, "
-              "`bench paper` rebuilds this report from it, refitting only the methods whose version has changed", "",
+              f"`python -m bench report`, `compare` and `plot` read (give `report` and `plot` an `--out`: they write "
+              "into the folder they read); copied elsewhere, `bench score` re-scores it without refitting, and in the "
+              "config's `out` folder `bench paper` rebuilds this report from it, refitting only the methods whose "
+              "version has changed", "",
               "## Claims", "", *_claims_section(verdicts), "",
               "## Leaderboard", "",
               f"Every stored task pooled (datasets, noise levels and sample sizes above), best first by the share "
@@ -224,11 +226,25 @@ def publish(folder: Path, docs: Path) -> list[Path]:
         if (folder / name).exists():
             shutil.copyfile(folder / name, docs / name)
             copied.append(docs / name)
-    if (folder / ROWS).is_dir():
+    if (folder / ROWS).is_dir() and not same_rows(folder / ROWS, docs / ROWS):
         shutil.rmtree(docs / ROWS, ignore_errors=True)
         shutil.copytree(folder / ROWS, docs / ROWS)
         copied.append(docs / ROWS)
     return copied
+
+
+def same_rows(new: Path, published: Path) -> bool:
+    """Whether the published rows folder already holds `new`'s rows and sweep record: a rebuild that
+    refitted nothing then leaves it as it is, not a new 0.9 MB part under another name in the history."""
+    def text(file: Path) -> bytes | None:
+        return file.read_bytes() if file.is_file() else None
+
+    if not (published / "parts").is_dir() or text(new / SWEEP_FILE) != text(published / SWEEP_FILE):
+        return False
+    try:
+        return ResultStore(new).read().equals(ResultStore(published).read())
+    except (OSError, ValueError):  # an unreadable published folder is replaced
+        return False
 
 
 def oracles(specs) -> tuple[str, ...]:

@@ -134,3 +134,6 @@ def test_the_published_rows_rebuild_the_report_without_refitting(tmp_path):
     again = run("second")
     assert len(json.loads((tmp_path / "second" / "sweep.json").read_text())["runs"]) == 1  # the first's start only
     assert (again / "leaderboard.csv").read_text() == (docs / "leaderboard.csv").read_text()
+    parts = sorted((docs / reproduction.ROWS / "parts").iterdir())
+    run("first")  # rebuilt with nothing refitted: the published part stays as it is, not renamed in the history
+    assert sorted((docs / reproduction.ROWS / "parts").iterdir()) == parts
