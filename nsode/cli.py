@@ -17,8 +17,8 @@ and an information criterion prefers the simpler of two fits that the noise cann
 The chosen ODE's constants and initial value are printed (and plotted) to the digits the data
 support: rounded at their standard errors, estimated from the trajectory's sensitivity at the
 noise level read from the data, with more digits where constants move together (c and p of
-c*y**p) and rounding each at its own error would change the law; candidates and `--paper` picks
-to 4 significant digits.
+c*y**p) and rounding each at its own error would change the law. The search's other candidates
+are printed the same way; the beam's candidates and picks of `--paper`, to 4 significant digits.
 It then says how far the fits that the data cannot tell from the pick (criterion within 5) part
 from it over twice the observed span; the plot draws them in grey. Where they part, the data do
 not determine the extrapolation, whichever law is chosen.
@@ -83,6 +83,16 @@ def _writable(path: Path, flag: str) -> Path:
     if why:
         raise InputError(f"{flag} {path}: {why}")
     return path
+
+
+def _not_an_input(inputs: list[Path], *outputs: tuple[str, Path | None]) -> None:
+    """InputError when an output file (--plot, --json) is one of the files read: writing it would
+    replace the user's data."""
+    read = {path.resolve() for path in inputs}
+    for flag, path in outputs:
+        if path is not None and path.resolve() in read:
+            raise InputError(f"{flag} {path}: that is the data file read; writing it would replace the data, "
+                             "so give another name")
 
 
 def _distinct(paths: list[Path]) -> None:
@@ -207,6 +217,7 @@ def main(argv=None) -> int:
             args.json = _writable(args.json, "--json")
             if args.plot and args.json.resolve() == args.plot.resolve():
                 raise InputError(f"--json {args.json}: --plot writes that file too; give two names")
+        _not_an_input(args.file, ("--plot", args.plot), ("--json", args.json))
         if args.by is None:
             files = [read_trajectory(path, args.columns) for path in args.file]
             names = [str(path) for path in args.file]
@@ -279,7 +290,8 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
                "method": "paper" if args.paper else "search", "proposer": _proposer(args, result),
                "stage": result.chosen.source if result.chosen is not None else None}  # which stage wrote the law
     if fit:
-        print(f"y({time_text(t[0], t)}) = {written_to_error(fit.y0, fit.y0_error)} +- {fit.y0_error:.2g} (fitted)")
+        y0_text = written_to_error(fit.y0, fit.y0_error, extra=fit.extra)  # the digits the law was checked with
+        print(f"y({time_text(t[0], t)}) = {y0_text} +- {fit.y0_error:.2g} (fitted)")
         reading["initial_value"] = {"t": t[0], "value": chosen.y0, "error": fit.y0_error}
         if fit.constants:
             form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
@@ -386,7 +398,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         print("error: no candidate could be fitted to every record", file=sys.stderr)
         return 1
     chosen = identifiable_joint(result.chosen, result.records)
-    values, y0s = supported_values(chosen, result.records)
+    values, y0s, extra = supported_values(chosen, result.records)
     errors = chosen.fit.errors
     law = to_infix(chosen.template.substitute(values))
     print(f"y' = {law}")
@@ -404,7 +416,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
                       else (y0, r2)))
              for (t, y), record, y0, r2 in zip(records, result.records, chosen.fit.y0s, chosen.r2s)]
     for name, record, (t, _, y0, r2), error in zip(names, result.records, given, errors):
-        start = f"y({time_text(t[0], t)}) = {written_to_error(y0, error)} +- {error:.2g}"
+        start = f"y({time_text(t[0], t)}) = {written_to_error(y0, error, extra=extra)} +- {error:.2g}"
         means = f", read as {len(record.t)} group means" if len(t) > len(record.t) else ""
         print(f"  {name:<{width}}  {start}, R^2 {r2_text(r2)} ({len(t)} points{means})")
     sigmas = ", ".join(f"{r.sigma:.3g}" for r in result.records)

@@ -384,10 +384,10 @@ def identifiable_joint(f: JointFit, read: list[Record]) -> JointFit:
     return replace(f, expr=template.substitute(fit.values), template=template, fit=fit)
 
 
-def supported_values(f: JointFit, read: list[Record]) -> tuple[list[float], list[float]]:
+def supported_values(f: JointFit, read: list[Record]) -> tuple[list[float], list[float], int]:
     """The constants and y0s rounded at their standard errors (core.uncertainty.round_to_error), with as
-    many more digits as it takes for the rounded law to fit every record within one noise variance
-    of the fit (constants that move together each have a large error alone): what is printed."""
+    many more digits (the third value) as it takes for the rounded law to fit every record within one
+    noise variance of the fit (constants that move together each have a large error alone): what is printed."""
     errors = f.fit.errors or (math.inf,) * (len(f.fit.y0s) + len(f.fit.values))
     y0_errors, value_errors = errors[:len(read)], errors[len(read):]
     target = sum(f.fit.chi2) + 1
@@ -396,7 +396,7 @@ def supported_values(f: JointFit, read: list[Record]) -> tuple[list[float], list
         y0s = [round_to_error(v, e, extra=extra) for v, e in zip(f.fit.y0s, y0_errors)]
         if _chi2(f.template, values, y0s, read) <= target:
             break
-    return values, y0s
+    return values, y0s, extra
 
 
 def _chi2(template: Template, values, y0s, read: list[Record]) -> float:

@@ -29,7 +29,7 @@ from nsode.search.choice import rivals
 from nsode.data.tokens import to_infix
 from nsode.decode import CPU_DEFAULT_BEAM, GPU_DEFAULT_BEAM, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
-from nsode.search.fits import Found, restate
+from nsode.search.fits import Found, distinct_laws, restate
 from nsode.model import NSODEModel, load, resolve_device
 from nsode.options import checked
 from nsode.report import turning_note
@@ -249,8 +249,8 @@ class Predictor:
             for f in found:
                 if math.isfinite(f.r2):
                     restate(f, means[0][0], t, y)
-        first: dict[str, Found] = {}  # each expression once, at its best rank
-        for f in found:
+        first: dict[str, Found] = {}  # each law once, at its best rank
+        for f in distinct_laws(found, y):
             first.setdefault(to_infix(f.expr), f)
         ranked = [(text, f.r2) for text, f in first.items()]
         rejected = {text: f.rejected for text, f in first.items() if f.rejected}

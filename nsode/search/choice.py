@@ -20,7 +20,7 @@ from core.metrics import r2
 from core.noise import noise_level, noise_profile
 from core.stability import MANY_DECADES, hidden_pause, record_growth, unstable_reason
 from core.uncertainty import predictive_error
-from nsode.search.fits import Found, extrapolations, weighted
+from nsode.search.fits import Found, distinct_laws, extrapolations, weighted
 from nsode.search.settings import Settings
 
 PROFILE_ROUNDS = 3  # reweighting rounds of the noise profile of a record that spans many decades
@@ -249,14 +249,12 @@ def rivals(found: list[Found], t, y, sigma: float, window: float = RIVAL_WINDOW,
     pick = pick if pick is not None else (found[0] if found else None)
     if pick is None or not math.isfinite(pick.r2):
         return []
-    out, seen = [], ({str(pick.expr)} if distinct else set())
+    if distinct:  # the same law, in another spelling or from another y0, is shown once
+        found = distinct_laws([pick] + [f for f in found if f is not pick], y)
+    out = []
     for f in found:
         if f is pick or not math.isfinite(f.r2) or f.score > pick.score + window:
             continue
-        if distinct:  # the same law reached from two sources (another y0) is shown once
-            if str(f.expr) in seen:
-                continue
-            seen.add(str(f.expr))
         if settings.robust and f.rejected is None:
             f.rejected = _unsafe(f, t, y, sigma, settings)
         if f.rejected is None:

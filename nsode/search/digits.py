@@ -23,6 +23,7 @@ class Supported:
     y0: float
     y0_error: float
     constants: tuple[tuple[float, float], ...]  # (fitted value, standard error) per constant
+    extra: int = 0  # digits kept beyond the standard errors so that the rounded law still fits
 
 
 def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = None) -> Supported:
@@ -44,7 +45,7 @@ def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = Non
         if trajectory_score(found.template, values, y0, t, y, sigma, profile)[1] <= unrounded + 1:
             break
     return Supported(found.template.substitute(values), y0, float(errors[0]),
-                     tuple(zip(found.values, map(float, errors[1:]))))
+                     tuple(zip(found.values, map(float, errors[1:]))), extra)
 
 
 def identifiable(rest: sympy.Expr) -> sympy.Expr:

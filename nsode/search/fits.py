@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
+from core.expressions import evaluate
 from core.fitting import SOLVE_FAILURES, Template, information_criterion, trajectory
 from core.metrics import r2
 
@@ -38,6 +39,24 @@ class Found:
     def score(self) -> float:
         """What the choice ranks by: the information criterion plus the charges of `prior`."""
         return self.ic + self.prior
+
+
+def distinct_laws(found: list[Found], y: np.ndarray) -> list[Found]:
+    """`found` in its order, each law once: a later fit whose f takes the same values as an earlier
+    one's at every observed y (to 1e-9) is left out. One law reaches the list in several spellings
+    (`-y*log(1/y)` and `y*log(y)`, `(y**y)**cos(y)` and `(y**cos(y))**y` where y > 0) and from several
+    sources (another y0); shown twice, it takes a place in the list and poses as a rival of itself."""
+    kept, out = np.empty((len(found), np.size(y))), []
+    for f in found:
+        with np.errstate(all="ignore"):
+            values = np.broadcast_to(np.asarray(evaluate(f.expr, y), dtype=float), np.shape(y)).ravel()
+        earlier = kept[:len(out)]
+        scale = 1e-12 * np.abs(values[np.isfinite(values)]).max(initial=0.0)
+        if np.any(np.all(np.isclose(earlier, values, rtol=1e-9, atol=scale, equal_nan=True), axis=1)):
+            continue
+        kept[len(out)] = values
+        out.append(f)
+    return out
 
 
 def restate(found: Found, start: float, t, y) -> None:

@@ -2,7 +2,8 @@
 import pytest
 
 from core.expressions import parse
-from core.skeletons import same_skeleton, skeleton
+from core import skeletons
+from core.skeletons import MAX_EXPANDED_TERMS, expanded_terms, same_skeleton, skeleton
 
 
 @pytest.mark.parametrize("prediction, truth", [
@@ -31,3 +32,22 @@ def test_other_forms_do_not(prediction, truth):
 def test_a_skeleton_lists_each_term_form_once_with_the_constant_term_as_1():
     assert skeleton(parse("3 + 2*y + 5*y")) == ("1", "Symbol('y', real=True)")
     assert skeleton(parse("0")) == ()
+
+
+@pytest.mark.parametrize("law, terms", [
+    ("y*(1 - y/3)", 2), ("(1 + y)**2", 3), ("(1 + y)**2.0", 3), ("(y**3 + y + 1)**2.5", 6), ("(1 + y)**-2", 3),
+    ("(1 + y)**2.7", 2), ("exp(-(1 + y)**2)", 3), ("(1 + y + sin(y) + exp(y))**80", MAX_EXPANDED_TERMS + 1),
+])
+def test_the_terms_an_expansion_would_write_are_counted_before_it_runs(law, terms):
+    assert expanded_terms(parse(law)) == terms
+
+
+def test_a_law_whose_expansion_would_be_huge_is_answered_unexpanded(monkeypatch):
+    """A method's answer `1e-300*(1 + y)**100000` is five nodes; expanded it would be 100,001 terms
+    and the harness's scoring would hang on it."""
+    def refuse(expr):
+        raise AssertionError(f"expanded {expr}")
+
+    monkeypatch.setattr(skeletons, "skeleton", refuse)
+    for law in ("-0.3*y + 1e-300*(1 + y)**100000", "(1 + y + sin(y) + exp(y))**80", "y - exp((1 + y)**3000)"):
+        assert not same_skeleton(parse(law), parse("-0.3*y"))

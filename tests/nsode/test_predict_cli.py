@@ -246,6 +246,18 @@ def test_a_beam_wider_than_the_bound_is_refused_before_the_model_loads(tmp_path,
         Predictor(beam=100000)
 
 
+def test_an_output_that_names_the_data_file_is_refused_and_the_data_kept(tmp_path, capsys, monkeypatch, write_record):
+    t = np.arange(20) / 10
+    path = write_record(tmp_path / "decay.csv", t, np.exp(-t / 2))
+    before = path.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    for args in (["--json", "./decay.csv"], ["--by", "run", "--json", str(path)]):
+        assert main(["predict", str(path), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --json") and "the data file read" in err
+    assert path.read_bytes() == before
+
+
 def test_json_and_plot_targets_that_are_no_regular_file_are_refused_unopened(tmp_path, capsys, write_record):
     import os
 

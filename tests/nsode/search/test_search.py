@@ -13,7 +13,7 @@ import torch
 from core.expressions import Y, compile_scalar, complexity, evaluate, nested_functions, parse
 from core.fitting import Template, abstract, trajectory, trajectory_rss
 from core.metrics import r2
-from core.uncertainty import round_to_error
+from core.uncertainty import round_to_error, written_to_error
 from core import protocol
 from core.solving import solve, solve_truth
 from bench.tasks import Task, Trajectory
@@ -22,7 +22,7 @@ from nsode.data.science import fixes_unit
 from nsode.data.tokens import parse_infix, to_infix
 from nsode.search.denominators import denominator_fitted
 from nsode.search.digits import supported
-from nsode.search.fits import Found, extrapolations
+from nsode.search.fits import Found, distinct_laws, extrapolations
 from nsode.predict import Predictor
 from nsode.search.funnel import multiplicity_charge, search, shortlist
 from nsode.search.settings import Settings
@@ -518,6 +518,8 @@ def test_constants_that_move_together_keep_the_digits_the_law_needs():
     naive = [round_to_error(v, e) for v, e in fit.constants]
     assert trajectory_rss(fit.expr, t, y) <= trajectory_rss(found[0].expr, t, y) + 1.01 * sigma**2
     assert trajectory_rss(found[0].template.substitute(naive), t, y) > trajectory_rss(fit.expr, t, y) + sigma**2
+    # y0 is printed with the digits the law was checked with (nsode predict's y(0) line)
+    assert fit.extra > 0 and float(written_to_error(fit.y0, fit.y0_error, extra=fit.extra)) == fit.y0
 
 
 def test_digits_are_judged_at_the_sigma_they_are_printed_at():
@@ -977,3 +979,17 @@ def test_printed_errors_are_those_of_the_fit_as_made_under_noise_that_grows_with
                                  weighted=False)[1]
     assert error == pytest.approx(unweighted) and error > 1.4 * standard_errors(
         found[0].template, found[0].values, found[0].y0, t, sigma, profile=profile)[1]
+
+
+def test_one_law_in_two_spellings_is_listed_once():
+    """Both pairs reached `nsode predict`'s candidate list of one logistic record, each law twice."""
+    y = np.linspace(0.1, 0.99, 64)
+
+    def fit(law: str, r2: float) -> Found:
+        return Found(parse(law), 0.1, r2, -100.0, 3, "model")
+
+    found = [fit("2.09*y - 2.1*y**2 + 0.056*y*log(y)", 0.9996), fit("1.81 + 5.249*(y**y)**cos(y) - 7.336*y**y", 0.9995),
+             fit("2.09*y - 2.1*y**2 - 0.056*y*log(1/y)", 0.9996), fit("1.81 + 5.249*(y**cos(y))**y - 7.336*y**y", 0.9995),
+             fit("2.09*y - 2.1*y**2 + 0.0561*y*log(y)", 0.9994), fit("Abs(y)", 0.5), fit("y", 0.5)]
+    assert distinct_laws(found, y) == [found[0], found[1], found[4], found[5]]
+    assert rivals(found, np.linspace(0, 2, 64), y, 0.01, distinct=True, settings=Settings(robust=False)) == found[1:2] + found[4:6]
