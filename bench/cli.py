@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from pathlib import Path
@@ -46,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    with processes.signal_handled(signal.SIGTERM, _terminated):  # `kill`, a scheduler: stop as Ctrl-C does
+    with processes.terminated_as_interrupt():  # `kill`, a scheduler: stop as Ctrl-C does
         try:
             return args.handler(args) or 0
         except (UserError, datasets.DatasetError, registry.RegistryError, ValueError) as err:
@@ -65,15 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             sweeps = args.command in ("run", "paper")  # the commands that keep rows as they finish
             print("interrupted" + (": finished rows are saved; run the same command again to resume" if sweeps else ""),
                   file=sys.stderr)
-            return 143 if isinstance(err, Terminated) else 130
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the driver is, so its workers are stopped and its rows written."""
-
-
-def _terminated(signum, frame):
-    raise Terminated()
+            return 143 if isinstance(err, processes.Terminated) else 130
 
 
 def _parser() -> argparse.ArgumentParser:

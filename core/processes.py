@@ -72,6 +72,20 @@ def signal_handled(signum: int, handler):
         signal.signal(signum, before)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `timeout`, a scheduler's preemption), raised where the main thread is, so that
+    a long command saves its work and stops its children as on Ctrl-C."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def terminated_as_interrupt():
+    """SIGTERM stops the block as Ctrl-C does (`Terminated`, a KeyboardInterrupt), not silently."""
+    return signal_handled(signal.SIGTERM, _raise_terminated)
+
+
 def interrupts_ignored():
     """Ctrl-C ignored for a block. While a child is started: a spawned Python keeps SIGINT ignored
     when it starts with it ignored, so Ctrl-C reaches only the parent, which stops its children

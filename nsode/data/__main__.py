@@ -14,6 +14,7 @@ from pathlib import Path
 
 from core.arguments import output_path, run_command, whole_number
 from core.cluster import scheduler_address
+from core.processes import Terminated, terminated_as_interrupt
 
 
 def _generate(args) -> int:
@@ -117,17 +118,18 @@ def main(argv=None) -> int:
 
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
+        with terminated_as_interrupt():  # `timeout`, a scheduler: keep the finished work as on Ctrl-C
+            return args.func(args)
     except (ConfigError, GenerateError, ClusterError, ShardError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # an --out that is a file, a folder that cannot be made or written
         print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         print("interrupted: run the same command again to resume (the skeleton search keeps the skeletons of its "
               "finished blocks, the solving stage each finished shard)", file=sys.stderr)
-        return 130
+        return 143 if isinstance(err, Terminated) else 130
 
 
 if __name__ == "__main__":

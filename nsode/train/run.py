@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import signal
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ import torch
 from transformers.utils import logging as hf_logging
 
 from core.arguments import Repeatable, output_path, positive_number, probability_below_one, share, whole_number
-from core.processes import signal_handled
+from core.processes import terminated_as_interrupt
 from nsode import model as nsode_model
 from nsode.train.batching import VARIANTS, two_hot_loss
 from nsode.data.shards import CONFIG_FILE, read_config, shard_paths, why_no_shards
@@ -77,13 +76,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=whole_number(1, MAX_BATCH), default=32,
                    help=f"examples per batch (at most {MAX_BATCH}; larger batches: --accum)")
     p.add_argument("--accum", type=whole_number(1), default=1, help="gradient accumulation steps per update")
-    p.add_argument("--lr", type=positive_number, default=None, help="peak learning rate (default depends on preset)")
+    p.add_argument("--lr", type=positive_number, default=None,
+                   help="peak learning rate (default depends on preset; a --resume keeps the run's own)")
     p.add_argument("--warmup", type=whole_number(0), default=None,
                    help="linear warm-up steps (default: 2%% of the steps this run trains, from the step --init "
                         "loaded; at least 100; 0: none; a --resume keeps the run's own)")
-    p.add_argument("--schedule", default="constant", choices=["constant", "cosine", "cosine-time"],
-                   help="after warm-up: constant (paper), cosine decay to 10%% of the peak at --steps, or "
-                        "at the end of --max-minutes (cosine-time)")
+    p.add_argument("--schedule", default=None, choices=["constant", "cosine", "cosine-time"],
+                   help="after warm-up: constant (paper; the default), cosine decay to 10%% of the peak at --steps, "
+                        "or at the end of --max-minutes (cosine-time); a --resume keeps the run's own")
     p.add_argument("--steps", type=whole_number(1), default=20_000,
                    help="the update count to stop at, counted from the first run's start: with --init or --resume "
                         "it must exceed the loaded step (the shipped nsode-eps is at 25,000; default 20,000)")
@@ -105,9 +105,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "training process; on a 2-core CPU that is fastest, a GPU needs several)")
     p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
     p.add_argument("--resume", action="store_true",
-                   help="continue the run in OUT from OUT/last: its weights, optimizer, step and warm-up (give the "
-                        "same --schedule and --lr; the data stream is reshuffled from the step reached, so the "
-                        "examples differ from an uninterrupted run's); without it, an OUT that holds a run is refused")
+                   help="continue the run in OUT from OUT/last: its weights, optimizer, step, warm-up, schedule and "
+                        "peak learning rate (a --schedule or --lr given changes them, and says so; the data stream is "
+                        "reshuffled from the step reached, so the examples differ from an uninterrupted run's); "
+                        "without it, an OUT that holds a run is refused")
     p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the data stream and initial weights")
     return p.parse_args(argv)
 
@@ -224,6 +225,7 @@ def start(args, out: Path, device) -> tuple:
                                  f"{state[flag]}; give a new --out to train another way")
         args.variant = args.variant or state.get("variant")
         args.off_grid = state.get("off_grid") if args.off_grid is None else args.off_grid
+        args.schedule, args.lr = resumed_schedule(args, state, out)
         spent = annealed_before(state, args.schedule)
         if args.max_minutes and spent >= 60 * args.max_minutes:
             raise UsageError(f"--max-minutes {args.max_minutes:g}: the cosine-time anneal of the run in {out} has "
@@ -330,10 +332,11 @@ def main(argv=None) -> int:
               "here (measured: 9x for tiny)", file=sys.stderr)
     out = Path(args.out)
     try:
-        if args.schedule == "cosine-time" and not args.max_minutes:
-            raise UsageError("--schedule cosine-time anneals over --max-minutes; give it")
         data = check_data(args)
-        model, state = start(args, out, device)
+        model, state = start(args, out, device)  # a --resume settles the schedule: the run's own unless given
+        if args.schedule == "cosine-time" and not args.max_minutes:
+            raise UsageError("--schedule cosine-time anneals over --max-minutes; give it"
+                             + (" (the run resumed was trained so)" if args.resume else ""))
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -341,7 +344,7 @@ def main(argv=None) -> int:
     except (UsageError, nsode_model.CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    with signal_handled(signal.SIGTERM, _stop):
+    with terminated_as_interrupt():  # a scheduler's preemption, `kill`: OUT/last is saved as on Ctrl-C
         try:
             train(args, data, out, device, model, state)
         except (UsageError, nsode_model.CheckpointError) as err:
@@ -358,9 +361,18 @@ def main(argv=None) -> int:
     return 0
 
 
-def _stop(signum, frame):
-    """SIGTERM (a scheduler's preemption, `kill`) stops training as Ctrl-C does: OUT/last is saved."""
-    raise KeyboardInterrupt
+def resumed_schedule(args, state: dict, out: Path) -> tuple[str, float | None]:
+    """The schedule and peak learning rate a --resume continues with: the run's own where none is
+    given (a run stopped by a scheduler is resumed by its plain command line), what is given
+    otherwise, with a note where that changes the run's (runs saved before the peak was recorded:
+    the preset's)."""
+    schedule = args.schedule or state.get("schedule") or "constant"
+    lr = args.lr if args.lr is not None else state.get("lr")
+    for flag, given, own in (("schedule", args.schedule, state.get("schedule")), ("lr", args.lr, state.get("lr"))):
+        if given is not None and own is not None and given != own:
+            print(f"note: --{flag} {given}: the run in {out} was trained with {own}; continuing with {given}",
+                  file=sys.stderr)
+    return schedule, lr
 
 
 def default_warmup(total_steps: int, warmup_start: int) -> int:
@@ -373,7 +385,9 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     """The optimisation loop, evaluating and checkpointing every --eval-every steps."""
     torch.manual_seed(args.seed + state["step"])
     model.train()
+    args.schedule = args.schedule or "constant"
     peak = args.lr if args.lr is not None else DEFAULT_LR[args.preset]
+    state["lr"] = peak
     if args.warmup is not None:
         warmup = args.warmup
     elif args.resume and "warmup" in state:  # the run's own warm-up, whatever --steps now says

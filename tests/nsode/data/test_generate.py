@@ -158,6 +158,40 @@ def test_an_interrupted_skeleton_search_resumes_where_it_saved(tmp_path, tiny_fo
     _assert_same(tiny_folder, tmp_path / "k")
 
 
+def test_sigterm_keeps_the_skeletons_found_as_ctrl_c_does(tmp_path, tiny_folder, monkeypatch, capsys):
+    """`timeout`, `kill` and batch schedulers stop a run with SIGTERM; it once ended the search without a word."""
+    import os
+    import signal
+
+    from tests.nsode.data.conftest import TINY
+
+    real = generate.candidate_block
+
+    def terminated(block, *args):
+        if block >= 1:  # the second wave
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(block, *args)
+
+    class Unhandled(Exception):
+        pass
+
+    def unhandled(signum, frame):  # without the command's own handler, SIGTERM would end pytest itself
+        raise Unhandled
+
+    (tmp_path / "tiny.yaml").write_text("".join(f"{key}: {value}\n" for key, value in TINY.items()))
+    monkeypatch.setattr(generate, "SAVE_SECONDS", 1e9)  # saved only by the interrupt itself
+    monkeypatch.setattr(generate, "candidate_block", terminated)
+    before = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        code = main(["generate", "--out", str(tmp_path / "k"), "--n-skeletons", "7", "--seed", "3",
+                     "--config", str(tmp_path / "tiny.yaml"), "-q"])
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert code == 143 and "interrupted: run the same command again to resume" in capsys.readouterr().err
+    kept = pq.read_table(tmp_path / "k" / store.SKELETON_FILE)
+    assert kept.num_rows == 5 and json.loads(kept.schema.metadata[b"search"])["block"] == 1
+
+
 def test_a_larger_n_extends_the_same_skeleton_list(tmp_path, tiny_folder, tiny_config):
     generate.generate(tmp_path / "e", 4, 3, tiny_config, progress=False)
     generate.generate(tmp_path / "e", 7, 3, tiny_config, progress=False)

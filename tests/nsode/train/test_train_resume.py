@@ -418,7 +418,26 @@ def test_a_resumed_cosine_time_run_continues_its_anneal(training_data, tmp_path,
     assert json.loads(state_file.read_text())["anneal_s"] > 300
     state_file.write_text(json.dumps({**state, "anneal_s": 600.0}))  # the whole budget is spent
     assert refused(capsys, args + ["--steps", "4", "--resume"], "has already spent 10.0 minutes")
-    assert main(args[:-8] + ["--steps", "4", "--resume"]) == 0  # a constant schedule starts afresh
+    assert main(args[:-8] + ["--steps", "4", "--resume", "--schedule", "constant"]) == 0  # a constant one starts afresh
+    assert "note: --schedule constant: the run in" in capsys.readouterr().err
+
+
+def test_a_resume_keeps_the_run_s_schedule_and_peak_unless_given(training_data, tmp_path, capsys):
+    """A run stopped by a scheduler is resumed by its plain command line: that once switched a cosine
+    run to the default constant schedule at the default peak, without a word."""
+    out = tmp_path / "run"
+    args = ["--data", str(training_data), "--out", str(out), "--preset", "tiny", "--batch-size", "4",
+            "--eval-every", "1", "--val-batches", "1", "--val-decode", "0", "--val-percent", str(VAL_PERCENT)]
+    assert main(args + ["--steps", "2", "--schedule", "cosine", "--lr", "1e-3", "--warmup", "0"]) == 0
+    assert main(args + ["--steps", "4", "--resume"]) == 0
+    state = json.loads((out / "last" / "training_state.json").read_text())
+    assert (state["schedule"], state["lr"]) == ("cosine", 1e-3)
+    logged = pd.read_csv(out / "log.csv")["lr"].iloc[-1]
+    assert logged == pytest.approx(lr_at(3, 1e-3, 0, start=0, total=4, schedule="cosine")) and logged < 1e-3
+    assert "note:" not in capsys.readouterr().err
+    assert main(args + ["--steps", "5", "--resume", "--lr", "2e-3"]) == 0
+    assert "note: --lr 0.002: the run in" in capsys.readouterr().err
+    assert json.loads((out / "last" / "training_state.json").read_text())["lr"] == 2e-3
 
 
 def test_a_save_killed_between_its_renames_is_finished_on_resume(training_data, tmp_path):
