@@ -19,8 +19,8 @@ class CheckpointError(ValueError):
 def check(folder: str | Path) -> None:
     """CheckpointError naming what is wrong with `folder`: no folder or config.json, a config that
     is not a JSON object, pickle files (never loaded), weights that are missing or not a whole
-    safetensors file (a truncated copy), or a vocabulary or constant grid in config.json that does
-    not fit the weights (`_vocabulary_problem`)."""
+    safetensors file (a truncated copy), a vocabulary or constant grid in config.json that does
+    not fit the weights (`_vocabulary_problem`), or lengths and dropout rates no model runs with."""
     folder = Path(folder)
     if not folder.exists():
         raise CheckpointError(f"{folder}: no such checkpoint folder")
@@ -53,6 +53,9 @@ def check(folder: str | Path) -> None:
     problem = _vocabulary_problem(config, tensors) or _shape_problem(config, tensors)
     if problem:
         raise CheckpointError(f"{folder / 'config.json'} does not match its weights: {problem}")
+    problem = _range_problem(config)
+    if problem:
+        raise CheckpointError(f"{folder / 'config.json'}: {problem}")
     broken = _not_finite(weights, tensors)
     if broken:
         raise CheckpointError(f"{weights}: {broken} holds NaN or infinite values (saved from a run that diverged?)")
@@ -91,6 +94,24 @@ def _shape_problem(config: dict, tensors: dict) -> str | None:
         found = {name.split(".")[2] for name in tensors if name.startswith(f"{part}.layers.")}
         if found and config.get(f"{part}_layers") != len(found):
             return f"{part}_layers {config.get(f'{part}_layers')!r}, but the weights hold {len(found)}"
+    return None
+
+
+def _range_problem(config: dict) -> str | None:
+    """Which of config.json's lengths or dropout rates no model can run with, in words, or None: the
+    encoder reads max_points observations and the decoder writes max_tokens tokens, both within
+    max_position_embeddings (0 tokens would decode y' = 0 for every record without a word)."""
+    positions = config.get("max_position_embeddings")
+    for key, least in (("max_position_embeddings", 1), ("max_points", 1), ("max_tokens", 2)):
+        value = config.get(key)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
+            return f"{key} {value!r} is not a whole number of at least {least}"
+        if key != "max_position_embeddings" and value > positions:
+            return f"{key} {value} exceeds max_position_embeddings {positions}"
+    for key in ("dropout", "attention_dropout", "activation_dropout"):
+        value = config.get(key, 0.0)
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1):
+            return f"{key} {value!r} is not a rate in [0, 1)"
     return None
 
 

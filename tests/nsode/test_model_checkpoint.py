@@ -73,6 +73,10 @@ def _config_with(folder, **changes):
     (lambda f: _config_with(f, decoder_ffn_dim=64), "decoder_ffn_dim 64, but decoder.layers.0.fc1.weight has 512"),
     (lambda f: _with_weight(f, "decoder.layers.1.fc2.bias", float("nan")), "decoder.layers.1.fc2.bias holds NaN"),
     (lambda f: _with_weight(f, "lm_head.weight", float("inf"), torch.bfloat16), "lm_head.weight holds NaN or inf"),
+    (lambda f: _config_with(f, max_points=-1), "max_points -1 is not a whole number of at least 1"),  # a traceback
+    (lambda f: _config_with(f, max_tokens=0), "max_tokens 0 is not a whole number of at least 2"),  # y' = 0, silently
+    (lambda f: _config_with(f, max_points=4096), "max_points 4096 exceeds max_position_embeddings 512"),
+    (lambda f: _config_with(f, dropout=5), r"dropout 5 is not a rate in \[0, 1\)"),
 ])
 def test_weights_that_do_not_fit_the_model_are_refused_not_initialised(tmp_path, damage, problem, capsys):
     build("tiny").save_pretrained(tmp_path)
