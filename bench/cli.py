@@ -10,7 +10,7 @@ from bench import datasets, registry
 from core import processes, protocol
 from core.arguments import Repeatable, existing_folder, output_path, positive_number, relative_noise, whole_number
 from core.cluster import scheduler_address
-from core.files import figure_target, why_unwritable
+from core.files import figure_target, why_no_folder, why_unwritable
 from core.trajectories import TY
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -292,6 +292,9 @@ def _paper(args) -> int:
     from bench import paper
 
     _check_backend(args)
+    why = args.docs and why_no_folder(Path(args.docs))
+    if why:  # before the sweep: the report is copied there at the end
+        raise UserError(f"--docs {args.docs}: {why}")
     index = paper.run_paper(args.config, args.quick, args.jobs, args.backend, args.scheduler,
                             progress=not args.quiet, method_files=tuple(args.method_file),
                             data_folder=args.data_folder, command=_command_line(args), docs=args.docs)

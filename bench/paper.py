@@ -71,6 +71,12 @@ def _check_figures(path, config: dict) -> None:
     if dataset is not None and isinstance(config["datasets"], list) and dataset not in config["datasets"]:
         raise ConfigError(f"{path}: figures: main: dataset {dataset!r} is not among the datasets "
                           f"({', '.join(map(str, config['datasets']))})")
+    sizes = config["n"] if isinstance(config["n"], list) else [config["n"]]
+    for name in FIGURES:  # one sample size each: a list, or one the grid lacks, would fail after the sweep
+        n = (figures.get(name) or {}).get("n")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n not in sizes):
+            raise ConfigError(f"{path}: figures: {name}: n {n!r} is not one of the sweep's sample sizes "
+                              f"({', '.join(map(str, sizes))})")
 
 
 def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, scheduler: str | None,

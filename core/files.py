@@ -54,6 +54,22 @@ def why_unwritable(path: Path) -> str | None:
     return None
 
 
+def why_no_folder(path: Path) -> str | None:
+    """Why a folder cannot be made or written at `path`, or None: asked before hours of work whose
+    outputs go there (`bench paper --docs`), not after."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return "exists and is not a folder"
+    ancestor = path
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a folder"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"cannot write in {ancestor}"
+    return None
+
+
 def figure_target(path: Path, example: str = "figure.png") -> tuple[Path, str | None]:
     """The file a figure named `path` goes to (`figure_file`) and why it cannot go there (None
     when it can). A folder or a device is told as named, before .png is added: /dev/fd/63 is the

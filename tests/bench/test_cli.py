@@ -107,6 +107,17 @@ def test_unknown_method_and_dataset_are_named(tmp_path):
     assert_one_line_error(refused("run", "--methods", "truth", "--out", ""), "--out: is empty")
 
 
+def test_a_docs_folder_that_cannot_be_made_is_refused_before_the_sweep(tmp_path):
+    """`bench paper --docs` copies its report there at the end: a file in its place was found only then."""
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "c.yaml").write_text(f"out: {tmp_path / 'out'}\ndatasets: [textbook]\nnoise: [0]\nn: [128]\n"
+                                     "methods: [truth]\nseeds: [0]\n")
+    for docs, problem in ((tmp_path / "afile", "exists and is not a folder"),
+                          (tmp_path / "afile" / "report", f"{tmp_path / 'afile'} is not a folder")):
+        assert_one_line_error(refused("paper", "--config", tmp_path / "c.yaml", "--docs", docs), f"--docs {docs}: {problem}")
+    assert not (tmp_path / "out").exists()  # refused before the sweep
+
+
 def test_bad_numbers_on_the_command_line_are_refused(tmp_path):
     assert_one_line_error(refused("run", "--noise", "-1", "--out", tmp_path), "--noise")
     assert_one_line_error(refused("run", "--noise", "2", "--out", tmp_path), "in [0, 1): a relative standard deviation")

@@ -114,6 +114,11 @@ def test_how_csv_datasets_are_read_comes_from_the_config(tmp_path):
     (lambda c: c.replace("[textbook, classic]", "[textbook, clasic]"), "did you mean classic?"),
     (lambda c: c + "figures: {main: {dataset: science, n: 128}}\n", "'science' is not among the datasets"),
     (lambda c: c + "figures: {mian: {dataset: classic}}\n", "unknown figure(s) mian (did you mean main?)"),
+    # a list once failed with a traceback after the whole sweep; n values the grid lacks fell back to 128
+    (lambda c: c + "figures: {by_dataset: {n: [128]}}\n", "figures: by_dataset: n [128] is not one of the sweep's"),
+    (lambda c: c + "figures: {main: {dataset: classic, n: 999}}\n", "figures: main: n 999 is not one of the sweep's "
+                                                                     "sample sizes (128)"),
+    (lambda c: c + "figures: {main: {n: abc}}\n", "figures: main: n 'abc'"),
     (lambda c: c + "quick: {seed: [0]}\n", "unknown setting(s) in quick: seed"),
     (lambda c: c.replace("{classic: 24}", "{clasic: 24}"), "'subset' names 'clasic', not among the datasets "
                                                            "(textbook, classic) (did you mean classic?)"),
