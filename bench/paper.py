@@ -238,6 +238,10 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
             stem = path.stem
             lines += [f"### {titles.get(stem, stem)}", "", f"![{stem}]({path.name})", "",
                       f"[PDF]({stem}.pdf) · [data]({stem}.csv)", ""]
+    leaders = folder / reproduction.LEADERS_FIGURE  # drawn by the reproduction report, when two methods compete
+    if claims_report and leaders.is_file():
+        lines += ["### The two leading methods, task by task (1 - R^2 of one against the other)", "",
+                  f"![leaders]({leaders.name})", "", f"[data]({leaders.with_suffix('.csv').name})", ""]
     lines += ["## Tables", ""]
     for key, path in tables.items():
         lines.append(f"- [{path.name}]({path.name}) ({key.replace('_', ' ')})")
@@ -259,13 +263,14 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     runner.run(sweep, progress=progress)
     rows = runner.sweep_rows(sweep, ResultStore(sweep.out).read())  # the config's grid, whatever else the folder holds
     folder = Path(sweep.out) / "figures"
-    index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT)
+    folder.mkdir(parents=True, exist_ok=True)
     figures = config.get("figures") or {}
     roles = claims.Roles(fd_methods=reproduction.fd_methods(sweep.methods), oracles=reproduction.oracles(sweep.methods),
                          main_dataset=figures.get("main", {}).get("dataset", protocol.MAIN_FIGURE["dataset"]),
                          extrap_n=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N))
     command = command or f"python -m bench paper --config {config_path}" + (" --quick" if quick else "")
     report_path = reproduction.write(rows, folder, Path(sweep.out), command, roles, config.get("note"))
+    index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT)
     print(f"reproduction report: {report_path}")
     if docs:
         copied = reproduction.publish(folder, Path(docs))

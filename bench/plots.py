@@ -245,7 +245,8 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
     combos = medians[["dataset", "n"]].drop_duplicates().sort_values(["dataset", "n"]).values.tolist()
     columns = [_column(m, part) for m in APPENDIX_METRICS]
     data = medians[["dataset", "n", "method", "noise", *columns]].reset_index(drop=True)
-    if data[columns].replace([-np.inf], np.nan).isna().all().all():  # nothing scored (observed data, extrapolation)
+    scored = [_column(m, part) for m in APPENDIX_METRICS if _column(m, part) != m]  # not complexity and time
+    if data[scored].replace([-np.inf, np.inf], np.nan).isna().all().all():  # nothing scored (observed data, extrapolation)
         return None
     names = shown_names(medians["method"])
     shown, colours, order = _as_shown(data, colours, best_first(data, f"r2_{part}"), names)
@@ -348,8 +349,11 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
                      f"only {first_text} (upper left) {numbers[f'{part} only 1']}, only {second_text} (lower right) "
                      f"{numbers[f'{part} only 2']},\nboth {numbers[f'{part} both']}, neither {numbers[f'{part} neither']}",
                      fontsize=9)
-    if keyed is not None and keyed.get_legend():  # the first scored panel's
-        sns.move_legend(keyed, "lower right", fontsize=8, title_fontsize=8)
+    if keyed is not None and keyed.get_legend():  # the first scored panel's, below both: inside, it hid a corner's points
+        handles, labels = keyed.get_legend_handles_labels()
+        keyed.get_legend().remove()
+        fig.legend(handles, labels, title="dataset", loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=min(len(labels), 6), fontsize=8, title_fontsize=8, frameon=False)
     fig.suptitle(f"{first_text} against {second_text}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "
                  "better; points beyond the axes lie on their edges)", fontsize=10)
     fig.tight_layout()

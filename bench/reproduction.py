@@ -118,7 +118,9 @@ def _leaders_section(rows: pd.DataFrame, board: pd.DataFrame, oracles: tuple[str
     from bench import plots
 
     leaders = [m for m in board["method"] if m not in oracles][:2]
-    if len(leaders) < 2:
+    if len(leaders) < 2:  # nor a figure of an earlier run's leaders beside this report
+        for stale in (folder / LEADERS_FIGURE, (folder / LEADERS_FIGURE).with_suffix(".csv")):
+            stale.unlink(missing_ok=True)
         return []
     plots.paired_figure(compare.pair_tasks(rows, *leaders), *leaders, folder / LEADERS_FIGURE)
     return ["## The two leading methods, task by task", "",
@@ -226,6 +228,8 @@ def publish(folder: Path, docs: Path) -> list[Path]:
         if (folder / name).exists():
             shutil.copyfile(folder / name, docs / name)
             copied.append(docs / name)
+        else:  # an earlier report's file that this one does not link
+            (docs / name).unlink(missing_ok=True)
     if (folder / ROWS).is_dir() and not same_rows(folder / ROWS, docs / ROWS):
         shutil.rmtree(docs / ROWS, ignore_errors=True)
         shutil.copytree(folder / ROWS, docs / ROWS)

@@ -80,11 +80,15 @@ def test_the_paired_figure_counts_as_the_table_and_writes_its_points(tmp_path, m
                          + rows("b", [0.9999, 0.2], first=6, status="error"))
     frame["record"] = [f"well {i % 8}" for i in range(16)]  # one file's records
     texts, save = [], matplotlib.figure.Figure.savefig
+    legends = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *args, **kwargs: (
-        texts.extend(ax.get_title() for ax in fig.axes), save(fig, *args, **kwargs)))
+        texts.extend(ax.get_title() for ax in fig.axes),
+        legends.append(len(fig.legends) if not any(ax.get_legend() for ax in fig.axes) else -1),
+        save(fig, *args, **kwargs)))
     paths = plots.paired_figure(compare.pair_tasks(frame, "a", "b"), "a", "b", tmp_path / "pair.png")
     assert paths == [tmp_path / "pair.png", tmp_path / "pair.csv"] and paths[0].stat().st_size > 0
     assert len(texts) == 2 and all("only a (upper left) 4, only b (lower right) 0,\nboth 3, neither 1" in t for t in texts)
+    assert legends == [1]  # the datasets' key lies below the panels: in the lower right it hid "only b"'s points
     points = pd.read_csv(paths[1])
     assert list(points.columns[-5:]) == ["record", "r2_interp a", "r2_interp b", "r2_extrap a", "r2_extrap b"]
     assert points["record"].tolist() == [f"well {i}" for i in range(8)]

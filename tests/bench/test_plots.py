@@ -169,6 +169,16 @@ def test_a_dataset_without_true_laws_has_no_statistics_figure(tmp_path, capsys):
     assert "no true f(y)" in capsys.readouterr().out
 
 
+def test_no_appendix_is_drawn_for_a_part_nothing_was_scored_in(rows):
+    """Observed records have no extrapolation window: the figure was drawn with every panel blank
+    but complexity and fit time, which do not depend on the part."""
+    observed = rows.assign(truth_kind="observations",
+                           **{column: np.nan for column in rows.columns if column.endswith("_extrap")})
+    medians = report.medians(observed)
+    assert plots.appendix_figure(medians, plots.palette(medians["method"]), part="extrap") is None
+    assert plots.appendix_figure(medians, plots.palette(medians["method"]), part="interp") is not None
+
+
 def test_the_appendix_legend_lies_beside_its_grid_of_equal_panels(rows):
     """Eighteen methods' legend inside the first panel covered its data, and the layout then
     squeezed every row to a strip: the legend belongs to the figure, and each panel keeps its height."""

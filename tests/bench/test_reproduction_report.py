@@ -32,12 +32,24 @@ def test_the_report_pairs_the_two_leading_methods_with_a_sign_test(tmp_path):
     assert "truth" not in section and "third" not in section
     assert f"]({reproduction.LEADERS_FIGURE})" in section and (tmp_path / reproduction.LEADERS_FIGURE).stat().st_size
     assert reproduction.LEADERS_FIGURE in reproduction.PUBLISHED
+    from bench import paper
+
+    index = paper.write_outputs(frame, tmp_path, claims_report=reproduction.REPORT).read_text()
+    assert f"![leaders]({reproduction.LEADERS_FIGURE})" in index  # the figures' index shows it too
 
 
-def test_one_competitor_gets_no_pairing(tmp_path):
+def test_one_competitor_gets_no_pairing_and_an_earlier_pairing_goes_everywhere(tmp_path):
+    """A rebuild with one competitor left the previous run's leaders.png beside the new report, and
+    in the folder it was published to."""
+    paired = pd.DataFrame(rows("truth", [True] * 3) + rows("alone", [True] * 3) + rows("other", [False] * 3))
+    reproduction.write(paired, tmp_path, tmp_path, "python -m bench paper", claims.Roles())
+    reproduction.publish(tmp_path, tmp_path / "docs")
+    assert (tmp_path / "docs" / reproduction.LEADERS_FIGURE).is_file()
     frame = pd.DataFrame(rows("truth", [True] * 3) + rows("alone", [True] * 3))
     text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
-    assert "task by task" not in text
+    assert "task by task" not in text and not (tmp_path / reproduction.LEADERS_FIGURE).exists()
+    reproduction.publish(tmp_path, tmp_path / "docs")
+    assert not (tmp_path / "docs" / reproduction.LEADERS_FIGURE).exists()
 
 
 def test_a_resumed_sweep_counts_each_start_s_own_time_not_the_pause(tmp_path):
@@ -125,6 +137,7 @@ def test_the_published_rows_rebuild_the_report_without_refitting(tmp_path):
         return tmp_path / f"docs-{out}"
 
     docs = run("first")
+    assert "![leaders]" not in (tmp_path / "first" / "figures" / "index.md").read_text()  # one method: no pairing
     published, swept = ResultStore(docs / reproduction.ROWS).read(), ResultStore(tmp_path / "first").read()
     assert len(published) == len(swept) == 2
     pd.testing.assert_frame_equal(published.sort_values("equation_id", ignore_index=True),
