@@ -74,7 +74,8 @@ def parser() -> argparse.ArgumentParser:
                    "solutions of the same skeletons without searching again")
     g.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="J", help="worker processes (default 1)")
     g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
-                   "(K, operator weights, p_sym, constants, N_const, N_iv, T, grid, limits, shard size)")
+                   "(max_ops, operator weights, p_sym, constants, n_const, n_iv, t_max, grid, limits, shard size: "
+                   "the keys as that file names them)")
     g.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
                    help="run the work units on this Dask scheduler (e.g. tcp://10.0.0.1:8786) instead of local "
                    "processes; workers must see DIR")
