@@ -310,7 +310,7 @@ def _command_line(args) -> str:
 
 
 def _run(args) -> int:
-    from bench import report, runner
+    from bench import report, reproduction, runner
 
     _check_backend(args)
     specs = registry.discover(tuple(args.method_file), tuple(args.methods) if args.methods else None)
@@ -347,21 +347,21 @@ def _run(args) -> int:
         print("no results: no method ran on any task of this sweep", file=sys.stderr)
         return 1  # a script that chains `bench run` with `bench report` should stop here
     paths = report.write(rows, Path(args.out))  # the folder's tables: every row it holds, as `bench report`
-    _print_results(mine)
+    _print_results(mine, oracles=reproduction.oracles(sweep.methods))
     others = f" (they also hold the folder's {len(rows) - len(mine)} rows of other sweeps)" if len(rows) > len(mine) else ""
     print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}{others}")
     return 0
 
 
-def _print_results(rows) -> None:
-    """The medians, the leaderboard (shares solved, with their intervals) and, for a user's own
-    records, the laws found."""
+def _print_results(rows, oracles=()) -> None:
+    """The medians, the leaderboard (shares solved, with their intervals; `oracles` marked) and,
+    for a user's own records, the laws found."""
     from bench import report
 
     print(report.format_markdown(report.medians(rows)))
     print(f"\nLeaderboard, every task pooled: shares of tasks with R^2 > {report.GOOD_R2:g}, best first by "
           f"extrapolation. {report.LEADERBOARD_NOTE}\n")
-    print(report.format_leaderboard(report.leaderboard(rows)))
+    print(report.format_leaderboard(report.leaderboard(rows), oracles))
     observed = rows[rows["truth_kind"] == "observations"]
     if not observed.empty:
         print("\n" + report.OBSERVATIONS_NOTE)

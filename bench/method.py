@@ -4,7 +4,9 @@ A method sees only `Observations` (t, y) and a `Budget`; it returns a `Predictio
 expression is a string in the variable y. It never returns code, and it never sees the
 ground truth: the worker process receives only the observations and the budget. The one door
 to the truth is `Oracle`: a subclass gets the true expression through `receive_truth` before
-each `run` (the `truth` method, a check of the harness); no other method is ever sent it.
+each `run` (the `truth` method, a check of the harness); no other method is ever sent it. That is
+what is sent, not a sandbox: a method's code runs with the machine's files (the datasets and their
+cached truths) in reach, so a third-party method is read before its scores are trusted.
 """
 from __future__ import annotations
 

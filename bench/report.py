@@ -193,9 +193,11 @@ def share_interval(rows: pd.DataFrame, keys: list[str], seed: int = 0) -> pd.Dat
     return pd.concat(out)
 
 
-def format_leaderboard(table: pd.DataFrame) -> str:
-    """The leaderboard as markdown, shares in percent with their 95% intervals (`share_interval`)."""
+def format_leaderboard(table: pd.DataFrame, oracles=()) -> str:
+    """The leaderboard as markdown, shares in percent with their 95% intervals (`share_interval`);
+    the `oracles` (methods handed the true law: checks and ceilings, not competitors) marked so."""
     shown = table.copy()
+    shown["method"] = [f"{m} (oracle)" if m in oracles else m for m in shown["method"]]
     for column in [c for c in shown.columns if c.endswith(f"_above_{GOOD_R2:g}") or c == "true_skeleton"]:
         shares = zip(*(pd.to_numeric(shown[column + end], errors="coerce") for end in ("", "_low", "_high")))
         shown[column] = [("not scored" if not np.isfinite(mid) else f"{100 * mid:.0f}%" if not np.isfinite(low)

@@ -187,7 +187,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
               f"Every stored task pooled (datasets, noise levels and sample sizes above), best first by the share "
               f"of tasks whose extrapolation R^2 exceeds {report.GOOD_R2:g}. {report.LEADERBOARD_NOTE} Per dataset "
               "and noise level: [leaderboard_by_dataset.md](leaderboard_by_dataset.md).", "",
-              report.format_leaderboard(board), "",
+              report.format_leaderboard(board, roles.oracles), "",
               "![tasks solved per method with 95% intervals, and median fit time](solved.png)", "",
               *_leaders_section(rows, board, roles.oracles, folder),
               "## Time per method", "",

@@ -289,6 +289,12 @@ def _run(sweep: Sweep, digests: dict, progress: bool) -> ResultStore:
             print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
                   "(a longer time limit reruns only the results it cut short; a new method version reruns its "
                   "rows)", file=sys.stderr)
+            longer = store.under_longer_limits({spec.label: spec.version for spec in sweep.methods},
+                                               {spec.label: method_time_limit(sweep, spec) for spec in sweep.methods})
+            if longer:
+                print(f"note: {longer} stored row{'s' * (longer != 1)} ran under a longer time limit than now and "
+                      f"{'are' if longer != 1 else 'is'} kept (the time_limit column says which; a new --out runs "
+                      "every method under one limit)", file=sys.stderr)
         if not pending:
             _mark_finished(store.folder, grid)  # an interrupted start of this grid, now complete
             return store

@@ -123,6 +123,16 @@ class ResultStore:
                                 in zip(frame["status"], frame["reason"])], index=frame.index, dtype=bool)
         return set(frame.loc[keep, KEY].itertuples(index=False, name=None))
 
+    def under_longer_limits(self, versions: dict[str, str], limits: dict[str, float]) -> int:
+        """How many stored rows of the current method versions ran under a longer time limit than
+        `limits` now gives: `finished` keeps them (a shorter limit does not redo a finished result),
+        so a resume says how many it keeps."""
+        frame = self.read()
+        if frame.empty or "time_limit" not in frame:
+            return 0
+        current = frame["method_version"] == frame["method"].map(versions)
+        return int((current & (frame["time_limit"] > frame["method"].map(limits))).sum())
+
     def append(self, row: dict) -> None:
         self._buffer.append({**row, "finished_at": time.time()})
         if len(self._buffer) >= self.flush_rows or time.monotonic() - self._last_flush > self.flush_seconds:

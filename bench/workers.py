@@ -49,6 +49,7 @@ def _serve(conn, memory_limit: int | None, log: str) -> None:
     pipe is closed) it exits quietly: an orphaned worker has nobody to report to. What the
     method prints (Python or C, stdout or stderr) goes to the file `log`, not the terminal."""
     os.setsid()
+    sys.argv = sys.argv[:1]  # spawn hands down the driver's command line, and with it the sweep's --noise
     when_orphaned(lambda: os.killpg(0, signal.SIGKILL))  # a driver gone: the method's own children go too
     out = os.open(log, os.O_WRONLY | os.O_APPEND)
     os.dup2(out, 1)

@@ -136,6 +136,15 @@ def test_a_timeout_is_rerun_when_the_time_limit_grows_and_kept_otherwise(tmp_pat
     assert len(parts) == 4 and set(parts["status"]) == {"ok", "timeout"}
 
 
+def test_a_resume_under_a_shorter_limit_keeps_the_rows_and_says_so(tmp_path, capsys):
+    """Its rows once mixed two budgets without a word: the tables do not show the limits."""
+    runner.run(sweep(tmp_path, "truth", subset={"textbook": 2}, time_limit=30), progress=True)
+    capsys.readouterr()
+    shorter = sweep(tmp_path, "truth", subset={"textbook": 2}, time_limit=5)
+    assert set(runner.run(shorter, progress=True).read()["time_limit"]) == {30}
+    assert "note: 2 stored rows ran under a longer time limit than now and are kept" in capsys.readouterr().err
+
+
 def test_a_task_lost_with_its_dask_workers_is_run_again_on_resume(tmp_path):
     config = sweep(tmp_path, "truth", subset={"textbook": 2})
     store = runner.run(config, progress=False)
