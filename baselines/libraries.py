@@ -37,9 +37,13 @@ class FFXRegressor(BaseEstimator, RegressorMixin):
     def fit(self, X, y):
         import ffx
 
+        X, y = np.asarray(X, float), np.asarray(y, float)
+        if np.ptp(X) == 0 or np.ptp(y) == 0:  # FFX scales its bases by their spread, and exits where there is none:
+            self.expression_ = _c(np.mean(y))  # its answer where no basis helps, the mean (a record at rest: 0)
+            return self
         try:  # FFX prints its failures (whole data arrays) and then calls sys.exit(1)
             with contextlib.redirect_stdout(io.StringIO()):
-                model = ffx.FFXRegressor().fit(np.asarray(X, float), np.asarray(y, float)).model_
+                model = ffx.FFXRegressor().fit(X, y).model_
         except SystemExit:
             raise RuntimeError("FFX's ElasticNet fit failed (FFX exits on a ValueError, e.g. non-finite bases)") from None
         self.expression_ = ffx_expression(model)

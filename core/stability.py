@@ -73,7 +73,8 @@ def unstable_reason(template: Template, values, y0: float, t: np.ndarray, sigma:
     starts = (y0, y0 - delta, y0 + delta) + ((0.0,) if abs(y0) <= (noise if rest_in_noise else delta) else ())
     if keep_sign and y is not None and (np.all(y > 0) or np.all(y < 0)):
         starts = tuple(start for start in starts if start == 0 or np.sign(start) == np.sign(y[0]))
-    reach = max(bound, record_growth(y) ** 2 if grown and y is not None else 0.0) * max(size, sigma)
+    growth = record_growth(y) if grown and y is not None else 0.0
+    reach = max(bound, growth * growth) * max(size, sigma)  # a product, not ** 2: past 1e154-fold it is inf, no OverflowError
     motion = 0.0  # of the course from y0 (the first start) over the grid
     for start in starts:
         at_rest = start == 0 and rest_limit and y is not None

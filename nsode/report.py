@@ -165,6 +165,10 @@ def fit_notes(result, t, y, missed: float, write) -> list[str]:
     elif look and look["changed"]:
         notes.append(f"note: the data read as free of noise, so sums with the powers y, ..., y**{look['powers']} were "
                      f"fitted too (a second look), which changed the pick from {write(look['first'])}")
+    if result.r2 < 0 and missed <= MISFIT_NOISES and result.expression != "0":  # nor can the noise level read
+        notes.append("note: this law's course follows the data less well than their mean does (R^2 below 0): it "
+                     "does not describe them, though it misses them by no more than the noise level read from "
+                     "them, which is then misread too")
     if missed > MISFIT_NOISES:
         notes.append(f"note: this law misses the data by {missed:.3g} times their noise (root mean square): it "
                      "approximates them and may not be the law behind them")

@@ -3,6 +3,7 @@ y0 = 0.1 (n = 256, no noise) to R^2 > 0.99 with a small budget, fails cleanly on
 trajectory, and unavailable ones (PySR without Julia, FEAT without feat-ml) skip with the reason."""
 import sys
 
+import numpy as np
 import pytest
 
 from baselines.libraries import feat_expression
@@ -69,6 +70,15 @@ def test_an_ffx_constant_model_is_a_constant_law():
     assert parse(ffx_expression(ConstantModel(-0.25, 1))) == parse("-0.25")
     with pytest.raises(ValueError, match="not a number"):
         ffx_expression(ConstantModel(float("nan"), 1))
+
+
+def test_ffx_on_a_record_at_rest_answers_the_mean_rather_than_exiting():
+    # FFX scales its bases by their spread: on a constant record its ElasticNet fit failed the task
+    pytest.importorskip("ffx")
+    from baselines.libraries import FFXRegressor
+
+    assert float(parse(FFXRegressor().fit(np.ones((64, 1)), np.zeros(64)).expression_)) == 0.0
+    assert float(parse(FFXRegressor().fit(np.linspace(1, 2, 64)[:, None], np.full(64, 0.5)).expression_)) == 0.5
 
 
 def test_feat_text_is_read_with_the_whitelisting_parser():

@@ -49,6 +49,10 @@ def test_a_growth_over_many_decades_passes_when_the_bound_follows_the_records_gr
     assert unstable_reason(Template(A * Y**2, (A,)), [8.0], 0.5, t, 0.01, y=y, grown=True) is not None
     # a record that starts at rest grew from nothing: no growth is read from it
     assert record_growth(np.r_[0.0, 0.0, 0.0, np.ones(61)]) == 1.0
+    # one that grew 1e160-fold (its bound, squared, is past a float): checked, not an OverflowError
+    rate = np.log(1e160) / 2
+    verdict = unstable_reason(law, [rate], 1e-160, t, 1e-162, y=1e-160 * np.exp(rate * t), grown=True)
+    assert verdict is None or verdict.startswith("from y0")
 
 
 def test_a_fit_that_starts_across_an_unstable_equilibrium_from_the_data_is_unstable():

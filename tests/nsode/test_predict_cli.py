@@ -173,6 +173,20 @@ def test_r2_far_off_reads_in_scientific_notation():
     assert r2_text(0.9876543) == "0.987654" and r2_text(-1.6e270) == "-1.6e+270"
 
 
+def test_a_law_that_follows_the_data_worse_than_their_mean_is_said_not_to_describe_them():
+    """Growth over 130 decades: the noise level was misread as well as the law, so the misfit note
+    stayed silent beside an R^2 of -0.016."""
+    from types import SimpleNamespace
+
+    from nsode.report import fit_notes
+
+    t = np.linspace(0, 2, 64)
+    result = SimpleNamespace(info={}, expression="60.0*y", r2=-0.016, candidates=[], rejected={})
+    notes = fit_notes(result, t, 1e-130 * np.exp(149.67 * t), 1.0, str)
+    assert any("less well than their mean does (R^2 below 0)" in note for note in notes)
+    assert not fit_notes(SimpleNamespace(**{**vars(result), "r2": 0.99}), t, np.exp(-t), 1.0, str)
+
+
 def test_candidates_outside_the_model_s_vocabulary_are_shown_too():
     from nsode.report import shown
 
