@@ -204,15 +204,29 @@ def draw_initial_values(expression: str, count: int, low: float, high: float, se
         low, high = low / 2, high / 2
 
 
+SHOWN_PROBLEMS = 5  # a folder's unreadable files named in its one-line error
+
+
 def load_csv(path: Path, reading: CsvReading = CsvReading()) -> list[Trajectory]:
     """Trajectories from a CSV file or a folder of CSV files, read as `reading` says (optional
     column `expression`, the law, where each file is one trajectory)."""
     files = csv_files(path)
     if not files:
         raise DatasetError(f"{path}: no .csv files in this folder")
-    if reading.by:
-        return [tr for f in files for tr in _read_csv_records(f, csv_name(path), reading)]
-    return [_read_csv_trajectory(f, csv_name(path), reading.columns) for f in files]
+    out, problems = [], []
+    for file in files:  # every file's problem at once, not one per attempt
+        try:
+            out += (_read_csv_records(file, csv_name(path), reading) if reading.by
+                    else [_read_csv_trajectory(file, csv_name(path), reading.columns)])
+        except DatasetError as err:
+            problems.append(str(err))
+    if len(problems) == 1:
+        raise DatasetError(problems[0])
+    if problems:
+        more = f"; and {len(problems) - SHOWN_PROBLEMS} more" if len(problems) > SHOWN_PROBLEMS else ""
+        raise DatasetError(f"{path}: {len(problems)} of {len(files)} files cannot be read: "
+                           + "; ".join(problems[:SHOWN_PROBLEMS]) + more)
+    return out
 
 
 def csv_name(path: Path) -> str:

@@ -169,6 +169,18 @@ def test_bad_csv_trajectory_is_refused(tmp_path, trajectory, mutate, problem, wr
     assert_one_line_error(refused("run", "--dataset", file, "--methods", "truth", "--out", tmp_path / "o"), problem)
 
 
+def test_a_csv_folder_names_all_its_unreadable_files_at_once(tmp_path, trajectory, write_record):
+    """They were found one per attempt: each rerun named the next."""
+    folder = tmp_path / "records"
+    folder.mkdir()
+    t, y = trajectory
+    write_record(folder / "good.csv", t, y)
+    write_record(folder / "huge.csv", t, 1e200 * y)
+    write_record(folder / "short.csv", t[:5], y[:5])
+    assert_one_line_error(refused("run", "--dataset", folder, "--methods", "truth", "--out", tmp_path / "o"),
+                          "2 of 3 files cannot be read", "huge.csv", "short.csv")
+
+
 def test_csv_rows_longer_than_the_header_are_refused(tmp_path):
     """pandas would take the extra first value as an index and read y's values as t."""
     (tmp_path / "x.csv").write_text("t,y\n" + "".join(f"{i},{i},{i}\n" for i in range(12)))
