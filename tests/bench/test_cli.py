@@ -273,7 +273,7 @@ def test_an_oracle_skips_trajectories_without_a_law(tmp_path, trajectory, write_
 def test_failed_run_keeps_what_was_stored(tmp_path):
     out = tmp_path / "o"
     ran = bench("run", "--methods", "truth", "--out", out)
-    assert ran.returncode == 0 and "| truth    |      12 |        0 | 100% (100-100)" in ran.stdout  # the leaderboard
+    assert ran.returncode == 0 and "| truth (oracle) |      12 |        0 | 100% (100-100)" in ran.stdout  # the leaderboard
     before = sorted((out / "parts").iterdir())
     assert_one_line_error(refused("run", "--dataset", "nosuch", "--methods", "truth", "--out", out), "nosuch")
     assert sorted((out / "parts").iterdir()) == before
