@@ -263,7 +263,7 @@ def laws(rows: pd.DataFrame) -> pd.DataFrame:
     where a CSV file held several records (`bench run --by`)."""
     task = [c for c in TASK if c in rows.columns and (c != "record" or rows[c].notna().any())]
     status = rows["status"].where(rows["status"] != "ok", rows["score_status"].fillna("ok"))
-    law = rows["expression"].fillna("") if "expression" in rows else ""
+    law = rows["expression"].astype(object).fillna("") if "expression" in rows else ""  # all-missing reads as floats
     table = rows[task + ["method"]].assign(status=status, law=law)
     for col in ("r2_interp", "r2_extrap", "fit_time"):
         table[col] = pd.to_numeric(rows[col], errors="coerce")
