@@ -82,6 +82,9 @@ def read_sweep_file(folder: str | Path) -> dict:
     return config
 
 
+READ_ATTEMPTS = 5  # listings of the parts a read tries while a writer replaces them under it
+
+
 class ResultStore:
     """The rows of one sweep folder (`FOLDER/parts/*.parquet`): `read()` gives one row per (task,
     method), the newest, as a pandas table (empty where nothing is stored yet); the driver adds
@@ -96,10 +99,18 @@ class ResultStore:
 
     def read(self) -> pd.DataFrame:
         """All stored rows, one per (task, method): the most recently finished one."""
-        files = sorted(self.parts.glob("*.parquet"))
-        if not files:
-            return pd.DataFrame()
-        frame = pd.concat([_part(f) for f in files], ignore_index=True)
+        for attempt in range(READ_ATTEMPTS):
+            files = sorted(self.parts.glob("*.parquet"))
+            if not files:
+                return pd.DataFrame()
+            try:
+                frames = [_part(f) for f in files]
+                break
+            except ForeignPart:
+                if attempt + 1 == READ_ATTEMPTS or all(f.exists() for f in files):
+                    raise
+                # a part gone since the listing: `bench score` replaced the parts while they were read
+        frame = pd.concat(frames, ignore_index=True)
         frame["equation_id"] = frame["equation_id"].astype(str)  # parts written before ids were text held integers
         frame = frame.sort_values("finished_at", kind="stable")
         return frame.drop_duplicates(KEY, keep="last").reset_index(drop=True)

@@ -66,6 +66,35 @@ def test_a_file_in_parts_that_the_store_did_not_write_is_named(sweeps, tmp_path)
     assert result.returncode == 2 and "is not a result part (no column dataset" in result.stderr
 
 
+def test_a_read_while_bench_score_replaces_the_parts_lists_them_again(sweeps, tmp_path, monkeypatch):
+    """A part deleted between the listing and its read was named as a foreign file to move out."""
+    import shutil
+
+    from bench import store
+
+    folder = tmp_path / "copy"
+    shutil.copytree(sweeps / "clean", folder)
+    rows = store.ResultStore(folder).read()
+    halves = rows.iloc[:6], rows.iloc[6:]
+    for part in (folder / "parts").glob("*.parquet"):
+        part.unlink()
+    for k, half in enumerate(halves):
+        half.to_parquet(folder / "parts" / f"part-{k}.parquet")
+    real, replaced = store._part, []
+
+    def replacing(file):  # as `bench score` does: one new part holding every row, the old ones deleted
+        if not replaced:
+            replaced.append(True)
+            rows.to_parquet(folder / "parts" / "part-9.parquet")
+            for k in range(2):
+                (folder / "parts" / f"part-{k}.parquet").unlink()
+        return real(file)
+
+    monkeypatch.setattr(store, "_part", replacing)
+    again = store.ResultStore(folder).read()
+    assert len(again) == len(rows) == 12
+
+
 def test_compare_across_folders_reads_only_the_two_methods(sweeps, tmp_path):
     """Two sweeps that both ran the oracle compare their other methods: the oracle's rows are not asked for."""
     import shutil
