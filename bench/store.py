@@ -38,6 +38,8 @@ def sole_writer(folder: Path):
         if _locked(handle, folder):
             os.ftruncate(handle, 0)
             os.write(handle, f"pid {os.getpid()}".encode())
+            for stale in (folder / "parts").glob(".*.tmp"):  # a part whose write a kill cut short: no writer now
+                stale.unlink(missing_ok=True)
         yield
     finally:
         os.close(handle)

@@ -251,6 +251,16 @@ def test_a_second_writer_into_a_folder_is_refused_while_the_first_runs(tmp_path)
     assert len(runner.run(sweep(tmp_path, "truth", noise=(0.0,)), progress=False).read()) == 12  # lock released
 
 
+def test_the_writer_clears_the_temporary_file_a_killed_write_left(tmp_path):
+    from bench.store import sole_writer
+
+    (tmp_path / "out" / "parts").mkdir(parents=True)
+    left = tmp_path / "out" / "parts" / ".part-20261207T000000-0123abcd.parquet.tmp"
+    left.write_bytes(b"half a part")
+    with sole_writer(tmp_path / "out"):
+        assert not left.exists()
+
+
 def test_a_folder_on_a_file_system_without_locks_is_written_unguarded(tmp_path, monkeypatch):
     import errno
     import fcntl
