@@ -19,6 +19,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from core.arguments import existing_folder, positive_number
+from core.files import figure_target
 
 
 def read_log(run: Path, offset_s: float = 0.0) -> pd.DataFrame:
@@ -44,6 +45,10 @@ def main(argv=None) -> None:
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG: validation (solid) and training (dashed) loss against minutes and samples")
     a = p.parse_args(argv)
+    if a.plot:  # before the logs are read, not after the table is printed
+        a.plot, why = figure_target(a.plot, "curves.png")
+        if why:
+            p.error(f"--plot {a.plot}: {why}")
     missing = [str(run) for run in a.runs if not (run / "log.csv").is_file()]
     if missing:
         p.error(f"no log.csv (written by python -m nsode.train) in {', '.join(missing)}")

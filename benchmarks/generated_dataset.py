@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from core.arguments import whole_number
+from core.files import why_unwritable
 
 ROOT = Path(__file__).resolve().parents[1]
 SCIENCE_CONFIG = ROOT / "nsode" / "checkpoints" / "data_science.yaml"
@@ -107,6 +108,9 @@ def main(argv=None) -> int:
 
     if not args.simple and not args.science and not args.paper:
         p.error("--simple, --science and --paper are all 0: no laws to write")
+    why = why_unwritable(Path(args.out))
+    if why:
+        p.error(f"--out {args.out}: {why}")
     equations = (simple_equations(args.simple, args.seed, args.starts)
                  + science_equations(args.science, args.seed, args.starts)
                  + paper_equations(args.paper, args.seed, args.starts))

@@ -14,6 +14,7 @@ import numpy as np
 
 from bench import datasets
 from bench.tasks import observe
+from core.arguments import positive_number
 from core.noise import GLITCH_NOISES, isolated_glitches
 
 DATASETS = ("textbook", "classic", "large", "science")
@@ -22,7 +23,7 @@ SIGMAS, POINTS = (0.0, 0.01, 0.02, 0.05), (32, 128, 256)
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threshold", type=float, default=GLITCH_NOISES, help="robust noise levels off the course")
+    p.add_argument("--threshold", type=positive_number, default=GLITCH_NOISES, help="robust noise levels off the course")
     args = p.parse_args(argv)
     trajectories = [tr for name in DATASETS for tr in datasets.load(name)]
     flagged = [bool(isolated_glitches(*observe(tr, sigma, n, seed), args.threshold))

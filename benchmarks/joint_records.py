@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from core.arguments import nonnegative_number, whole_number
+from core.files import why_unwritable
 
 HERE = Path(__file__).resolve().parent
 GOOD, RECOVERED = 0.9, 0.99
@@ -178,6 +179,9 @@ def main(argv=None) -> int:
     from nsode.joint import JOINT_POWERS
 
     args.powers = JOINT_POWERS if args.powers is None else args.powers
+    why = args.out and why_unwritable(args.out)
+    if why:  # before the search, not after it
+        p.error(f"--out {args.out}: {why}")
     try:
         chosen = laws(args)[: args.laws]
     except DatasetError as err:
@@ -185,6 +189,10 @@ def main(argv=None) -> int:
     if not chosen:
         p.error(f"{args.dataset}: no law has two or more starts; give a dataset with several y0 per law "
                 "(classic) or generated laws (--simple N, --science N)")
+    fewest = min(len(trs) for _, trs in chosen)
+    if max(args.records) > fewest:
+        p.error(f"--records {max(args.records)}: a law here has only {fewest} starts to read jointly "
+                "(give more --starts, or fewer records)")
     work = [(law, trs, noise) for noise in args.noise for law, trs in chosen]
     calls = (delayed(one_law)(law, trs, noise, args.n, args.seed, args.records, args.powers, args.shared_ranking,
                               args.second_look, args.pooled_noise)

@@ -25,6 +25,15 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks"
     (["generated_dataset.py", "--simple", "0", "--science", "0", "--out", "x.json"], "no laws to write"),
     (["joint_records.py", "--records", "1"], "--records: 1 must be at least 2"),
     (["joint_records.py", "--dataset", "textbook"], "textbook: no law has two or more starts"),
+    # refused before the work, not after it (a traceback at the end once lost the run's results)
+    (["joint_records.py", "--simple", "1", "--starts", "2", "--records", "3", "--laws", "1"],
+     "--records 3: a law here has only 2 starts"),
+    (["joint_records.py", "--simple", "1", "--out", "nowhere/x.csv"], "the folder nowhere does not exist"),
+    (["generated_dataset.py", "--simple", "1", "--science", "0", "--out", "nowhere/g.json"],
+     "the folder nowhere does not exist"),
+    (["equal_time.py", str(SCRIPTS.parent / "nsode" / "checkpoints" / "nsode-eps"), "--plot", "nowhere/x.png"],
+     "the folder nowhere does not exist"),
+    (["glitches.py", "--threshold", "-3"], "'-3' must be a finite number > 0"),
 ])
 def test_a_bad_argument_is_one_line(tmp_path, argv, message):
     done = subprocess.run([sys.executable, str(SCRIPTS / argv[0]), *argv[1:]], cwd=tmp_path,
