@@ -221,8 +221,7 @@ class Pending:
 def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
     """The jobs of `sweep` that `store` does not hold yet (a result cut short by a shorter time
     limit than the sweep's now, a timeout or a run stopped at its limit, is run again)."""
-    versions = {spec.label: spec.version for spec in sweep.methods}
-    limits = {spec.label: method_time_limit(sweep, spec) for spec in sweep.methods}
+    versions, limits = budgets(sweep)
     done = store.finished(versions, limits)
     tasks = build_tasks(sweep)
     pending = []
@@ -242,6 +241,12 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> list[Pending]:
                 job = Job(spec, task.observations(), Budget(time_limit=limit, seed=task.seed), truth=truth)
                 pending.append(Pending(job, task, versions[spec.label]))
     return pending
+
+
+def budgets(sweep: Sweep) -> tuple[dict[str, str], dict[str, float]]:
+    """Each method's current version and task time limit, by label: what a stored row must match to count."""
+    return ({spec.label: spec.version for spec in sweep.methods},
+            {spec.label: method_time_limit(sweep, spec) for spec in sweep.methods})
 
 
 def method_time_limit(sweep: Sweep, spec: MethodSpec) -> float:
@@ -289,8 +294,7 @@ def _run(sweep: Sweep, digests: dict, progress: bool) -> ResultStore:
             print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
                   "(a longer time limit reruns only the results it cut short; a new method version reruns its "
                   "rows)", file=sys.stderr)
-            longer = store.under_longer_limits({spec.label: spec.version for spec in sweep.methods},
-                                               {spec.label: method_time_limit(sweep, spec) for spec in sweep.methods})
+            longer = store.under_longer_limits(*budgets(sweep))
             if longer:
                 print(f"note: {longer} stored row{'s' * (longer != 1)} ran under a longer time limit than now and "
                       f"{'are' if longer != 1 else 'is'} kept (the time_limit column says which; a new --out runs "

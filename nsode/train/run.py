@@ -334,6 +334,7 @@ def main(argv=None) -> int:
     try:
         data = check_data(args)
         model, state = start(args, out, device)  # a --resume settles the schedule: the run's own unless given
+        args.schedule = args.schedule or "constant"  # the paper's, for a new run (and a run saved before it was recorded)
         if args.schedule == "cosine-time" and not args.max_minutes:
             raise UsageError("--schedule cosine-time anneals over --max-minutes; give it"
                              + (" (the run resumed was trained so)" if args.resume else ""))
@@ -361,12 +362,12 @@ def main(argv=None) -> int:
     return 0
 
 
-def resumed_schedule(args, state: dict, out: Path) -> tuple[str, float | None]:
+def resumed_schedule(args, state: dict, out: Path) -> tuple[str | None, float | None]:
     """The schedule and peak learning rate a --resume continues with: the run's own where none is
     given (a run stopped by a scheduler is resumed by its plain command line), what is given
-    otherwise, with a note where that changes the run's (runs saved before the peak was recorded:
-    the preset's)."""
-    schedule = args.schedule or state.get("schedule") or "constant"
+    otherwise, with a note where that changes the run's (None where neither says: runs saved before
+    either was recorded take the defaults)."""
+    schedule = args.schedule or state.get("schedule")
     lr = args.lr if args.lr is not None else state.get("lr")
     for flag, given, own in (("schedule", args.schedule, state.get("schedule")), ("lr", args.lr, state.get("lr"))):
         if given is not None and own is not None and given != own:
@@ -385,7 +386,6 @@ def train(args, data: list[Path], out: Path, device, model, state: dict) -> None
     """The optimisation loop, evaluating and checkpointing every --eval-every steps."""
     torch.manual_seed(args.seed + state["step"])
     model.train()
-    args.schedule = args.schedule or "constant"
     peak = args.lr if args.lr is not None else DEFAULT_LR[args.preset]
     state["lr"] = peak
     if args.warmup is not None:
