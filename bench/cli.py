@@ -346,8 +346,9 @@ def _run(args) -> int:
     if mine.empty:
         print("no results: no method ran on any task of this sweep", file=sys.stderr)
         return 1  # a script that chains `bench run` with `bench report` should stop here
-    paths = report.write(rows, Path(args.out))  # the folder's tables: every row it holds, as `bench report`
-    _print_results(mine, oracles=reproduction.oracles(sweep.methods))
+    oracles = reproduction.oracles(sweep.methods)
+    paths = report.write(rows, Path(args.out), oracles)  # the folder's tables: every row it holds, as `bench report`
+    _print_results(mine, oracles)
     others = f" (they also hold the folder's {len(rows) - len(mine)} rows of other sweeps)" if len(rows) > len(mine) else ""
     print(f"\nresults: {Path(args.out) / 'parts'}  tables: {paths['markdown']}{others}")
     return 0
@@ -406,11 +407,13 @@ def _score(args) -> int:
 
 
 def _report(args) -> int:
-    from bench import report
+    from bench import report, reproduction
 
-    rows = _read_results([Path(p) for p in args.results])
-    paths = report.write(rows, _output_folder(args, ""))
-    _print_results(rows)
+    folders = [Path(p) for p in args.results]
+    rows = _read_results(folders)
+    oracles = reproduction.stored_oracles(sorted(rows["method"].unique()), folders)
+    paths = report.write(rows, _output_folder(args, ""), oracles)
+    _print_results(rows, oracles)
     print("\ntables: " + ", ".join(str(v) for v in paths.values()))
     return 0
 

@@ -206,14 +206,16 @@ def _mapping(config: dict, key: str, kind) -> dict:
         raise ConfigError(f"'{key}' must map names to {what}, got {value}") from None
 
 
-def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None, claims_report: str | None = None) -> Path:
-    """Every table and figure of `rows` into `folder`, and index.md listing them (and linking
-    `claims_report`, the reproduction report's file name, when given); returns the index."""
+def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=None, claims_report: str | None = None,
+                  oracles=()) -> Path:
+    """Every table and figure of `rows` into `folder` (`oracles` marked in the leaderboards), and
+    index.md listing them (and linking `claims_report`, the reproduction report's file name, when
+    given); returns the index."""
     from bench import plots
 
     figures = figures or {}
     main = figures.get("main", {})
-    tables = report.write(rows, folder)
+    tables = report.write(rows, folder, oracles)
     drawn = plots.draw_all(rows, folder, dataset=main.get("dataset", protocol.MAIN_FIGURE["dataset"]),
                            n_main=main.get("n", protocol.MAIN_FIGURE["n"]),
                            n_datasets=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N),
@@ -270,7 +272,8 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
                          extrap_n=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N))
     command = command or f"python -m bench paper --config {config_path}" + (" --quick" if quick else "")
     report_path = reproduction.write(rows, folder, Path(sweep.out), command, roles, config.get("note"))
-    index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT)
+    index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT,
+                          oracles=roles.oracles)
     print(f"reproduction report: {report_path}")
     if docs:
         copied = reproduction.publish(folder, Path(docs))

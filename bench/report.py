@@ -298,11 +298,12 @@ OBSERVATIONS_NOTE = ("Rows of user CSV trajectories are scored against the obser
                      "`expression` column or not (interpolation only; noise above 0 is added on top of them).")
 
 
-def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
+def write(rows: pd.DataFrame, folder: Path, oracles=()) -> dict[str, Path]:
     """Write medians.csv, medians.md and failures.csv, plus medians_iqr.md, medians.tex,
     failures.md (medians with interquartile ranges, failure counts), laws.csv (each task's law
     and scores, one row per task and method) and the leaderboard (leaderboard.csv, pooled, and
-    leaderboard_by_dataset.md, per dataset and noise level) into `folder`; returns their paths."""
+    leaderboard_by_dataset.md, per dataset and noise level, `oracles` marked) into `folder`;
+    returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     table = medians(rows)
     paths = {"csv": folder / "medians.csv", "markdown": folder / "medians.md", "failures": folder / "failures.csv"}
@@ -321,7 +322,7 @@ def write(rows: pd.DataFrame, folder: Path) -> dict[str, Path]:
     laws(rows).to_csv(paths["laws"], index=False)
     paths.update(leaderboard=folder / "leaderboard.csv", leaderboard_by_dataset=folder / "leaderboard_by_dataset.md")
     leaderboard(rows).to_csv(paths["leaderboard"], index=False)
-    by_dataset = format_leaderboard(leaderboard(rows, by=("dataset", "noise")))
+    by_dataset = format_leaderboard(leaderboard(rows, by=("dataset", "noise")), oracles)
     paths["leaderboard_by_dataset"].write_text(
         f"Shares of tasks with R^2 > {GOOD_R2:g} per dataset and noise level. {LEADERBOARD_NOTE}\n\n{by_dataset}\n")
     return paths

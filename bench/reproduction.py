@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import claims, compare, provenance, report
+from bench import claims, compare, provenance, registry, report
 from bench.method import Oracle
 from bench.rows import runs_stopped_by_time
 from bench.store import SWEEP_FILE, ResultStore, SweepFileError, read_sweep_file
@@ -255,6 +255,33 @@ def oracles(specs) -> tuple[str, ...]:
     """Labels of the methods that are handed the truth (`bench.method.Oracle`): checks and
     ceilings, not competitors."""
     return tuple(spec.label for spec in specs if issubclass(spec.load(), Oracle))
+
+
+def stored_oracles(labels, folders) -> tuple[str, ...]:
+    """The stored `labels` whose method is handed the truth, as the methods found here tell
+    (the built-in ones and the result `folders`' recorded --method-file plugins that still
+    exist): a label whose method is not found is not marked."""
+    files = {file for folder in folders for file in _recorded_method_files(folder) if Path(file).is_file()}
+    names = {text: name for text in labels if (name := _method_name(text))}
+    try:
+        specs = registry.discover(tuple(sorted(files)), only=tuple(sorted(set(names.values()))))
+    except registry.RegistryError:  # a plugin file broken since the run: the built-in methods only
+        specs = registry.discover(only=tuple(sorted(set(names.values()))))
+    return tuple(text for text, name in names.items() if name in specs and issubclass(specs[name].load(), Oracle))
+
+
+def _method_name(text: str) -> str | None:
+    try:
+        return registry.parse_method_argument(text)[0]
+    except registry.RegistryError:
+        return None
+
+
+def _recorded_method_files(folder: Path) -> list[str]:
+    try:
+        return read_sweep_file(folder).get("method_files") or []
+    except SweepFileError:  # rows without a sweep record (copied parts): the built-in methods only
+        return []
 
 
 def fd_methods(specs) -> tuple[str, ...]:

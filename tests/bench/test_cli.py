@@ -274,6 +274,7 @@ def test_failed_run_keeps_what_was_stored(tmp_path):
     out = tmp_path / "o"
     ran = bench("run", "--methods", "truth", "--out", out)
     assert ran.returncode == 0 and "| truth (oracle) |      12 |        0 | 100% (100-100)" in ran.stdout  # the leaderboard
+    assert "| truth (oracle) |" in (out / "leaderboard_by_dataset.md").read_text()  # and the one written per dataset
     before = sorted((out / "parts").iterdir())
     assert_one_line_error(refused("run", "--dataset", "nosuch", "--methods", "truth", "--out", out), "nosuch")
     assert sorted((out / "parts").iterdir()) == before
@@ -286,7 +287,8 @@ def test_list_shows_methods_and_report_and_compare_read_results(tmp_path):
     bench("run", "--methods", "truth", "--method", "truth-refit", "--noise", "0", "--out", out)  # repeats add up
     report = bench("report", out)
     assert report.returncode == 0 and "truth-refit" in report.stdout
-    assert "| truth-refit |      12 |        0 | 100% (100-100)" in report.stdout  # the leaderboard, pooled
+    assert "| truth-refit (oracle) |      12 |        0 | 100% (100-100)" in report.stdout  # the stored rows' oracles marked
+    assert "| truth-refit (oracle) |" in (out / "leaderboard_by_dataset.md").read_text()
     assert pd.read_csv(out / "leaderboard.csv")["extrap_r2_above_0.9_low"].tolist() == [1.0, 1.0]
     rescored = bench("score", out)
     assert rescored.returncode == 0 and "re-scored 24" in rescored.stdout

@@ -152,3 +152,10 @@ def test_the_published_rows_rebuild_the_report_without_refitting(tmp_path):
     parts = sorted((docs / reproduction.ROWS / "parts").iterdir())
     run("first")  # rebuilt with nothing refitted: the published part stays as it is, not renamed in the history
     assert sorted((docs / reproduction.ROWS / "parts").iterdir()) == parts
+
+
+def test_stored_rows_tell_their_oracles_by_the_methods_found_here(tmp_path):
+    """`bench report` reads rows alone: an oracle is told by its method's class, and a label whose
+    method is gone (a moved plugin file) or cannot be a method argument is left unmarked."""
+    labels = ["truth", "truth-refit", "sindy:fd_degrees=(3,)", "gone-plugin", "not a label:x"]
+    assert reproduction.stored_oracles(labels, [tmp_path]) == ("truth", "truth-refit")
