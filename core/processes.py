@@ -35,7 +35,10 @@ def one_line(err: BaseException) -> str:
 
 
 def die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (PR_SET_PDEATHSIG); no-op elsewhere."""
+    """What a forked child does first. Ask Linux to kill it when its parent dies (PR_SET_PDEATHSIG;
+    no-op elsewhere), and let SIGTERM stop it plainly: a parent's `terminated_as_interrupt`
+    handler, inherited through fork, made the child print a traceback when the parent stopped it."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):

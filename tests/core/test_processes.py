@@ -1,5 +1,7 @@
 """Children under a deadline: a child that dies is told from one that overran its limit."""
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -53,3 +55,17 @@ def test_children_started_and_exiting_in_two_threads_at_once_all_read_as_exits()
         thread.join()
     assert outcomes.count("deadline") == 0 and len(outcomes) == 200
     assert outcomes.count(3) >= 190  # the exit code, unless it was still being stored by the other thread
+
+
+def test_a_child_stopped_under_a_sigterm_handler_stops_without_a_traceback():
+    """`nsode.data generate` handles SIGTERM (`terminated_as_interrupt`); its simplifier child,
+    forked inside that block, inherited the handler and printed a `Terminated` traceback each time
+    the parent stopped it at the end of a run."""
+    script = ("import sympy\n"
+              "from core.processes import terminated_as_interrupt\n"
+              "from nsode.data import simplify\n"
+              "with terminated_as_interrupt():\n"
+              "    print(simplify.simplify(sympy.sympify('y*y/y'), 10))\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and ran.stdout.strip() == "y", ran.stderr
+    assert "Traceback" not in ran.stderr, ran.stderr
