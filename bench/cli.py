@@ -7,13 +7,12 @@ import time
 from pathlib import Path
 
 from bench import datasets, registry
-from core import processes, protocol
+from core import processes, protocol, shipped
 from core.arguments import Repeatable, existing_folder, output_path, positive_number, relative_noise, whole_number
 from core.cluster import scheduler_address
 from core.files import figure_target, why_no_folder, why_unwritable
 from core.trajectories import TY
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 EXAMPLES = """examples:
   python -m bench run --dataset classic --noise 0.01
@@ -113,8 +112,9 @@ def _parser() -> argparse.ArgumentParser:
                            "REPRODUCTION.md: each of the paper's claims with the measured figures and a verdict "
                            "(rules in bench/claims.py). configs/cpu.yaml is a grid for 2 cores: 2.8-7.8 "
                            "worker-hours measured, 1.4-4.5 hours with -j 2.")
-    paper.add_argument("--config", default=str(PROJECT_DIR / "configs" / "paper.yaml"), metavar="YAML",
-                       help="the grid (default: the project's configs/paper.yaml)")
+    paper.add_argument("--config", default=str(shipped.folder("configs") / "paper.yaml"), metavar="YAML",
+                       help="the grid: a YAML file, or a shipped config's name (paper, cpu; default: paper, the project's "
+                            "configs/paper.yaml)")
     paper.add_argument("--quick", action="store_true", help="the config's small smoke-test grid (minutes)")
     paper.add_argument("-j", "--jobs", type=_positive_int, default=1, help="parallel worker processes (default 1)")
     paper.add_argument("--method-file", nargs="+", action=Repeatable, default=[], metavar="FILE.py", help="extra method files to load")

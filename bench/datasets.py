@@ -22,14 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from bench.tasks import Trajectory
-from core import protocol
+from core import protocol, shipped
 from core.arguments import close_matches, is_finite_number, is_whole
 from core.expressions import ExpressionError, complexity, parse
 from core.solving import SolveError, is_valid_initial_value, solve_truth
 from core.trajectories import TY, TrajectoryFileError, column_names, hinted, read_records, read_trajectory
 
-DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
-CACHE_DIR = Path(os.environ.get("BENCH_CACHE") or DATASETS_DIR / "cache")  # solved truths
+DATASETS_DIR = shipped.folder("datasets")
+CACHE_DIR = shipped.cache_folder()  # solved truths
 FORMAT = "bench-dataset/1"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a dataset name is also a cache file name
 

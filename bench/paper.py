@@ -14,7 +14,7 @@ import yaml
 
 from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
-from core import protocol
+from core import protocol, shipped
 from core.arguments import close_matches, positive_number, relative_noise, whole_number
 from core.trajectories import TY
 
@@ -23,6 +23,11 @@ class ConfigError(ValueError):
 
 
 def load_config(path: str | Path, quick: bool = False) -> dict:
+    """The sweep's settings from a YAML file, or from a shipped config's name (`cpu`, `paper`),
+    checked: a one-line ConfigError names what is wrong."""
+    shipped_file = shipped.folder("configs") / f"{path}.yaml"
+    if not Path(path).exists() and len(Path(path).parts) == 1 and shipped_file.is_file():
+        path = shipped_file
     try:
         config = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as err:  # yaml's messages span lines: one line here

@@ -5,18 +5,32 @@ reads them back, so the machine named in a report is the one that ran the sweep.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from core import shipped
+
+ROOT = shipped.ROOT
+DISTRIBUTION = "odebench-nsode"
 
 
 def git_commit(root: Path = ROOT) -> str:
-    """The commit of the checkout, with "-dirty" when tracked files differ from it; "unknown"
-    outside a git checkout."""
+    """The commit of the checkout, with "-dirty" when tracked files differ from it. An installed
+    package is named by its version instead ("odebench-nsode 0.1.0"): the git repository above
+    site-packages, if any, is the user's, not this project's. "unknown" when neither is known."""
+    if root == ROOT and not shipped.CHECKOUT:
+        try:
+            return f"{DISTRIBUTION} {importlib.metadata.version(DISTRIBUTION)}"
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        if Path(top).resolve() != root.resolve():  # a folder inside some other repository
+            return "unknown"
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,

@@ -21,9 +21,10 @@ from typing import Any
 
 from bench.method import Method, Variant
 from core.arguments import close_matches
+from core import shipped
 from core.processes import one_line
 
-METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
+METHODS_DIR = shipped.folder("methods")
 ENTRY_POINT_GROUP = "bench.methods"
 METHOD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 

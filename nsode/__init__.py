@@ -20,3 +20,12 @@ SCALED_CHECKPOINT = "nsode-eps-scaled"
 def default_checkpoint(variant: str = "nsode-eps") -> Path:
     """The shipped checkpoint folder of a variant (importing this needs no torch)."""
     return CHECKPOINTS / variant
+
+
+def checkpoint_folder(name_or_path: str | Path) -> Path:
+    """A checkpoint folder as given, or, for a bare name that is no folder here (`nsode-eps`), the
+    shipped checkpoint of that name: a user with an installed package has no nsode/checkpoints/."""
+    path = Path(name_or_path).expanduser()
+    if not path.exists() and len(path.parts) == 1 and (CHECKPOINTS / path.name).is_dir():
+        return CHECKPOINTS / path.name
+    return path

@@ -7,6 +7,8 @@ import json
 import struct
 from pathlib import Path
 
+from nsode import CHECKPOINTS, checkpoint_folder
+
 WEIGHTS_NAME = "model.safetensors"
 INPUT_SCALINGS = ("none", "pow2")  # the input paths a model may read (nsode.scaling.MODES)
 PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt"}
@@ -21,9 +23,10 @@ def check(folder: str | Path) -> None:
     is not a JSON object, pickle files (never loaded), weights that are missing or not a whole
     safetensors file (a truncated copy), a vocabulary or constant grid in config.json that does
     not fit the weights (`_vocabulary_problem`), or lengths and dropout rates no model runs with."""
-    folder = Path(folder)
+    folder = checkpoint_folder(folder)
     if not folder.exists():
-        raise CheckpointError(f"{folder}: no such checkpoint folder")
+        shipped = ", ".join(sorted(p.name for p in CHECKPOINTS.iterdir() if (p / "config.json").is_file()))
+        raise CheckpointError(f"{folder}: no such checkpoint folder (shipped, by name: {shipped})")
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is a file; a checkpoint is a folder holding config.json and {WEIGHTS_NAME}")
     if not (folder / "config.json").is_file():

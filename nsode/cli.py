@@ -151,7 +151,7 @@ def main(argv=None) -> int:
                     help="CSV whose first line names columns t and y (lines starting with # before it are skipped; "
                          "rows in any order: they are sorted by t); several with --joint")
     pr.add_argument("--checkpoint", type=Path, default=None,
-                    help="checkpoint folder that reads every trajectory (default: the shipped nsode/checkpoints/"
+                    help="checkpoint folder, or a shipped checkpoint's name (nsode, nsode-eps, nsode-eps-scaled), that reads every trajectory (default: the shipped nsode/checkpoints/"
                          "nsode-eps, and nsode-eps-scaled, whose input is scale-invariant, for trajectories outside "
                          "nsode-eps's training range; with --paper nsode-eps alone)")
     pr.add_argument("--beam", type=whole_number(1, MAX_BEAM), default=None,

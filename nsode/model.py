@@ -22,6 +22,7 @@ from transformers.utils import logging as hf_logging
 from transformers.models.bart.modeling_bart import BartDecoder, BartEncoder
 
 from core.processes import one_line
+from nsode import checkpoint_folder
 from nsode.checkpoint_files import WEIGHTS_NAME, CheckpointError, check
 from nsode.data import tokens as vocab
 from nsode.encoding import BITS_PER_OBSERVATION
@@ -151,7 +152,7 @@ def resolve_device(name: str | torch.device) -> torch.device:
 def load(folder: str | Path, device: str | torch.device = "cpu") -> NSODEModel:
     """Load a checkpoint folder with safetensors only; refuses folders holding pickle files, and
     says in one line (CheckpointError) why a folder cannot be loaded."""
-    folder = Path(folder)
+    folder = checkpoint_folder(folder)
     check(folder)
     hf_logging.disable_progress_bar()  # one checkpoint, one file: a progress bar is noise
     verbosity = hf_logging.get_verbosity()

@@ -25,14 +25,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from core import solving
+from core import shipped, solving
 from nsode.data import config as cfg
 from nsode.data import generate, simplify
 from nsode.data import tokens as tok
 from core.expressions import compile_vector, complexity
 from nsode.data.solve import solve_batch
 
-DATASET_FILE = Path(__file__).resolve().parents[2] / "datasets" / "large.json"
+DATASET_FILE = shipped.folder("datasets") / "large.json"
 CURATED_FILES = [DATASET_FILE.with_name(name) for name in ("textbook.json", "classic.json")]
 SEED = 20230723
 ELEMENTARY_COMPLEXITY = 3  # skeletons this simple stay in training (see the module docstring)

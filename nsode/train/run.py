@@ -103,7 +103,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workers", type=whole_number(0), default=0,
                    help="data processes preparing batches, each from its own share of the shards (0: in the "
                         "training process; on a 2-core CPU that is fastest, a GPU needs several)")
-    p.add_argument("--init", default=None, help="start from these weights (e.g. a shipped checkpoint)")
+    p.add_argument("--init", default=None, help="start from these weights: a checkpoint folder, or a shipped checkpoint's name (e.g. nsode-eps)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in OUT from OUT/last: its weights, optimizer, step, warm-up, schedule and "
                         "peak learning rate (a --schedule or --lr given changes them, and says so; the data stream is "

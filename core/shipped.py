@@ -1,0 +1,37 @@
+"""Where the folders the project ships beside its code live: in a checkout, its own `methods/`,
+`datasets/` and `configs/`; in an installed wheel, `bench/shipped/` (setup.py copies them there),
+so that `pip install .` finds the same built-in methods, datasets and configs as `pip install -e .`."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKOUT = (ROOT / "pyproject.toml").is_file()  # a wheel's site-packages has none
+FOLDERS = {"methods": "*.py", "datasets": "*.json", "configs": "*.yaml"}
+
+
+def folder(name: str) -> Path:
+    """The shipped folder `name` (one of FOLDERS)."""
+    return ROOT / name if CHECKOUT else ROOT / "bench" / "shipped" / name
+
+
+def cache_folder() -> Path:
+    """Where solved truths are kept: $BENCH_CACHE; else datasets/cache in a checkout; else the
+    user's cache folder, never inside an installed package (an uninstall would leave it behind)."""
+    if os.environ.get("BENCH_CACHE"):
+        return Path(os.environ["BENCH_CACHE"])
+    if CHECKOUT:
+        return ROOT / "datasets" / "cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "odebench-nsode"
+
+
+def copy_into(package_root: Path, source: Path = ROOT) -> None:
+    """Copy a checkout's shipped folders into `package_root`/bench/shipped: what setup.py does to
+    the files a wheel is built from."""
+    for name, pattern in FOLDERS.items():
+        target = Path(package_root) / "bench" / "shipped" / name
+        target.mkdir(parents=True, exist_ok=True)
+        for file in sorted((source / name).glob(pattern)):
+            shutil.copyfile(file, target / file.name)

@@ -1,0 +1,50 @@
+"""An installed package (`pip install .`, not -e) finds the built-in methods, datasets and configs
+in `bench/shipped/`, keeps its cache out of site-packages and names itself by version; shipped
+checkpoints and configs are taken by name, as a user without a checkout has no paths to them."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from bench import paper
+from core import shipped
+from nsode import CHECKPOINTS, checkpoint_folder
+from nsode.checkpoint_files import CheckpointError, check
+
+
+def test_a_wheels_layout_runs_the_harness_from_any_folder(tmp_path):
+    """Before setup.py copied them, a wheel held no methods/, datasets/ or configs/: `bench list`
+    listed no method, and the truths' cache was written into site-packages."""
+    site, elsewhere = tmp_path / "site-packages", tmp_path / "elsewhere"
+    for package in ("bench", "core", "baselines", "nsode"):  # what the wheel's packages hold
+        shutil.copytree(shipped.ROOT / package, site / package, ignore=shutil.ignore_patterns("__pycache__", "shipped"))
+    shipped.copy_into(site)  # what setup.py adds to them
+    elsewhere.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "BENCH_CACHE"}
+    env.update(PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+    def bench(*args):
+        return subprocess.run([sys.executable, "-m", "bench", *args], cwd=elsewhere, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    listed = bench("list")
+    assert listed.returncode == 0 and "textbook" in listed.stdout and "sindy-weak" in listed.stdout, listed.stderr
+    ran = bench("run", "--dataset", "textbook", "--methods", "truth", "--noise", "0", "--n", "32", "--out", "res", "--quiet")
+    assert ran.returncode == 0 and "| truth (oracle) |" in ran.stdout, ran.stderr
+    assert list((tmp_path / "cache" / "odebench-nsode").glob("textbook-*.npz"))  # the user's cache folder
+    assert not list(site.rglob("*.npz"))  # nothing written into the package
+    commit = json.loads((elsewhere / "res" / "sweep.json").read_text())["runs"][-1]["commit"]
+    assert commit.startswith("odebench-nsode ")  # not the git repository above site-packages, if any
+
+
+def test_shipped_checkpoints_and_configs_are_taken_by_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint_folder("nsode-eps") == CHECKPOINTS / "nsode-eps"
+    (tmp_path / "nsode-eps").mkdir()  # a folder of that name here is the user's own
+    assert checkpoint_folder("nsode-eps").resolve() == (tmp_path / "nsode-eps").resolve()
+    with pytest.raises(CheckpointError, match=r"no such checkpoint folder \(shipped, by name: nsode, nsode-eps"):
+        check("nsode-epz")
+    assert paper.load_config("cpu")["out"] == paper.load_config(shipped.folder("configs") / "cpu.yaml")["out"]
