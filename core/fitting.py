@@ -81,6 +81,12 @@ class Template:
     def substitute(self, values) -> sympy.Expr:
         return self.expr.xreplace({p: sympy.Float(float(v)) for p, v in zip(self.params, values)})
 
+    def __getstate__(self):
+        """The expression and its symbols, not the compiled functions (which do not pickle, and
+        are compiled again on first use): results can be pickled, cached by joblib, or returned
+        from another process."""
+        return {"expr": self.expr, "params": self.params}
+
 
 @dataclass(frozen=True)
 class Fit:

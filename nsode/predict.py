@@ -194,6 +194,8 @@ class Predictor:
         points, dates). `info["notes"]` says what a reader of the answer must know besides its
         R^2: that the record turns, which no law y' = f(y) does (then the answer is a curve fit)."""
         t, y = observed(t, y, min_points)
+        if self.search is not None:  # settings set after the constructor checked them (predictor.search = ...)
+            self.search = checked(self.search)
         aside = self.glitches(t, y)
         t, y = np.delete(t, aside), np.delete(y, aside)
         timings = {}
@@ -209,7 +211,7 @@ class Predictor:
                 scored = select([e for e, _ in cands], t, y, exact=self.exact)
                 ranked = [(to_infix(s.expr), s.r2) for s in scored]
                 best = ranked[0] if ranked and math.isfinite(ranked[0][1]) else ("", -math.inf)
-                result = Prediction(best[0], best[1], ranked)
+                result = Prediction(best[0], best[1], ranked, y0=float(y[0]))
         result.timings.update(timings, beam_s=t1 - t0, select_s=time.perf_counter() - t1, n_candidates=len(cands))
         result.info["set_aside"] = aside
         result.info["notes"] = [note for note in (turning_note(t, y),) if note]

@@ -1,7 +1,9 @@
 """The skeleton search (nsode/search/funnel.py): the fitter decides among the model's proposals."""
 import copy
+import dataclasses
 import json
 import math
+import pickle
 import re
 from dataclasses import replace
 
@@ -54,6 +56,8 @@ def test_search_reads_exponential_decay_to_two_digits(predictor, sigma):
         second.expression, second.candidates, second.info["nfev"])  # the same fits, to the last count
     assert rate(first.expression) == pytest.approx(-0.5, abs=0.005)
     assert not first.info["safety_net"] and first.info["notes"] == []
+    kept = pickle.loads(pickle.dumps(first))  # a result leaves the process (joblib, multiprocessing) whole
+    assert kept.expression == first.expression and kept.chosen.template.values_and_gradients(T, kept.chosen.values)
 
 
 @pytest.mark.parametrize("t, y, problem", [(T[::-1], DECAY, "not sorted"), (T[:5], DECAY[:5], "only 5 points"),
@@ -68,6 +72,12 @@ def test_a_record_that_is_not_one_is_refused_by_name(predictor, t, y, problem):
 def test_search_settings_given_from_python_are_checked_as_their_flags():
     with pytest.raises(ValueError, match="top_k=0"):  # it would search nothing and answer y' = 0
         Predictor.searching(Settings(top_k=0))
+    later = Predictor.searching()
+    with pytest.raises(dataclasses.FrozenInstanceError):  # set after the check, it answered y' = 0 silently
+        later.search.top_k = 0
+    later.search = Settings(criterion="aic")  # was read as "rss": best fit outright
+    with pytest.raises(ValueError, match="criterion='aic': use one of bic, rss"):
+        later.predict(T, DECAY)
     for given, words in ((dict(beam=0), "beam=0: must be a whole number of at least 1"),  # not the default
                          (dict(beam=2.5), "beam=2.5"), (dict(branches=-1), "branches=-1"),
                          (dict(device="xpu"), "device xpu: use auto, cpu or cuda")):
