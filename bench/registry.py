@@ -350,11 +350,15 @@ def _split_items(text: str) -> list[str]:
 
 
 _loaded: dict[Path, list[type[Method]]] = {}
+_loading: set[Path] = set()  # files being loaded now (a file that loads itself is refused)
 
 
 def _classes_in_file(path: Path) -> list[type[Method]]:
     """Method subclasses defined (not imported) in a file, each loaded once per process."""
     path = path.resolve()
+    if path in _loading:  # a script that discovers its own file at import: it would load itself forever
+        raise RegistryError(f"method file {path} loads itself while it is loaded: a script that passes its "
+                            "own file to discover() must do so under `if __name__ == \"__main__\":`")
     if path not in _loaded:
         module_name = f"_bench_method_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
         spec = importlib.util.spec_from_file_location(module_name, path)
@@ -362,11 +366,14 @@ def _classes_in_file(path: Path) -> list[type[Method]]:
             raise RegistryError(f"method file {path} is not a Python file (.py)")
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
+        _loading.add(path)
         try:
             spec.loader.exec_module(module)
         except (Exception, SystemExit) as err:  # a file that calls sys.exit() when imported, too
-            del sys.modules[module_name]
+            sys.modules.pop(module_name, None)
             raise RegistryError(f"method file {path} failed to load: {one_line(err)}") from None
+        finally:
+            _loading.discard(path)
         classes = [obj for obj in vars(module).values()
                    if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name and obj.name]
         names = {}

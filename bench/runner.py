@@ -79,10 +79,20 @@ class Sweep:
                 raise SweepError(f"Sweep {name}={value!r}: expected a number of seconds > 0")
         if self.backend not in ("joblib", "dask"):
             raise SweepError(f"Sweep backend={self.backend!r}: expected 'joblib' or 'dask'")
+        for spec in self.methods:
+            if (spec.entry_point or "").partition(":")[0] == "__main__" and not _main_has_file():
+                raise SweepError(f"method {spec.name}: its class is defined in __main__ without a file (a notebook, "
+                                 "python -c or stdin), which worker processes cannot import; define it in a .py "
+                                 "file and load it with registry.discover(extra_files=('that_file.py',))")
 
     @property
     def reading(self) -> datasets.CsvReading:
         return datasets.CsvReading(self.columns, self.by)
+
+
+def _main_has_file() -> bool:
+    file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return bool(file) and Path(file).is_file()
 
 
 class SweepError(ValueError):

@@ -1,6 +1,8 @@
 """A command that names its methods imports only the method files that declare them, and finds
 exactly what reading every file would find."""
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -137,3 +139,37 @@ def test_a_plugin_whose_own_checks_raise_is_listed_unavailable_with_the_step_tha
 def test_a_method_file_that_exits_when_imported_is_refused_in_one_line():
     with pytest.raises(registry.RegistryError, match="exits_on_import.py failed to load: SystemExit: 0"):
         registry.discover((str(FIXTURES / "exits_on_import.py"),))
+
+
+def test_a_script_that_discovers_its_own_file_unguarded_is_refused_in_one_line(tmp_path):
+    """Without `if __name__ == "__main__":`, loading the script ran its discover() again, without end:
+    a thousand-frame traceback ending in a KeyError."""
+    script = tmp_path / "my_method.py"
+    _write(script, """
+        from bench import registry
+        class Mine(Method):
+            name = "mine"
+            def run(self, observations, budget):
+                return Prediction("-y")
+        registry.discover(extra_files=(__file__,))
+        """)
+    with pytest.raises(registry.RegistryError, match="loads itself while it is loaded: .* under `if __name__"):
+        registry.discover(extra_files=(str(script),))
+
+
+def test_a_class_defined_in_a_notebook_is_refused_before_the_sweep(tmp_path):
+    """Workers cannot import a class of a __main__ without a file: every task failed after the sweep."""
+    ran = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from bench import Method, Prediction, registry, runner
+        class Decay(Method):
+            name = "decay"
+            def run(self, observations, budget):
+                return Prediction("-0.5*y")
+        spec = registry.MethodSpec("decay", entry_point="__main__:Decay")
+        try:
+            runner.Sweep(datasets=("textbook",), methods=(spec,), out={str(tmp_path / "out")!r})
+        except runner.SweepError as err:
+            print(err)
+        """)], capture_output=True, text=True, timeout=120)
+    assert "defined in __main__ without a file" in ran.stdout and "discover(extra_files=" in ran.stdout, ran.stderr
+    assert not (tmp_path / "out").exists()
