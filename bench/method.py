@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -78,6 +79,12 @@ class Prediction:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
+        expression = self.expression
+        if _is_sympy(expression) or (isinstance(expression, numbers.Real) and not isinstance(expression, bool)):
+            object.__setattr__(self, "expression", str(expression))  # as candidates are written
+        elif not isinstance(expression, str):  # found here, not after the fit as an invalid row
+            raise TypeError(f"Prediction.expression must be an expression string such as '-0.5*y' (or a sympy "
+                            f"expression), not {type(expression).__name__}")
         # one string is one candidate, not a candidate per character
         candidates = (self.candidates,) if isinstance(self.candidates, str) else self.candidates
         try:
@@ -87,6 +94,10 @@ class Prediction:
                             f"not {type(self.candidates).__name__}") from None
         if not isinstance(self.metadata, Mapping):
             raise TypeError(f"Prediction.metadata must be a dict, not {type(self.metadata).__name__}")
+
+
+def _is_sympy(value) -> bool:
+    return type(value).__module__.split(".")[0] == "sympy"
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,14 @@ def test_a_prediction_keeps_its_candidates_as_expression_strings():
         Prediction("-y", candidates=3)
     with pytest.raises(TypeError, match="metadata must be a dict, not list"):
         Prediction("-y", metadata=[1])
+
+
+def test_a_prediction_writes_a_sympy_law_or_a_number_as_text_and_refuses_anything_else():
+    """A sympy expression used to pass, and its row failed after the fit ("an expression is text")."""
+    import sympy
+
+    assert Prediction(-0.5 * sympy.Symbol("y")).expression == "-0.5*y"
+    assert Prediction(np.float64(0.25)).expression == "0.25" and Prediction(0).expression == "0"
+    for wrong in (None, True, ["-y"]):
+        with pytest.raises(TypeError, match="expression must be an expression string such as '-0.5\\*y'"):
+            Prediction(wrong)
