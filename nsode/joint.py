@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -95,10 +96,13 @@ class JointFit:
 
 @dataclass
 class JointPrediction:
+    """What `predict_records` answers: one law for all records (`chosen` holds its constants and
+    each record's y0, `fit.errors` their standard errors, constants first), the fits behind it and
+    each record's own search. Its repr shows the law and the counts (the fits run to pages)."""
     expression: str  # python syntax in y ("" when no skeleton could be fitted to every record)
-    fits: list[JointFit]  # best first by the criterion, the chosen one first
-    own: list[Prediction]  # each record's own search
-    records: list[Record]
+    fits: list[JointFit] = field(repr=False)  # best first by the criterion, the chosen one first
+    own: list[Prediction] = field(repr=False)  # each record's own search
+    records: list[Record] = field(repr=False)
     info: dict = field(default_factory=dict)
 
     @property
@@ -116,6 +120,9 @@ def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHO
     records (docs/search.md, "Session 83"; measured, not what `nsode predict` does)."""
     if predictor.search is None:
         raise ValueError("a joint fit needs the search: a Predictor with search settings (Predictor.searching)")
+    if isinstance(records, Mapping):  # iterating it would read each key as a record
+        raise TypeError("records: a list of (t, y) pairs, not a mapping (pass list(records.values()))")
+    records = list(records)  # a generator too
     if len(records) < 2:
         raise ValueError(f"a joint fit needs two or more records, got {len(records)}")
     _check_look(second_look)  # before the searches, not after

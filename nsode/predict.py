@@ -42,20 +42,23 @@ from nsode.search.settings import Settings
 
 @dataclass
 class Prediction:
-    """What `Predictor.predict` answers for one record: the law, its R^2 on the observations and
-    initial value at the first time, the ranked candidates and, from the search, the fits behind
-    them, the rivals the data cannot tell from the pick and why any were set aside."""
+    """What `Predictor.predict` answers for one record: the law (`expression`), its R^2 on the
+    observations (`r2`, without the points set aside as glitches) and initial value at the first
+    time (`y0`), the `candidates` (in the search's order, its choice first) and, from the search,
+    the fits behind them (`chosen`, `fits`), the `rivals` the data cannot tell from the pick and
+    why any were `rejected`; `info` holds the counts, the noise level, the indices set aside and
+    the notes. Its repr shows the law, R^2, y0 and info."""
 
     expression: str  # python syntax in y ("" when no candidate could be integrated)
-    r2: float  # R^2 of its trajectory on the observations: from the fitted y0 (search), else from the first observation
-    candidates: list[tuple[str, float]]  # (expression, R^2 or -inf when not integrated), best first
-    timings: dict = field(default_factory=dict)  # seconds: encode_s, beam_s (encode + beam), select_s
-    info: dict = field(default_factory=dict)  # the search's counts, noise level, safety-net flag, set_aside (indices)
-    y0: float | None = None  # the fitted initial value (search only; else the first observation)
-    chosen: Found | None = None  # the search's pick with its template (nsode.search.digits.supported rounds it for display)
-    rivals: list[Found] = field(default_factory=list)  # safe fits the data cannot tell from the pick (search only)
-    rejected: dict[str, str] = field(default_factory=dict)  # candidate -> why it is unsafe to extrapolate (search only)
-    fits: list[Found] = field(default_factory=list)  # the fit behind each candidate, in their order (search only)
+    r2: float  # R^2 of its trajectory on the observations (without the points set aside): from the fitted y0 (search), else from the first observation
+    candidates: list[tuple[str, float]] = field(repr=False)  # (expression, R^2 or -inf when not integrated): the search's order (its choice first), else best R^2 first
+    timings: dict = field(default_factory=dict, repr=False)  # seconds (encode_s, decode_s, beam_s: encode + beam, select_s: the fits, readings included) and the reader used
+    info: dict = field(default_factory=dict)  # the search's counts, noise level, safety-net flag, set_aside (indices), notes
+    y0: float | None = None  # the fitted initial value (search), else the first observation
+    chosen: Found | None = field(default=None, repr=False)  # the search's pick with its template (nsode.search.digits.supported rounds it for display)
+    rivals: list[Found] = field(default_factory=list, repr=False)  # safe fits the data cannot tell from the pick (search only)
+    rejected: dict[str, str] = field(default_factory=dict, repr=False)  # candidate -> why it is unsafe to extrapolate (search only)
+    fits: list[Found] = field(default_factory=list, repr=False)  # the fit behind each candidate, in their order (search only)
 
 
 def model_view(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

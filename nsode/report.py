@@ -130,8 +130,8 @@ def turning_note(t, y) -> str | None:
 
     turn, level = largest_reversal(y), noise_level(t, y)
     if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
-        return (f"the record rises and falls back (or falls and rises) by {turn:.3g}, {turn / level:.0f} times its "
-                "noise: a solution of y' = f(y) never turns, so no law of this form reproduces it")
+        return (f"the record rises and falls back (or falls and rises) by {turn:.3g} ({turn / level:.0f} times its "
+                "noise): a solution of y' = f(y) never turns, so no law of this form reproduces it")
     return None
 
 

@@ -133,6 +133,10 @@ def test_a_joint_read_needs_two_records_and_names_a_bad_one(predictor):
         predict_records(predictor, records[0])
     with pytest.raises(ValueError, match="second_look must be one of always, missed, got 'never'"):
         predict_records(predictor, records, second_look="never")
+    with pytest.raises(TypeError, match=re.escape("not a mapping (pass list(records.values()))")):  # keys read as records
+        predict_records(predictor, {"A1": records[0], "B1": records[1]})
+    with pytest.raises(ValueError, match="record 2: .*not sorted"):  # a generator is read, not refused by len()
+        predict_records(predictor, (record for record in [records[0], (t[::-1], y)]))
 
 
 @pytest.mark.parametrize("one_file", [False, True])

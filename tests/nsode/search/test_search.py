@@ -57,6 +57,7 @@ def test_search_reads_exponential_decay_to_two_digits(predictor, sigma):
     assert rate(first.expression) == pytest.approx(-0.5, abs=0.005)
     assert not first.info["safety_net"] and first.info["notes"] == []
     kept = pickle.loads(pickle.dumps(first))  # a result leaves the process (joblib, multiprocessing) whole
+    assert repr(first).startswith("Prediction(expression=") and len(repr(first)) < 3000  # not 18 KB of fits
     assert kept.expression == first.expression and kept.chosen.template.values_and_gradients(T, kept.chosen.values)
 
 
@@ -146,6 +147,7 @@ def test_a_record_that_turns_or_that_no_candidate_fits_is_named_as_such(tmp_path
     from nsode.report import turning_note  # what Predictor.predict puts in info["notes"] for Python users
 
     assert turning_note(t, np.sin(t)).startswith("the record rises and falls back") and not turning_note(t, np.exp(t))
+    assert re.search(r"by 0.999 \(\d+ times its noise\): ", turning_note(t, np.sin(t)))  # not "by 0.999, 371 times"
     t = np.linspace(0, 2.45, 128)  # y' = y^2 from 0.4 blows up at t = 2.5, just after the data
     assert main(["predict", str(write_record(tmp_path / "blowup.csv", t, 0.4 / (1 - 0.4 * t))), "--top", "0"]) == 0
     out = capsys.readouterr().out
