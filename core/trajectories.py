@@ -7,6 +7,7 @@ the file) refuses unsorted times.
 """
 from __future__ import annotations
 
+import datetime
 import re
 import warnings
 from dataclasses import dataclass
@@ -263,13 +264,19 @@ MAX_SIZE = 1e100  # larger or (unless zero) smaller |y| is refused: its squares 
 
 
 def observed(t, y, min_points: int = protocol.MIN_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """Fresh float copies of t and y (the caller's arrays stay theirs), checked by
-    `check_trajectory`. ValueError for dates, durations, booleans or complex numbers, whose
-    conversion to floats would pick a unit (microseconds since 1970) or drop a part without a word."""
+    """Fresh float copies of t and y (the caller's arrays stay theirs; a column (n, 1), such as a
+    one-column DataFrame, is read as its n values), checked by `check_trajectory`. ValueError for
+    dates, durations, booleans, complex numbers or masked values, whose conversion to floats would
+    pick a unit (microseconds since 1970), drop a part or read a placeholder without a word."""
     arrays = []
     for name, values in (("t", t), ("y", y)):
+        if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
+            raise ValueError(f"{name} has {int(np.ma.getmaskarray(values).sum())} masked values; remove those points")
         raw = np.asarray(values)
-        if raw.dtype.kind in "mM":
+        if raw.ndim == 2 and raw.shape[1] == 1:
+            raw = raw[:, 0]
+        if raw.dtype.kind in "mM" or (raw.dtype.kind == "O" and any(
+                isinstance(v, (datetime.date, datetime.timedelta)) for v in raw.ravel())):
             raise ValueError(f"{name} holds dates or durations: convert them to numbers in a unit you choose "
                              "(such as hours since the first)")
         if raw.dtype.kind in "bc":

@@ -174,3 +174,20 @@ def test_a_minimum_point_count_from_python_must_be_a_whole_number_of_at_least_tw
     for bad in (0, -1, "3", 2.5):
         with pytest.raises(ValueError, match="min_points="):
             observed(t, t, min_points=bad)
+
+
+def test_columns_are_read_and_dates_or_masked_values_are_refused_by_name():
+    """A list of datetime objects was "values that are not numbers"; a masked array gave its
+    placeholders (-999) to the fit; a column vector (n, 1) was refused."""
+    import datetime
+
+    from core.trajectories import observed
+
+    t = np.linspace(0, 1, 12)
+    assert observed(t[:, None], np.exp(t)[:, None])[0].shape == (12,)
+    days = [datetime.datetime(2024, 1, 1) + datetime.timedelta(hours=h) for h in range(12)]
+    with pytest.raises(ValueError, match="t holds dates or durations: convert them to numbers"):
+        observed(days, np.exp(t))
+    masked = np.ma.masked_equal(np.where(t > 0.5, -999.0, np.exp(t)), -999.0)
+    with pytest.raises(ValueError, match="y has 6 masked values; remove those points"):
+        observed(t, masked)
