@@ -37,8 +37,8 @@ import numpy as np
 from core.arguments import whole_number
 from core.files import figure_target, why_unwritable, write_text_atomic
 from nsode.plots import plot, plot_records
-from nsode.report import (NUMBER, beyond_the_data, fit_notes, noise_text, numbered_as_read, r2_text, readable, shown,
-                          time_text, times_text)
+from nsode.report import (NUMBER, beyond_the_data, constant_rows, fit_notes, noise_text, numbered_as_read, r2_text,
+                          read_pick, readable, shown, time_text, times_text)
 
 
 class InputError(ValueError):
@@ -255,15 +255,13 @@ def main(argv=None) -> int:
 def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> int:
     """`nsode predict` on the one record `name`: the law, its constants and initial value to the digits
     the data support, the candidates, the notes, how far the fits as good part beyond the data."""
-    from core.noise import noise_floor, noise_level
     from core.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.scaling import raw_range_text
-    from nsode.search.choice import choice_profile
     from nsode.search.digits import identifiable_form, supported
-    from nsode.search.fits import misfit
 
     result = predictor.predict(t, y)
+    pick = read_pick(result, t, y, predictor.search)
     aside = result.info.get("set_aside", [])
     set_aside = t[aside], y[aside]
     t, y = np.delete(t, aside), np.delete(y, aside)  # what the search read, for every figure below
@@ -273,34 +271,21 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
                                         "--paper, also offers y' = 0)" if flat else
                                         "could be integrated over the observed interval"), file=sys.stderr)
         return 1
-    # the noise alone, curvature removed: the search's own level also covers its integral form's
-    # trapezoid error, which on a dozen clean points would make every printed error wide; where the
-    # choice weighed each point by its own noise, the level that weighting is relative to
-    search = predictor.search  # None with --paper
-    profile = choice_profile(t, y, search) if search and result.info.get("noise_profile") else None
-    sigma = noise_level(t, y, curvature=True, profile=profile)
-
-    # the pick's root mean square miss in noise levels: about 1 for a law, far above for a curve fit
-    missed = misfit(result.chosen, t, y, sigma, profile) if result.chosen is not None else math.nan
-    chosen = result.chosen and identifiable_form(result.chosen, t, y, sigma)
-    fit = chosen and supported(chosen, t, y, sigma, profile)
-    label = to_infix(fit.expr) if fit else shown(result.expression)
+    sigma, profile, missed, fit = pick.sigma, pick.profile, pick.misfit, pick.fit
+    label = pick.law
     print(f"y' = {label}")
     reading = {"file": name, "law": label, "expression": result.expression, "r2": result.r2,
                "method": "paper" if args.paper else "search", "proposer": _proposer(args, result),
                "stage": result.chosen.source if result.chosen is not None else None}  # which stage wrote the law
+    reading |= pick.as_dict()
     if fit:
         y0_text = written_to_error(fit.y0, fit.y0_error, extra=fit.extra)  # the digits the law was checked with
         print(f"y({time_text(t[0], t)}) = {y0_text} +- {fit.y0_error:.2g} (fitted)")
-        reading["initial_value"] = {"t": t[0], "value": chosen.y0, "error": fit.y0_error}
         if fit.constants:
-            form, constants = numbered_as_read(chosen.template.expr, chosen.template.params, fit.constants)
+            form, constants = numbered_as_read(pick.chosen.template.expr, pick.chosen.template.params, fit.constants)
             named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
             print(f"as fitted: y' = {form} with {named}")
-            reading |= {"form": form, "constants": _constant_rows(constants)}
-        clean = sigma <= noise_floor(y)  # noise_level never reads below the floor
-        print(noise_text(sigma, profile is not None, clean))
-        reading["noise"] = {"sigma": sigma, "at_floor": clean, "grows_with_y": profile is not None, "misfit": missed}
+        print(noise_text(sigma, profile is not None, pick.clean))
     without = f" (without the {len(aside)} point{'s' if len(aside) > 1 else ''} set aside)" if aside else ""
     print(f"R^2 on the data{without}: {r2_text(result.r2)}")
     order = "best R^2 first" if args.paper else "in the search's order: criterion, then forecast among ties"
@@ -366,9 +351,6 @@ def _proposer(args, result) -> str:
     return SCALED_CHECKPOINT if result.timings.get("reader") == "scaled" else SEARCH_CHECKPOINT
 
 
-def _constant_rows(constants: list[tuple[float, float]]) -> list[dict]:
-    """The fitted constants c0, c1, ... as JSON rows: name, value, standard error."""
-    return [{"name": f"c{k}", "value": v, "error": e} for k, (v, e) in enumerate(constants)]
 
 
 def _written(path: Path | None, reading: dict) -> int:
@@ -409,7 +391,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
                                            list(zip(chosen.fit.values, errors[len(y0s):])))
         named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
         print(f"as fitted: y' = {form} with {named}")
-        reading |= {"form": form, "constants": _constant_rows(constants)}
+        reading |= {"form": form, "constants": constant_rows(constants)}
     width = max(map(len, names))
     # a long record was read as group means (core.fitting.bin_means): its y0 and R^2 are restated for the file
     given = [(t, y, *(carried_back(chosen.template, chosen.fit.values, y0, record.t[0], t, y) if len(t) > len(record.t)

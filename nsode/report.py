@@ -7,8 +7,70 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+
+@dataclass
+class Pick:
+    """The search's pick as `nsode predict` reports it (`read_pick`). `law` is the law written
+    with the digits the data support; `fit` holds the constants and y0 with their standard errors
+    (None when the pick has no fit: the paper's selection); `sigma` is the noise level the errors
+    are read at and `misfit` the pick's root mean square miss in those levels (about 1 for a law,
+    far above for a curve fit). `as_dict()` is what `nsode predict --json` writes of it."""
+    law: str
+    t0: float
+    sigma: float = math.nan
+    misfit: float = math.nan
+    profile: Any = None  # the noise's growth with |y|, where the choice weighed each point by it
+    chosen: Any = None  # the pick in its identifiable form (nsode.search.fits.Found)
+    fit: Any = None  # nsode.search.digits.Supported
+    clean: bool = False  # the noise level is the floor of what the numbers can hold
+
+    def as_dict(self) -> dict:
+        out: dict = {"law": self.law}
+        if self.fit:
+            out["initial_value"] = {"t": self.t0, "value": self.chosen.y0, "error": self.fit.y0_error}
+            if self.fit.constants:
+                form, constants = numbered_as_read(self.chosen.template.expr, self.chosen.template.params,
+                                                   self.fit.constants)
+                out |= {"form": form, "constants": constant_rows(constants)}
+            out["noise"] = {"sigma": self.sigma, "at_floor": self.clean, "grows_with_y": self.profile is not None,
+                            "misfit": self.misfit}
+        return out
+
+
+def constant_rows(constants: list[tuple[float, float]]) -> list[dict]:
+    """The fitted constants c0, c1, ... as JSON rows: name, value, standard error."""
+    return [{"name": f"c{k}", "value": v, "error": e} for k, (v, e) in enumerate(constants)]
+
+
+def read_pick(result, t, y, search=None) -> Pick:
+    """What `nsode predict` reports of `result` (a `Prediction` of the record t, y, read by a
+    predictor with `search` settings): the law to the digits the data support, its constants and
+    initial value with standard errors, the noise level and the pick's misfit. From Python:
+    `read_pick(found, t, y, predictor.search).as_dict()` is the --json reading's law part."""
+    from core.noise import noise_floor, noise_level
+    from nsode.data.tokens import to_infix
+    from nsode.search.choice import choice_profile
+    from nsode.search.digits import identifiable_form, supported
+    from nsode.search.fits import misfit
+
+    aside = result.info.get("set_aside", [])
+    t, y = np.delete(np.asarray(t, dtype=float), aside), np.delete(np.asarray(y, dtype=float), aside)
+    if result.chosen is None:  # the paper's selection: the law as the beam wrote it
+        return Pick(shown(result.expression) if result.expression else "", float(t[0]))
+    # the noise alone, curvature removed: the search's own level also covers its integral form's
+    # trapezoid error, which on a dozen clean points would make every printed error wide; where the
+    # choice weighed each point by its own noise, the level that weighting is relative to
+    profile = choice_profile(t, y, search) if search and result.info.get("noise_profile") else None
+    sigma = noise_level(t, y, curvature=True, profile=profile)
+    chosen = identifiable_form(result.chosen, t, y, sigma)
+    fit = supported(chosen, t, y, sigma, profile)
+    return Pick(to_infix(fit.expr), float(t[0]), sigma, misfit(result.chosen, t, y, sigma, profile), profile, chosen,
+                fit, sigma <= noise_floor(y))  # noise_level never reads below the floor
 
 
 def shown(expression: str, digits: int = 4) -> str:

@@ -117,6 +117,19 @@ def test_predict_cli_prints_the_clean_decay_rate_exactly(tmp_path, capsys, write
     assert reading["noise"]["misfit"] < 3 and reading["noise"]["at_floor"]  # the law fits the data to their noise
 
 
+def test_python_reads_the_pick_as_the_json_of_nsode_predict_writes_it(predictor, tmp_path, write_record):
+    """`nsode predict` computed its errors inline: Python callers got other numbers by the obvious route."""
+    from nsode.cli import main
+    from nsode.report import read_pick
+
+    y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
+    assert main(["predict", str(write_record(tmp_path / "decay.csv", T, y)), "--json", str(tmp_path / "fit.json")]) == 0
+    reading = json.loads((tmp_path / "fit.json").read_text())
+    pick = read_pick(predictor.predict(T, y), T, y, predictor.search).as_dict()
+    assert set(pick) == {"law", "initial_value", "form", "constants", "noise"}
+    assert {key: reading[key] for key in pick} == json.loads(json.dumps(pick))
+
+
 def test_a_clean_decay_gets_no_note_and_every_listed_law_gives_its_r2(tmp_path, capsys, write_record):
     """Each listed candidate is written to the digits its own fit needs: a law shown to 4 digits
     on a large offset (101 kPa) moved its equilibrium by 114 Pa and read R^2 0.75, not 0.99997."""
