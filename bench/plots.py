@@ -5,8 +5,8 @@ Every figure is saved as PNG and PDF, together with a CSV of exactly the numbers
 failure policy (failed tasks count as R^2 = -inf and errors of +inf); a median beyond a panel's
 axis (below R^2 = -3, a failed median, an oracle's rounding error) is drawn on the axis's edge
 as an open triangle, never dropped. Each method keeps one colour in every figure: colours are
-assigned from the sorted names of all methods in the results; methods are listed best first
-(`best_first`) everywhere. A run is drawn under its method's short name where it is that
+assigned in the order of `best_first` over all the results, so the leaders get the strongest
+colours; each figure lists its methods best first on the cells it shows. A run is drawn under its method's short name where it is that
 method's only run (`shown_names`), its settings noted under the figure.
 """
 from __future__ import annotations
@@ -38,10 +38,11 @@ PART_LABELS = {"interp": "interpolation $[0, T]$", "extrap": "extrapolation $[T,
 
 
 def palette(methods) -> dict[str, tuple]:
-    """One colour per method, the same in every figure drawn from the same results. Up to 20
-    methods get distinct colours: up to 10 from seaborn's colour-blind palette, else tab20's
-    hues and tints."""
-    names = sorted(set(methods))
+    """One colour per method, the same in every figure drawn from the same results, given in
+    `methods`' order (`draw_all`: best first, so that tab20's strong hues go to the leaders and its
+    pale tints to the rest). Up to 20 methods get distinct colours: up to 10 from seaborn's
+    colour-blind palette, else tab20's hues and tints."""
+    names = list(dict.fromkeys(methods))
     if len(names) <= 10:  # told apart with red-green colour blindness too; its two orange-reds far apart
         colours = [sns.color_palette("colorblind", 10)[k] for k in COLOUR_ORDER[:len(names)]]
     elif len(names) <= 20:
@@ -111,8 +112,8 @@ def pick(values, preferred):
 
 
 def best_first(medians: pd.DataFrame, column: str = "r2_interp") -> list[str]:
-    """Methods by their mean median R^2 over the cells shown, each clipped at the plotted floor
-    (-3; a failed cell counts as -3), best first, ties by name: one order for every figure."""
+    """Methods by their mean median R^2 over the cells given, each clipped at the plotted floor
+    (-3; a failed cell counts as -3), best first, ties by name."""
     clipped = medians[column].astype(float).fillna(-np.inf).clip(lower=R2_LIMITS[0])
     score = clipped.groupby(medians["method"]).mean()
     return sorted(score.index, key=lambda method: (-score[method], method))
@@ -120,15 +121,17 @@ def best_first(medians: pd.DataFrame, column: str = "r2_interp") -> list[str]:
 
 def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list[str], *, legend: bool = False,
                  limits: tuple[float, float] | None = None, log: bool = False, decades: float | None = None) -> bool:
-    """One method's median per line against the noise level, on `limits` (or, on a log axis with
-    `decades`, that many decades below the largest median). A median beyond the axis is drawn on
-    its edge as an open triangle pointing out of it: a failed median (+-inf) stays visible.
-    Returns whether any was."""
+    """One method's median per line against the noise level, on `limits` (R^2: `_r2_limits`; on a
+    log axis with `decades`, that many decades below the largest median). A median beyond the axis
+    is drawn on its edge as an open triangle pointing out of it: a failed median (+-inf) stays
+    visible. Returns whether any was."""
     values = data[column].astype(float)
     finite = values[np.isfinite(values)]
     positive = finite[finite > 0]
     log = log and not positive.empty
-    if limits is None and log:
+    if column.startswith("r2") and not log:
+        limits = _r2_limits(data, column, order)
+    elif limits is None and log:
         limits = (max(positive.min(), positive.max() / 10**decades) if decades else positive.min(), positive.max())
     elif limits is None:
         limits = (finite.min(), finite.max()) if not finite.empty else (0.0, 1.0)
@@ -144,20 +147,22 @@ def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list
     if log:
         ax.set_yscale("log")
         ax.set_ylim(low / 2, high * 2)
-    elif column.startswith("r2"):
-        ax.set_ylim(_r2_axis(values.clip(lower=low)))
+    elif column.startswith("r2"):  # room for the markers
+        ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
     ax.set_xticks(sorted(data["noise"].unique()))
     ax.set_xlabel("noise level $\\sigma$")
     return bool(below.any() or above.any())
 
 
-def _r2_axis(values: pd.Series) -> tuple[float, float]:
-    """From the lowest median shown (at most 0.9; -3 where one lies below) to 1, with room for the
-    markers: medians of 0.97 and 0.999 stay apart, where a fixed [-3, 1] drew them as one line."""
-    finite = values[np.isfinite(values)]
+def _r2_limits(data: pd.DataFrame, column: str, order: list[str]) -> tuple[float, float]:
+    """From the lowest median of the better half of the methods (`order`: best first; at most 0.9,
+    at least -3) to 1: medians of 0.97 and 0.999 stay apart, where [-3, 1] drew the leaders as
+    one line as soon as one method fell below -3. A lower median lies on the axis's edge as an
+    open triangle (`metric_panel`)."""
+    better = data[data["method"].isin(order[:max(1, (len(order) + 1) // 2)])][column].astype(float)
+    finite = better[np.isfinite(better)]
     low = min(float(finite.min()) if not finite.empty else R2_LIMITS[0], 0.9)
-    margin = 0.05 * (R2_LIMITS[1] - low)
-    return low - margin, R2_LIMITS[1] + margin
+    return max(low, R2_LIMITS[0]), R2_LIMITS[1]
 
 
 def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = protocol.MAIN_FIGURE["dataset"],
@@ -173,8 +178,7 @@ def main_figure(medians: pd.DataFrame, out: Path, colours: dict, dataset: str = 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     edges = False
     for ax, col in zip(axes, ("r2_interp", "complexity", "fit_time")):
-        edges |= metric_panel(ax, shown, col, colours, order, legend=ax is axes[0],
-                              limits=R2_LIMITS if col == "r2_interp" else None, log=col == "fit_time")
+        edges |= metric_panel(ax, shown, col, colours, order, legend=ax is axes[0], log=col == "fit_time")
         ax.set_ylabel(METRIC_LABELS["r2" if col == "r2_interp" else col])
     handles, labels = axes[0].get_legend_handles_labels()
     axes[0].get_legend().remove()
@@ -257,7 +261,7 @@ def appendix_figure(medians: pd.DataFrame, colours: dict, part: str = "interp") 
         for ax, metric, col in zip(axes[row], APPENDIX_METRICS, columns):
             error = metric in ("l1", "linf")
             edges |= metric_panel(ax, subset, col, colours, order, legend=(row == 0 and metric == "r2"),
-                                  limits={"r2": R2_LIMITS, "isclose": (0.0, 1.0)}.get(metric),
+                                  limits=(0.0, 1.0) if metric == "isclose" else None,
                                   log=error or metric == "fit_time", decades=ERROR_DECADES if error else None)
             if ax.get_legend():  # moved beside the grid: inside a panel it covers the data and squeezes the rows
                 handles, labels = ax.get_legend_handles_labels()
@@ -445,7 +449,7 @@ def draw_all(rows: pd.DataFrame, out: str | Path, dataset: str = protocol.MAIN_F
     """Every figure of the paper from stored result rows; returns the written files."""
     out = Path(out)
     medians = report.medians(rows)
-    colours = palette(medians["method"])
+    colours = palette(best_first(medians))  # the leaders get the strongest colours
     paths = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # log axes of all-equal values, empty legends

@@ -92,7 +92,7 @@ def test_each_method_keeps_its_colour_across_figures(rows, tmp_path, monkeypatch
     import matplotlib.colors
     import matplotlib.figure
 
-    assert plots.palette(rows.method) == plots.palette(reversed(rows.method.tolist()))
+    assert list(plots.palette(["second", "lead", "second"])) == ["second", "lead"]  # in the order given: best first
     figures = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: figures.append(fig))
     plots.draw_all(rows[~((rows.method == "awful") & (rows.dataset == "classic"))], tmp_path, dataset="classic",
@@ -257,3 +257,22 @@ def test_the_leaderboard_figure_shows_each_share_with_its_interval_best_first(ro
     share = "interp_r2_above_0.9"
     expected = 100 * board[[f"{share}_low", f"{share}_high"]].to_numpy()
     np.testing.assert_allclose([[segment[0][0], segment[1][0]] for segment in bars], expected)
+
+
+def test_the_r2_axis_follows_the_better_half_so_the_leaders_stay_apart():
+    """One method far below -3 stretched the panel to [-3, 1], and the leaders' medians of 0.97 and
+    0.999 drew as one line; the worse half now lies on the lower edge as open triangles."""
+    import matplotlib.pyplot as plt
+
+    medians = pd.DataFrame({"method": ["a", "b", "c", "d"] * 2, "noise": [0.0] * 4 + [0.01] * 4,
+                            "r2_interp": [0.999, 0.97, 0.5, -50.0, 0.998, 0.96, 0.4, -np.inf]})
+    order = plots.best_first(medians)
+    fig, ax = plt.subplots()
+    try:
+        assert plots.metric_panel(ax, medians, "r2_interp", plots.palette(order), order)  # some on the edge
+        low, high = ax.get_ylim()
+        assert 0.89 < low < 0.9 and 1 < high < 1.01  # down to 0.9 at least: the solved line
+        edge = [tuple(point) for c in ax.collections for point in c.get_offsets()]
+        assert (0.0, 0.9) in edge and (0.01, 0.9) in edge  # c and d at the lower edge, marked
+    finally:
+        plt.close(fig)
