@@ -328,7 +328,8 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
     positive = [g[(g > 0) & np.isfinite(g)].min() for g in gaps.values() if ((g > 0) & np.isfinite(g)).any()]
     floor = 10.0 ** np.floor(np.log10(min(positive))) if positive else 1e-6
     low, high = max(min(floor, (1 - report.GOOD_R2) / 10), 1e-12), 1 - R2_LIMITS[0]  # the 0.9 lines always shown
-    first_text, second_text = _plain(first), _plain(second)
+    names = shown_names([first, second])  # settings noted below: full labels ran over both panels
+    first_text, second_text = names[first], names[second]
     fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
     numbers, datasets, keyed = counts(wide), sorted(wide["dataset"].unique()), None
     for ax, part in zip(axes, ("interp", "extrap")):
@@ -361,6 +362,7 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
     fig.suptitle(f"{first_text} against {second_text}, task by task (solved: $R^2$ > {report.GOOD_R2:g}, dashed; lower is "
                  "better; points beyond the axes lie on their edges)", fontsize=10)
     fig.tight_layout()
+    _note_below(fig, settings_note(names))
     path = Path(path)
     fig.savefig(path, dpi=150, bbox_inches="tight")
     plt.close(fig)

@@ -276,3 +276,20 @@ def test_the_r2_axis_follows_the_better_half_so_the_leaders_stay_apart():
         assert (0.0, 0.9) in edge and (0.01, 0.9) in edge  # c and d at the lower edge, marked
     finally:
         plt.close(fig)
+
+
+def test_a_paired_figure_names_runs_short_and_notes_their_settings(rows, tmp_path, monkeypatch):
+    """Full labels such as operon's grid ran the two panels' titles into each other."""
+    import matplotlib.figure
+
+    from bench import compare
+
+    labels = {"good": "gp:grid={'max_length': [20], 'generations': [30]}", "awful": "sindy:threshold=0.5"}
+    relabelled = rows[rows.method.isin(labels)].assign(method=lambda frame: frame.method.map(labels))
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: figures.append(fig))
+    plots.paired_figure(compare.pair_tasks(relabelled, *labels.values()), *labels.values(), tmp_path / "pair.png")
+    (fig,) = figures
+    titles = [ax.get_title() for ax in fig.axes] + [fig._suptitle.get_text()]
+    assert all("grid=" not in title for title in titles) and "gp against sindy" in titles[-1]
+    assert any("gp: grid={'max_length': [20], 'generations': [30]}" in text.get_text() for text in fig.texts)
