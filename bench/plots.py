@@ -149,9 +149,20 @@ def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list
         ax.set_ylim(low / 2, high * 2)
     elif column.startswith("r2"):  # room for the markers
         ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
-    ax.set_xticks(sorted(data["noise"].unique()))
+    ticks = sorted(data["noise"].unique())
+    ax.set_xticks(ticks, _spaced_labels(ticks))
     ax.set_xlabel("noise level $\\sigma$")
     return bool(below.any() or above.any())
+
+
+def _spaced_labels(ticks: list[float], gap: float = 0.06) -> list[str]:
+    """Tick labels, each left blank where it would stand within `gap` of the axis's span of the
+    last one written: the paper's grid (0, 0.001, 0.005, 0.01, ...) wrote 0 and 0.001 on each other."""
+    span, last, labels = (ticks[-1] - ticks[0]) or 1.0, -np.inf, []
+    for tick in ticks:
+        labels.append(f"{tick:g}" if tick - last >= gap * span else "")
+        last = tick if labels[-1] else last
+    return labels
 
 
 def _r2_limits(data: pd.DataFrame, column: str, order: list[str]) -> tuple[float, float]:
@@ -231,11 +242,15 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
 
 
 def _r2_label(value: float) -> str:
-    """A heatmap cell's text: three significant digits (0.997 and 0.999 differ), '<-3' below the
-    plotted range, empty where not run."""
+    """A heatmap cell's text: three significant digits (0.997 and 0.999 differ), four where three
+    would write 0.9997 as 1 (the oracle's exact 1 beside it), '<-3' below the plotted range, empty
+    where not run."""
     if np.isnan(value):
         return ""
-    return f"{value:.3g}" if value >= R2_LIMITS[0] else f"<{R2_LIMITS[0]:g}"
+    if value < R2_LIMITS[0]:
+        return f"<{R2_LIMITS[0]:g}"
+    text = f"{value:.3g}"
+    return f"{min(value, 0.9999):.4f}" if text == "1" and value < 1 else text
 
 
 def appendix_grid(medians: pd.DataFrame, out: Path, colours: dict, part: str = "interp") -> list[Path]:
