@@ -122,7 +122,8 @@ def best_first(medians: pd.DataFrame, column: str = "r2_interp") -> list[str]:
 def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list[str], *, legend: bool = False,
                  limits: tuple[float, float] | None = None, log: bool = False, decades: float | None = None) -> bool:
     """One method's median per line against the noise level, on `limits` (R^2: `_r2_limits`; on a
-    log axis with `decades`, that many decades below the largest median). A median beyond the axis
+    log axis with `decades`, that many decades below the largest median of the better half of the
+    methods, whose worse half ran ffx's 1e14 up the axis and pressed all others on its floor). A median beyond the axis
     is drawn on its edge as an open triangle pointing out of it: a failed median (+-inf) stays
     visible. Returns whether any was."""
     values = data[column].astype(float)
@@ -131,8 +132,12 @@ def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list
     log = log and not positive.empty
     if column.startswith("r2") and not log:
         limits = _r2_limits(data, column, order)
+    elif limits is None and log and decades:  # errors: up to the better half's largest, as R^2 down to its lowest
+        better = _better_half(data, order)[column].astype(float)
+        top = better[np.isfinite(better) & (better > 0)].max() if ((better > 0) & np.isfinite(better)).any() else positive.max()
+        limits = (max(positive.min(), top / 10**decades), top)
     elif limits is None and log:
-        limits = (max(positive.min(), positive.max() / 10**decades) if decades else positive.min(), positive.max())
+        limits = (positive.min(), positive.max())
     elif limits is None:
         limits = (finite.min(), finite.max()) if not finite.empty else (0.0, 1.0)
     low, high = limits
@@ -155,6 +160,11 @@ def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list
     return bool(below.any() or above.any())
 
 
+def _better_half(data: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """The rows of the better half of the methods (`order`: best first), which set a panel's axis."""
+    return data[data["method"].isin(order[:max(1, (len(order) + 1) // 2)])]
+
+
 def _spaced_labels(ticks: list[float], gap: float = 0.06) -> list[str]:
     """Tick labels, each left blank where it would stand within `gap` of the axis's span of the
     last one written: the paper's grid (0, 0.001, 0.005, 0.01, ...) wrote 0 and 0.001 on each other."""
@@ -170,7 +180,7 @@ def _r2_limits(data: pd.DataFrame, column: str, order: list[str]) -> tuple[float
     at least -3) to 1: medians of 0.97 and 0.999 stay apart, where [-3, 1] drew the leaders as
     one line as soon as one method fell below -3. A lower median lies on the axis's edge as an
     open triangle (`metric_panel`)."""
-    better = data[data["method"].isin(order[:max(1, (len(order) + 1) // 2)])][column].astype(float)
+    better = _better_half(data, order)[column].astype(float)
     finite = better[np.isfinite(better)]
     low = min(float(finite.min()) if not finite.empty else R2_LIMITS[0], 0.9)
     return max(low, R2_LIMITS[0]), R2_LIMITS[1]

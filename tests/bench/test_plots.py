@@ -276,6 +276,13 @@ def test_the_r2_axis_follows_the_better_half_so_the_leaders_stay_apart():
         assert (0.0, 0.9) in edge and (0.01, 0.9) in edge  # c and d at the lower edge, marked
     finally:
         plt.close(fig)
+    errors = medians.assign(l1_interp=[1e-3, 1e-2, 1.0, 1e14] * 2)  # an error panel: up to the better half's largest
+    fig, ax = plt.subplots()
+    try:
+        assert plots.metric_panel(ax, errors, "l1_interp", plots.palette(order), order, log=True, decades=6)
+        assert ax.get_ylim()[1] == pytest.approx(2e-2)  # 1e14 had pressed every other median onto the floor
+    finally:
+        plt.close(fig)
 
 
 def test_a_paired_figure_names_runs_short_and_notes_their_settings(rows, tmp_path, monkeypatch):
