@@ -222,7 +222,8 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
                  n: int = protocol.DATASET_FIGURE_N) -> list[Path]:
     """Median R^2 of every method (rows, best first) on every dataset and noise level (columns)
     at one n, as an annotated heatmap: with a dozen or more methods the paper's grouped bars can
-    no longer be told apart. Colours span the paper's range [-3, 1]; cells below it read '<-3'."""
+    no longer be told apart. Colours span the paper's range [-3, 1]; cells below it read '<-3',
+    failed medians 'failed'."""
     n = pick(medians["n"], n)
     col = f"r2_{part}"
     data = medians[medians.n == n][["dataset", "n", "method", "noise", col]].reset_index(drop=True)
@@ -253,10 +254,12 @@ def r2_by_dataset(medians: pd.DataFrame, out: Path, part: str = "interp",
 
 def _r2_label(value: float) -> str:
     """A heatmap cell's text: three significant digits (0.997 and 0.999 differ), four where three
-    would write 0.9997 as 1 (the oracle's exact 1 beside it), '<-3' below the plotted range, empty
-    where not run."""
+    would write 0.9997 as 1 (the oracle's exact 1 beside it), '<-3' below the plotted range,
+    'failed' where the median is a failure, empty where not run."""
     if np.isnan(value):
         return ""
+    if value == -np.inf:  # most of the cell's tasks failed: not a poor law, no law
+        return "failed"
     if value < R2_LIMITS[0]:
         return f"<{R2_LIMITS[0]:g}"
     text = f"{value:.3g}"

@@ -127,7 +127,10 @@ class Predictor:
                   beam: int | None = None, branches: int | None = None, device: str = "auto") -> "Predictor":
         """The search as `nsode predict` runs it by default (and the harness's `nsode-eps+refine`):
         the shipped raw-input proposer, the scale-invariant one for records beyond its range, beam
-        SEARCH_BEAM with SEARCH_BRANCHES. A `checkpoint` of your own proposes for every record."""
+        SEARCH_BEAM with SEARCH_BRANCHES. A `checkpoint` (a folder, or a shipped checkpoint's name)
+        proposes for every record; `beam` is the beam's width (hypotheses kept per step), `branches`
+        the constants each hypothesis may branch into (`nsode.decode.beam_search`); `device` is
+        "auto" (CUDA where present), "cpu" or "cuda"; `settings` are the search's budget and rules."""
         scaled = None if checkpoint else default_checkpoint(SCALED_CHECKPOINT)
         return cls(checkpoint or default_checkpoint(SEARCH_CHECKPOINT), beam=SEARCH_BEAM if beam is None else beam,
                    search=settings or Settings(), scaled=scaled,

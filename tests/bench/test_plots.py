@@ -305,4 +305,5 @@ def test_a_paired_figure_names_runs_short_and_notes_their_settings(rows, tmp_pat
 def test_tick_and_cell_labels_neither_collide_nor_round_a_near_one_to_one():
     assert plots._spaced_labels([0.0, 0.001, 0.005, 0.01, 0.02, 0.05]) == ["0", "", "0.005", "0.01", "0.02", "0.05"]
     assert plots._spaced_labels([0.0]) == ["0"] and plots._spaced_labels([0.0, 0.01, 0.02]) == ["0", "0.01", "0.02"]
-    assert [plots._r2_label(v) for v in (1.0, 0.9997, 0.99999, 0.997, -5.0)] == ["1", "0.9997", "0.9999", "0.997", "<-3"]
+    assert [plots._r2_label(v) for v in (1.0, 0.9997, 0.99999, 0.997, -5.0, -np.inf)] == [
+        "1", "0.9997", "0.9999", "0.997", "<-3", "failed"]
