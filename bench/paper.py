@@ -28,6 +28,9 @@ def load_config(path: str | Path, quick: bool = False) -> dict:
     shipped_file = shipped.folder("configs") / f"{path}.yaml"
     if not Path(path).exists() and len(Path(path).parts) == 1 and shipped_file.is_file():
         path = shipped_file
+    if not Path(path).exists():
+        names = ", ".join(sorted(p.stem for p in shipped.folder("configs").glob("*.yaml")))
+        raise ConfigError(f"{path}: no such config file (shipped, by name: {names})")
     try:
         config = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as err:  # yaml's messages span lines: one line here

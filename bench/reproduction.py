@@ -172,7 +172,7 @@ def write(rows: pd.DataFrame, folder: Path, sweep_folder: Path, command: str, ro
     if note:
         lines += [f"> {note.strip()}", ""]
     lines += ["## What was run", "", f"```bash\n{command}\n```", "",
-              f"- git commit: `{origin['commit']}`" + (f" ({origin['note']})" if origin.get("note") else ""),
+              f"- {_code_kind(origin['commit'])}: `{origin['commit']}`" + (f" ({origin['note']})" if origin.get("note") else ""),
               f"- machine: {box['cpu_count']} CPUs, {box.get('cpu_model') or box['processor']} "
               f"({box['machine']}), {box['platform']}, Python {box['python']}",
               f"- wall time of the sweep: {timing}; fitting: {_hours(busy)} of worker time",
@@ -255,6 +255,11 @@ def oracles(specs) -> tuple[str, ...]:
     """Labels of the methods that are handed the truth (`bench.method.Oracle`): checks and
     ceilings, not competitors."""
     return tuple(spec.label for spec in specs if issubclass(spec.load(), Oracle))
+
+
+def _code_kind(commit: str) -> str:
+    """How the report names the code that ran: a checkout's git commit, or an installed package."""
+    return "package" if commit.startswith(provenance.DISTRIBUTION + " ") else "git commit"
 
 
 def stored_oracles(labels, folders) -> tuple[str, ...]:

@@ -43,8 +43,14 @@ def _stats(args) -> int:
 
 
 def _large(args) -> int:
+    from core import shipped
     from nsode.data import large
 
+    if not shipped.CHECKOUT and not args.excluded:  # the default list lives inside the installed package
+        print("error: this installed package's excluded-skeleton list, the one `generate` reads, lives inside "
+              "site-packages and matches the shipped Large: run this command in a checkout of the project, or give "
+              "--excluded FILE to write the new list elsewhere", file=sys.stderr)
+        return 2
     large.main(out=Path(args.out), seed=args.seed, per_complexity=args.per_complexity, total=args.count,
                excluded_file=Path(args.excluded) if args.excluded else None, progress=not args.quiet)
     return 0

@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 
 from core import protocol
+from nsode import CHECKPOINTS
 
 DEFAULT_FILE = Path(__file__).with_name("default.yaml")
 BINARY_OPS = ("add", "sub", "mul", "div", "pow")
@@ -132,10 +133,17 @@ def default() -> Config:
 
 
 def load(path: str | Path | None = None) -> Config:
-    """The default configuration, with the keys of `path` (a YAML file) overriding it."""
+    """The default configuration, with the keys of `path` (a YAML file, or a shipped one's name:
+    `data_cpu` for nsode/checkpoints/data_cpu.yaml) overriding it."""
     base = _base()
     if path is None:
         return from_dict(base)
+    shipped = CHECKPOINTS / f"{path}.yaml"
+    if not Path(path).exists() and len(Path(path).parts) == 1 and shipped.is_file():
+        path = shipped
+    if not Path(path).exists():
+        names = ", ".join(sorted(p.stem for p in CHECKPOINTS.glob("*.yaml")))
+        raise ConfigError(f"{path}: no such config file (shipped, by name: {names})")
     override = _read_yaml(Path(path))
     unknown = sorted(set(override) - set(base))
     if unknown:

@@ -34,6 +34,7 @@ from transformers.utils import logging as hf_logging
 
 from core.arguments import Repeatable, output_path, positive_number, probability_below_one, share, whole_number
 from core.processes import terminated_as_interrupt
+from nsode import checkpoint_folder
 from nsode import model as nsode_model
 from nsode.train.batching import VARIANTS, two_hot_loss
 from nsode.data.shards import CONFIG_FILE, read_config, shard_paths, why_no_shards
@@ -234,9 +235,10 @@ def start(args, out: Path, device) -> tuple:
             print(f"warning: {out / 'last'} has no optimizer.safetensors: the optimizer restarts from zero "
                   "moments at the current learning rate (consider --warmup)", file=sys.stderr)
     elif args.init:
-        model = nsode_model.load(args.init, device)
-        if (Path(args.init) / "training_state.json").is_file():
-            old = read_training_state(Path(args.init))
+        init = checkpoint_folder(args.init)  # a shipped checkpoint's name too: its counts continue as well
+        model = nsode_model.load(init, device)
+        if (init / "training_state.json").is_file():
+            old = read_training_state(init)
             state.update(step=old.get("step", 0), samples=old.get("samples", 0),
                          elapsed_s=old.get("elapsed_s", 0.0), warmup_start=old.get("step", 0))
             if args.variant is None and old.get("variant") in VARIANTS:  # continue as the weights were trained

@@ -38,6 +38,9 @@ def test_a_wheels_layout_runs_the_harness_from_any_folder(tmp_path):
     assert not list(site.rglob("*.npz"))  # nothing written into the package
     commit = json.loads((elsewhere / "res" / "sweep.json").read_text())["runs"][-1]["commit"]
     assert commit.startswith("odebench-nsode ")  # not the git repository above site-packages, if any
+    from bench import reproduction
+
+    assert reproduction._code_kind(commit) == "package" and reproduction._code_kind("65c2b2b") == "git commit"
 
 
 def test_shipped_checkpoints_and_configs_are_taken_by_name(tmp_path, monkeypatch):
@@ -48,3 +51,26 @@ def test_shipped_checkpoints_and_configs_are_taken_by_name(tmp_path, monkeypatch
     with pytest.raises(CheckpointError, match=r"no such checkpoint folder \(shipped, by name: nsode, nsode-eps"):
         check("nsode-epz")
     assert paper.load_config("cpu")["out"] == paper.load_config(shipped.folder("configs") / "cpu.yaml")["out"]
+
+
+def test_missing_configs_name_the_shipped_ones_and_data_configs_are_taken_by_name(tmp_path, monkeypatch):
+    from nsode.data import config as data_config
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(paper.ConfigError, match=r"configs/paper.yaml: no such config file \(shipped, by name: cpu, paper\)"):
+        paper.load_config("configs/paper.yaml")  # the README's path, typed outside a checkout
+    assert data_config.load("data_cpu") == data_config.load(CHECKPOINTS / "data_cpu.yaml")
+    with pytest.raises(data_config.ConfigError, match=r"no such config file \(shipped, by name: data_cpu, "):
+        data_config.load("data_cpx")
+
+
+def test_an_installed_package_keeps_its_shipped_files(tmp_path, monkeypatch, capsys):
+    """A wheel built from a source distribution without MANIFEST.in's folders had no method; `nsode.data
+    large` overwrote the installed package's excluded-skeleton list."""
+    with pytest.raises(FileNotFoundError, match="methods: no \\*.py to ship"):
+        shipped.copy_into(tmp_path / "site", source=tmp_path)
+    from nsode.data.__main__ import main
+
+    monkeypatch.setattr(shipped, "CHECKOUT", False)
+    assert main(["large", "--out", str(tmp_path / "large.json"), "--count", "1"]) == 2
+    assert "give --excluded FILE" in capsys.readouterr().err and not (tmp_path / "large.json").exists()

@@ -234,6 +234,11 @@ def test_training_continues_from_exported_fp16_weights(training_data, tmp_path, 
                    "--preset small: the loaded weights are tiny")
     assert refused(capsys, args + ["--out", str(tmp_path / "b"), "--steps", "2", "--init", str(tmp_path / "shipped")],
                    "--steps 2 is not beyond the loaded step 2")
+    with monkeypatch.context() as patched:  # a shipped checkpoint by its name: its counts continue too
+        patched.setattr("nsode.CHECKPOINTS", tmp_path)
+        patched.chdir(tmp_path / "a")
+        assert refused(capsys, args + ["--out", str(tmp_path / "b"), "--steps", "2", "--init", "shipped"],
+                       "--steps 2 is not beyond the loaded step 2")
     assert main(args[:2] + args[4:] + ["--out", str(tmp_path / "b"), "--steps", "4", "--init", str(tmp_path / "shipped")]) == 0
     state = json.loads((tmp_path / "b" / "last" / "training_state.json").read_text())
     assert state["step"] == 4 and state["samples"] == 16 and state["warmup_start"] == 2
