@@ -4,9 +4,10 @@ Every figure is saved as PNG and PDF, together with a CSV of exactly the numbers
 (`<name>.csv`), so a figure can be checked against the report tables. Medians follow the report's
 failure policy (failed tasks count as R^2 = -inf and errors of +inf); a median beyond a panel's
 axis (below R^2 = -3, a failed median, an oracle's rounding error) is drawn on the axis's edge
-as an open triangle, never dropped. Each method keeps one colour in every figure: colours are
-assigned in the order of `best_first` over all the results, so the leaders get the strongest
-colours; each figure lists its methods best first on the cells it shows. A run is drawn under its method's short name where it is that
+as an open triangle, never dropped; an R^2 or error axis follows the better half of the methods.
+Each method keeps one colour in every figure: colours are assigned in the order of `best_first`
+over all the results, so the leaders get the strongest colours; each figure lists its methods
+best first on the cells it shows. A run is drawn under its method's short name where it is that
 method's only run (`shown_names`), its settings noted under the figure.
 """
 from __future__ import annotations
@@ -123,8 +124,8 @@ def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list
                  limits: tuple[float, float] | None = None, log: bool = False, decades: float | None = None) -> bool:
     """One method's median per line against the noise level, on `limits` (R^2: `_r2_limits`; on a
     log axis with `decades`, that many decades below the largest median of the better half of the
-    methods, whose worse half ran ffx's 1e14 up the axis and pressed all others on its floor). A median beyond the axis
-    is drawn on its edge as an open triangle pointing out of it: a failed median (+-inf) stays
+    methods: the worse half's 1e14 pressed all others onto the floor). A median beyond the axis is
+    drawn on its edge as an open triangle pointing out of it: a failed median (+-inf) stays
     visible. Returns whether any was."""
     values = data[column].astype(float)
     finite = values[np.isfinite(values)]

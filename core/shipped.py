@@ -32,9 +32,10 @@ def copy_into(package_root: Path, source: Path = ROOT) -> None:
     the files a wheel is built from. A folder missing from `source` stops the build (a wheel built
     from a source distribution without MANIFEST.in's folders had no method and no dataset)."""
     for name, pattern in FOLDERS.items():
-        if not any((Path(source) / name).glob(pattern)):
+        files = sorted((Path(source) / name).glob(pattern))
+        if not files:
             raise FileNotFoundError(f"{Path(source) / name}: no {pattern} to ship (MANIFEST.in must carry {name}/)")
         target = Path(package_root) / "bench" / "shipped" / name
         target.mkdir(parents=True, exist_ok=True)
-        for file in sorted((source / name).glob(pattern)):
+        for file in files:
             shutil.copyfile(file, target / file.name)
