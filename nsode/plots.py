@@ -134,7 +134,10 @@ def plot_records(path: Path, records, names: list[str], law: str, template, valu
     ax.plot([], [], color="0.3", lw=1.2, label="the joint law,\neach from its own y0")
     ax.set(xlabel=axis_labels(columns)[0], ylabel=axis_labels(columns)[1], title=law_text(law))
     ax.title.set_fontsize(10)
-    ax.legend(fontsize=8)
+    if len(records) > 3:  # beside the axes: inside, a dozen records' entries covered the courses beyond the data
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    else:
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

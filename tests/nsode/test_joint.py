@@ -254,6 +254,8 @@ def test_a_joint_plot_tells_records_with_one_file_name_apart_by_their_folders(tm
                  [r.y[0] for r in twelve])
     colours = [tuple(line.get_color()) for line in drawn[1].axes[0].get_lines() if line.get_marker() == "."]
     assert len(set(colours)) == 12  # none twice
+    anchor = drawn[1].axes[0].get_legend().get_bbox_to_anchor().transformed(drawn[1].axes[0].transAxes.inverted())
+    assert anchor.x0 > 1  # beside the axes: inside, twelve entries covered the courses beyond the data
 
 
 def test_a_long_record_read_as_group_means_is_reported_as_the_file_holds_it(tmp_path, capsys, write_record):
