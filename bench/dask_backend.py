@@ -20,7 +20,9 @@ its unfinished tasks cancelled and recorded as timeouts, as on one machine.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import queue
+import sys
 import threading
 import uuid
 
@@ -82,6 +84,25 @@ def _close_idle_workers() -> None:
             idle.get_nowait().close()
 
 
+@contextlib.contextmanager
+def _driver_logs_quiet():
+    """Dask's own logs silenced in this process for a block, then as they were: a LocalCluster
+    closed on Ctrl-C logged 'Worker process still alive after 4.0 seconds, killing' beside the
+    sweep's one-line message."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("distributed", *[name for name in logging.Logger.manager.loggerDict
+                                                                      if name.startswith("distributed.")])]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def _quiet_for_shutdown() -> None:
     """Run on each worker of a cluster of our own just before it closes: a worker whose heartbeat
     meets the scheduler already gone logs an error with a traceback (seen on a busy machine), which
@@ -115,6 +136,9 @@ class DaskExecutor:
                 raise ClusterError(f"the Dask worker(s) {', '.join(daemonic)} are daemonic and cannot run bench "
                                    "workers: restart them with DASK_DISTRIBUTED__WORKER__DAEMON=False in the "
                                    "environment (or with --no-nanny)")
+            if not self.client.scheduler_info().get("workers"):  # else it waits at 0% without a word
+                print(f"note: the scheduler at {self.scheduler} has no workers yet; the sweep waits for them "
+                      f"(DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker {self.scheduler})", file=sys.stderr)
         else:
             self.cluster = local_cluster(min(self.jobs, n_jobs))
             self.client = Client(self.cluster)
@@ -140,6 +164,8 @@ class DaskExecutor:
                 error = future.exception()
                 reason = f"{DASK_FAILED}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
                 result = {"status": "error", "reason": reason[:500]}
+            self.futures[i] = None  # stored by the driver: free it on the worker, where a lost machine's
+            future.release()  # finished results would otherwise be computed again (and held all sweep)
             yield i, result
             if setup_overran(result):  # the method's other tasks are cancelled, as on joblib
                 for j in self._cancel(jobs, jobs[i].spec.label, answered):
@@ -155,7 +181,8 @@ class DaskExecutor:
     def close(self) -> None:
         if self.client is not None:
             for future in self.futures:
-                future.cancel()
+                if future is not None:  # None: answered and released
+                    future.cancel()
             try:  # stop the warm bench workers; a Dask worker waits for its children on exit
                 self.client.run(_close_idle_workers)
                 if self.cluster is not None:  # a user's own workers keep their logging
@@ -164,4 +191,5 @@ class DaskExecutor:
                 pass
             self.client.close()
         if self.cluster is not None:
-            self.cluster.close()
+            with _driver_logs_quiet():  # its nannies log from this process while they stop the workers
+                self.cluster.close()

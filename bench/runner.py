@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import shutil
 import signal
 import sys
 import threading
@@ -34,7 +35,7 @@ from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
 from core import processes, protocol
 from core.arguments import is_finite_number, is_noise_level, is_whole
-from core.cluster import check_address
+from core.cluster import ClusterError, check_address
 from core.files import write_text_atomic
 from core.trajectories import TY
 
@@ -279,8 +280,15 @@ def run(sweep: Sweep, progress: bool = True) -> ResultStore:
     if sweep.backend == "dask" and sweep.scheduler:
         check_address(sweep.scheduler)  # before any folder is made
     digests = data_digests.digests(sweep.datasets, readings=dict.fromkeys(sweep.datasets, sweep.reading))
-    with sole_writer(Path(sweep.out)):
-        return _run(sweep, digests, progress)
+    out = Path(sweep.out)
+    fresh = not out.exists()
+    try:
+        with sole_writer(out):
+            return _run(sweep, digests, progress)
+    except ClusterError:  # a scheduler that answers but cannot run the sweep: leave no folder made for it
+        if fresh and not any((out / "parts").glob("*.parquet")):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _run(sweep: Sweep, digests: dict, progress: bool) -> ResultStore:

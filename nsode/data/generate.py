@@ -367,6 +367,7 @@ def find_skeletons(folder: Path, n: int, seed: int, config: Config, run: Callabl
                     _write_skeletons(file, records[:last[0]], last[1])
                     kept, saved = last, time.monotonic()
     except KeyboardInterrupt:  # keep what the finished blocks found, then stop as asked
+        bar.close()  # the message that follows starts on a line of its own
         if last != kept:
             _write_skeletons(file, records[:last[0]], last[1])
         raise
@@ -444,9 +445,10 @@ def generate(out: str | Path, n_skeletons: int, seed: int, config: Config, jobs:
         todo = [s for s, part in enumerate(parts)
                 if not shard_is_done(folder / "shards" / store.shard_name(s), _range_text(part))]
         units = [(str(folder), s, parts[s], solution_seed, config) for s in todo]
-        for _ in tqdm(run(solve_shard, units, ordered=False), total=len(parts), initial=len(parts) - len(todo),
-                      desc="shards", unit="shard", disable=not progress):
-            pass
+        with tqdm(total=len(parts), initial=len(parts) - len(todo), desc="shards", unit="shard",
+                  disable=not progress) as bar:  # closed on Ctrl-C too: the message starts on its own line
+            for _ in run(solve_shard, units, ordered=False):
+                bar.update()
     return totals(folder)
 
 

@@ -84,8 +84,47 @@ def test_daemonic_dask_workers_are_refused_before_any_row_is_stored(tmp_path):
         with pytest.raises(ClusterError, match="DAEMON=False"):
             runner.run(sweep(tmp_path / "out", "truth", backend="dask", scheduler=daemonic.scheduler_address),
                        progress=False)
-    assert ResultStore(tmp_path / "out").read().empty
-    assert runner.unfinished_starts(tmp_path / "out") == []  # a start that ran nothing is not recorded
+    assert not (tmp_path / "out").exists()  # refused before anything was stored: no folder left for it
+
+
+def test_each_stored_result_is_released_on_the_workers(tmp_path, cluster):
+    """Every finished result stayed on the workers until the sweep ended, and a lost worker made
+    Dask compute again the results it held, which the driver had stored already."""
+    from distributed import Client
+
+    from bench.dask_backend import DaskExecutor
+
+    planned = sweep(tmp_path / "out", "truth", backend="dask", scheduler=cluster.scheduler_address)
+    jobs = [pending.job for pending in runner.pending_jobs(planned, ResultStore(planned.out))]
+    executor = DaskExecutor(jobs=2, memory_limit=None, scheduler=cluster.scheduler_address)
+    try:
+        answered = sum(1 for _ in executor.results(jobs))
+        assert answered == len(jobs) == 24 and all(future is None for future in executor.futures)
+        with Client(cluster) as client:
+            deadline = time.time() + 10
+            while (held := client.run_on_scheduler(_bench_keys)) and time.time() < deadline:
+                time.sleep(0.1)
+        assert held == 0
+    finally:
+        executor.close()
+
+
+def test_a_scheduler_without_workers_is_named_not_waited_on_in_silence(capsys):
+    from distributed import LocalCluster
+
+    from bench.dask_backend import DaskExecutor
+
+    with LocalCluster(n_workers=0, dashboard_address=":0", silence_logs=50) as empty:
+        executor = DaskExecutor(jobs=1, memory_limit=None, scheduler=empty.scheduler_address)
+        try:
+            executor.start(1)
+        finally:
+            executor.close()
+    assert f"note: the scheduler at {empty.scheduler_address} has no workers yet" in capsys.readouterr().err
+
+
+def _bench_keys(dask_scheduler) -> int:
+    return sum(str(key).startswith("bench-") for key in dask_scheduler.tasks)
 
 
 def _short_setup_limit():
