@@ -48,6 +48,7 @@ def local_cluster(workers: int, **kwargs):
 # Warm bench workers of this (Dask worker) process, by memory limit; one per busy Dask thread.
 _idle: dict[int | None, queue.SimpleQueue] = {}
 _lock = threading.Lock()
+_closing = threading.Event()  # the driver asked to stop: a job still running closes its worker when done
 
 
 def run_job(job: Job, memory_limit: int | None) -> dict:
@@ -57,6 +58,7 @@ def run_job(job: Job, memory_limit: int | None) -> dict:
             # before multiprocessing's own exit handler, which would wait for the idle children
             atexit.register(_close_idle_workers)
         idle = _idle.setdefault(memory_limit, queue.SimpleQueue())
+    _closing.clear()  # a new sweep's job
     try:
         worker = idle.get_nowait()
     except queue.Empty:
@@ -64,9 +66,9 @@ def run_job(job: Job, memory_limit: int | None) -> dict:
     try:
         result = worker.execute(job)
     finally:
-        if worker.alive:
+        if worker.alive and not _closing.is_set():
             idle.put(worker)
-        else:
+        else:  # dead, or its sweep was stopped while it ran: kept warm, it would outlive the sweep
             worker.close()  # reaps it and removes its output file
     return result
 
@@ -79,6 +81,7 @@ def _daemonic() -> bool:
 
 
 def _close_idle_workers() -> None:
+    _closing.set()  # the jobs still running close theirs when they end (a running task cannot be cancelled)
     for idle in _idle.values():
         while not idle.empty():
             idle.get_nowait().close()
@@ -91,8 +94,7 @@ def _driver_logs_quiet():
     sweep's one-line message."""
     import logging
 
-    loggers = [logging.getLogger(name) for name in ("distributed", *[name for name in logging.Logger.manager.loggerDict
-                                                                      if name.startswith("distributed.")])]
+    loggers = _dask_loggers()
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL)
@@ -109,9 +111,15 @@ def _quiet_for_shutdown() -> None:
     says nothing about the sweep and would read as if it had failed."""
     import logging
 
+    for logger in _dask_loggers():
+        logger.setLevel(logging.CRITICAL)
+
+
+def _dask_loggers() -> list:
+    import logging
+
     names = [name for name in logging.Logger.manager.loggerDict if name.startswith("distributed.")]
-    for name in ["distributed", *names]:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return [logging.getLogger(name) for name in ("distributed", *names)]
 
 
 class DaskExecutor:

@@ -3,6 +3,7 @@ import os
 import signal
 import threading
 import time
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,43 @@ def test_an_address_that_is_not_a_dask_scheduler_is_one_line_not_a_hang(says, pr
     with pytest.raises(ClusterError, match=problem):
         connect(address, timeout="1s")
     server.close()
+
+
+def test_a_job_still_running_when_its_sweep_stops_closes_its_warm_worker(monkeypatch):
+    """A running Dask task cannot be cancelled: after an interrupted sweep it put its bench worker
+    back among the warm ones, which outlived the sweep on the user's Dask workers."""
+    from bench import dask_backend
+
+    started, release = threading.Event(), threading.Event()
+
+    class FakeWorker:
+        def __init__(self, memory_limit):
+            self.alive, self.closed = True, False
+
+        def execute(self, job):
+            started.set()
+            release.wait(10)
+            return {"status": "ok"}
+
+        def close(self):
+            self.closed = True
+
+    made = []
+    monkeypatch.setattr(dask_backend, "Worker", lambda limit: made.append(FakeWorker(limit)) or made[-1])
+    monkeypatch.setattr(dask_backend, "_idle", {})
+    monkeypatch.setattr(dask_backend, "atexit", SimpleNamespace(register=lambda fn: None))
+    running = threading.Thread(target=dask_backend.run_job, args=(None, None))
+    running.start()
+    assert started.wait(10)
+    dask_backend._close_idle_workers()  # what DaskExecutor.close runs on every Dask worker
+    release.set()
+    running.join(10)
+    assert made[0].closed and dask_backend._idle[None].empty()
+    release.clear()
+    started.clear()
+    finishing = threading.Thread(target=dask_backend.run_job, args=(None, None))  # the next sweep keeps it warm
+    finishing.start()
+    assert started.wait(10)
+    release.set()
+    finishing.join(10)
+    assert not made[1].closed and dask_backend._idle[None].get_nowait() is made[1]
