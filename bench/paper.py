@@ -25,10 +25,8 @@ class ConfigError(ValueError):
 def load_config(path: str | Path, quick: bool = False) -> dict:
     """The sweep's settings from a YAML file, or from a shipped config's name (`cpu`, `paper`),
     checked: a one-line ConfigError names what is wrong."""
-    shipped_file = shipped.folder("configs") / f"{path}.yaml"
-    if not Path(path).exists() and len(Path(path).parts) == 1 and shipped_file.is_file():
-        path = shipped_file
-    if not Path(path).exists():
+    path = shipped.by_name(path, shipped.folder("configs"), ".yaml")
+    if not path.exists():
         names = ", ".join(sorted(p.stem for p in shipped.folder("configs").glob("*.yaml")))
         raise ConfigError(f"{path}: no such config file (shipped, by name: {names})")
     try:

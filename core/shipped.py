@@ -17,6 +17,15 @@ def folder(name: str) -> Path:
     return ROOT / name if CHECKOUT else ROOT / "bench" / "shipped" / name
 
 
+def by_name(name_or_path: str | Path, folder: Path, suffix: str = "") -> Path:
+    """`name_or_path` as given, or, for a bare name that is nothing here, the shipped file or folder
+    of that name in `folder` (`cpu` for configs/cpu.yaml with suffix .yaml), where one exists: a
+    user of an installed package has no paths to the shipped files. A local one of the name wins."""
+    path = Path(name_or_path)
+    shipped = Path(folder) / f"{path.name}{suffix}"
+    return shipped if not path.exists() and len(path.parts) == 1 and shipped.exists() else path
+
+
 def cache_folder() -> Path:
     """Where solved truths are kept: $BENCH_CACHE; else datasets/cache in a checkout; else the
     user's cache folder, never inside an installed package (an uninstall would leave it behind)."""

@@ -25,7 +25,6 @@ def default_checkpoint(variant: str = "nsode-eps") -> Path:
 def checkpoint_folder(name_or_path: str | Path) -> Path:
     """A checkpoint folder as given, or, for a bare name that is no folder here (`nsode-eps`), the
     shipped checkpoint of that name: a user with an installed package has no nsode/checkpoints/."""
-    path = Path(name_or_path).expanduser()
-    if not path.exists() and len(path.parts) == 1 and (CHECKPOINTS / path.name).is_dir():
-        return CHECKPOINTS / path.name
-    return path
+    from core.shipped import by_name
+
+    return by_name(Path(name_or_path).expanduser(), CHECKPOINTS)

@@ -281,10 +281,10 @@ def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> i
     if fit:
         y0_text = written_to_error(fit.y0, fit.y0_error, extra=fit.extra)  # the digits the law was checked with
         print(f"y({time_text(t[0], t)}) = {y0_text} +- {fit.y0_error:.2g} (fitted)")
-        if fit.constants:
-            form, constants = numbered_as_read(pick.chosen.template.expr, pick.chosen.template.params, fit.constants)
-            named = ", ".join(f"c{k} = {written_to_error(v, e, extra=1)} +- {e:.2g}" for k, (v, e) in enumerate(constants))
-            print(f"as fitted: y' = {form} with {named}")
+        if fit.constants:  # as the reading numbers them (`Pick.as_dict`)
+            named = ", ".join(f"{c['name']} = {written_to_error(c['value'], c['error'], extra=1)} +- {c['error']:.2g}"
+                              for c in reading["constants"])
+            print(f"as fitted: y' = {reading['form']} with {named}")
         print(noise_text(sigma, profile is not None, pick.clean))
     without = f" (without the {len(aside)} point{'s' if len(aside) > 1 else ''} set aside)" if aside else ""
     print(f"R^2 on the data{without}: {r2_text(result.r2)}")
@@ -349,8 +349,6 @@ def _proposer(args, result) -> str:
     if args.paper:
         return "nsode-eps"
     return SCALED_CHECKPOINT if result.timings.get("reader") == "scaled" else SEARCH_CHECKPOINT
-
-
 
 
 def _written(path: Path | None, reading: dict) -> int:

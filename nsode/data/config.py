@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 
 from core import protocol
+from core.shipped import by_name
 from nsode import CHECKPOINTS
 
 DEFAULT_FILE = Path(__file__).with_name("default.yaml")
@@ -138,10 +139,8 @@ def load(path: str | Path | None = None) -> Config:
     base = _base()
     if path is None:
         return from_dict(base)
-    shipped = CHECKPOINTS / f"{path}.yaml"
-    if not Path(path).exists() and len(Path(path).parts) == 1 and shipped.is_file():
-        path = shipped
-    if not Path(path).exists():
+    path = by_name(path, CHECKPOINTS, ".yaml")
+    if not path.exists():
         names = ", ".join(sorted(p.stem for p in CHECKPOINTS.glob("*.yaml")))
         raise ConfigError(f"{path}: no such config file (shipped, by name: {names})")
     override = _read_yaml(Path(path))
