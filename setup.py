@@ -1,5 +1,5 @@
 """The wheel carries the built-in methods, datasets and configs, which in a checkout live beside
-the code: they are copied into `bench/shipped/`, where `core.shipped` looks for them once installed."""
+the code: they are copied into `bench/shipped/`, where `odecore.shipped` looks for them once installed."""
 import sys
 from pathlib import Path
 
@@ -7,7 +7,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core.shipped import copy_into  # noqa: E402 - the checkout's own module, found through the line above
+from odecore.shipped import copy_into  # noqa: E402 - the checkout's own module, found through the line above
 
 
 class BuildWithShippedFolders(build_py):

@@ -1,6 +1,6 @@
 """`python -m bench` and the installed `bench` script: the command line is bench.cli, imported
 once Ctrl-C can be answered in one line."""
-from core.arguments import run_command
+from odecore.arguments import run_command
 
 
 def entry() -> None:

@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 from bench import datasets, registry
-from core import processes, protocol, shipped
-from core.arguments import Repeatable, existing_folder, output_path, positive_number, relative_noise, whole_number
-from core.cluster import scheduler_address
-from core.files import figure_target, why_no_folder, why_unwritable
-from core.trajectories import TY
+from odecore import processes, protocol, shipped
+from odecore.arguments import Repeatable, existing_folder, output_path, positive_number, relative_noise, whole_number
+from odecore.cluster import scheduler_address
+from odecore.files import figure_target, why_no_folder, why_unwritable
+from odecore.trajectories import TY
 
 
 EXAMPLES = """examples:
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             print(f"error: {err}", file=sys.stderr)
             return 2
-        except BrokenPipeError:  # output piped into `head`: core.arguments.run_command stops quietly
+        except BrokenPipeError:  # output piped into `head`: odecore.arguments.run_command stops quietly
             raise
         except OSError as err:  # a folder that cannot be made or written (--out names a file, no permission)
             what = ("exists and is not a folder" if isinstance(err, FileExistsError)
@@ -451,7 +451,7 @@ def _compare(args) -> int:
 
 
 def _figure_file(text: str) -> Path:
-    """Where `--plot` draws (`core.files.figure_target`), refused before any work if it cannot."""
+    """Where `--plot` draws (`odecore.files.figure_target`), refused before any work if it cannot."""
     path, why = figure_target(Path(text), "pair.png")
     if why:
         raise UserError(f"--plot {path}: {why}")

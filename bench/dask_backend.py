@@ -30,7 +30,7 @@ import dask
 
 from bench.rows import DASK_FAILED
 from bench.workers import Job, Worker, not_tried_again, setup_overran
-from core.cluster import ClusterError, connect
+from odecore.cluster import ClusterError, connect
 
 NON_DAEMONIC = {"distributed.worker.daemon": False}
 

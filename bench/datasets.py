@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from bench.tasks import Trajectory
-from core import protocol, shipped
-from core.arguments import close_matches, is_finite_number, is_whole
-from core.expressions import ExpressionError, complexity, parse
-from core.solving import SolveError, is_valid_initial_value, solve_truth
-from core.trajectories import TY, TrajectoryFileError, column_names, hinted, read_records, read_trajectory
+from odecore import protocol, shipped
+from odecore.arguments import close_matches, is_finite_number, is_whole
+from odecore.expressions import ExpressionError, complexity, parse
+from odecore.solving import SolveError, is_valid_initial_value, solve_truth
+from odecore.trajectories import TY, TrajectoryFileError, column_names, hinted, read_records, read_trajectory
 
 DATASETS_DIR = shipped.folder("datasets")
 CACHE_DIR = shipped.cache_folder()  # solved truths

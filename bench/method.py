@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core import protocol
-from core.arguments import is_finite_number, is_whole  # methods' check_params import is_whole from here too
-from core.trajectories import observed
+from odecore import protocol
+from odecore.arguments import is_finite_number, is_whole  # methods' check_params import is_whole from here too
+from odecore.trajectories import observed
 
 
 class InvalidInput(ValueError):

@@ -14,9 +14,9 @@ import yaml
 
 from bench import claims, datasets, registry, report, reproduction, runner
 from bench.store import ResultStore
-from core import protocol, shipped
-from core.arguments import close_matches, positive_number, relative_noise, whole_number
-from core.trajectories import TY
+from odecore import protocol, shipped
+from odecore.arguments import close_matches, positive_number, relative_noise, whole_number
+from odecore.trajectories import TY
 
 class ConfigError(ValueError):
     """A paper config that cannot be used; the message names the file and the problem."""

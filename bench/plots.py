@@ -25,7 +25,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from bench import report  # noqa: E402
-from core import protocol  # noqa: E402
+from odecore import protocol  # noqa: E402
 
 R2_LIMITS = (-3.0, 1.0)  # the paper's x-axis range for R^2; methods below it are marked
 METRIC_LABELS = {"r2": "median $R^2$", "l1": "median $L_1$", "linf": "median $L_\\infty$",
@@ -379,7 +379,7 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
         ax.axhline(solved, color="0.3", linestyle="--", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlim=(low / 2, high * 2), ylim=(low / 2, high * 2),
                xlabel=f"{first_text}: 1 - $R^2$", ylabel=f"{second_text}: 1 - $R^2$")
-        ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test p {numbers[f'{part} p']:.2g}\n"
+        ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test on the laws p {numbers[f'{part} p']:.2g}\n"
                      f"only {first_text} (upper left) {numbers[f'{part} only 1']}, only {second_text} (lower right) "
                      f"{numbers[f'{part} only 2']},\nboth {numbers[f'{part} both']}, neither {numbers[f'{part} neither']}",
                      fontsize=9)
@@ -407,7 +407,7 @@ def operator_counts(expressions) -> Counter:
     as `nsode.data stats` names its tokens: add, mul, pow, sin, ...)."""
     import sympy
 
-    from core.expressions import ExpressionError, parse
+    from odecore.expressions import ExpressionError, parse
 
     counts = Counter()
     for text in expressions:

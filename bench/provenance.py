@@ -11,7 +11,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-from core import shipped
+from odecore import shipped
 
 ROOT = shipped.ROOT
 DISTRIBUTION = "odebench-nsode"

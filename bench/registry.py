@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.method import Method, Variant
-from core.arguments import close_matches
-from core import shipped
-from core.processes import one_line
+from odecore.arguments import close_matches
+from odecore import shipped
+from odecore.processes import one_line
 
 METHODS_DIR = shipped.folder("methods")
 ENTRY_POINT_GROUP = "bench.methods"

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from bench.rows import EXTRAP_DIVERGED, METRIC_COLUMNS
-from core import protocol
-from core.expressions import parse, rounded
+from odecore import protocol
+from odecore.expressions import parse, rounded
 
 GROUP = ["dataset", "method", "noise", "n"]
 TABLE_METRICS = ("r2_interp", "r2_extrap", "complexity", "fit_time")  # columns of the paper-style tables
@@ -78,10 +78,29 @@ def quartiles(rows: pd.DataFrame, metrics=TABLE_METRICS) -> pd.DataFrame:
     """Per dataset x method x noise x n: median, 25th and 75th percentile of each metric (failure policy applied)."""
     rows = with_failure_policy(rows)
     grouped = rows.groupby(GROUP, dropna=False)[list(metrics)]
-    parts = {"median": grouped.median(), "q25": grouped.quantile(0.25, interpolation="lower"),
-             "q75": grouped.quantile(0.75, interpolation="higher")}  # no interpolation across -inf
+    parts = {"median": grouped.median(), "q25": grouped.agg(lambda s: quantile(s, 0.25)),
+             "q75": grouped.agg(lambda s: quantile(s, 0.75))}
     table = pd.concat({f"{m}_{stat}": parts[stat][m] for m in metrics for stat in parts}, axis=1)
     return table.reset_index()
+
+
+def quantile(values, q: float) -> float:
+    """The q-quantile of `values` (NaN left out), interpolated linearly as numpy's default does, but
+    where a failure's -inf (or +inf) is one of the two neighbours it is the answer, as in the
+    median: numpy's interpolation reads -inf + g * inf as nan. Before, the quartiles were taken
+    as the neighbours outside ('lower' and 'higher'), which widened every bracket."""
+    x = np.sort(np.asarray(values, dtype=float))
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return np.nan
+    position = q * (len(x) - 1)
+    low = int(np.floor(position))
+    high, weight = min(low + 1, len(x) - 1), position - low
+    if weight == 0 or x[low] == x[high]:
+        return float(x[low])
+    if np.isinf(x[low]) or np.isinf(x[high]):
+        return float(x[low] if np.isinf(x[low]) else x[high])
+    return float(x[low] + weight * (x[high] - x[low]))
 
 
 def _cell(median: float, q25: float, q75: float) -> str:

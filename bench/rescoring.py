@@ -10,7 +10,7 @@ from joblib import Parallel, delayed
 from bench import data_digests, datasets, provenance
 from bench.scoring import score
 from bench.store import SWEEP_FILE, ResultStore, SweepFileError, read_sweep_file, sole_writer
-from core.files import write_text_atomic
+from odecore.files import write_text_atomic
 
 
 def rescore(folder: Path, jobs: int = 1) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from core.metrics import METRICS
+from odecore.metrics import METRICS
 
 KEY = ("dataset", "equation_id", "y0_index", "noise", "n", "seed", "method")
 TASK_FIELDS = ("method_version", "truth_expression", "truth_kind", "truth_complexity", "y0", "n_observed",

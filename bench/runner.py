@@ -33,11 +33,11 @@ from bench.scoring import score
 from bench.store import ResultStore, SweepFileError, read_sweep_file, sole_writer
 from bench.tasks import Task
 from bench.workers import Job, Worker, not_tried_again, setup_overran
-from core import processes, protocol
-from core.arguments import is_finite_number, is_noise_level, is_whole
-from core.cluster import ClusterError, check_address
-from core.files import write_text_atomic
-from core.trajectories import TY
+from odecore import processes, protocol
+from odecore.arguments import is_finite_number, is_noise_level, is_whole
+from odecore.cluster import ClusterError, check_address
+from odecore.files import write_text_atomic
+from odecore.trajectories import TY
 
 
 @dataclass(frozen=True)

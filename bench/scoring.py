@@ -9,11 +9,11 @@ difference, L-infinity the largest one, both in the units of y. A prediction tha
 parsed, or whose integration fails, gets no scores but a status and a reason; `report` then
 counts its R^2 as -inf (see protocol.R2_FLOOR), its L1 and L-infinity as +inf and its isclose as 0
 (`report.with_failure_policy`). A course that reaches the edge of its law's domain where the law
-comes to rest stays there, as the truth's does (`core.solving.solve`, `rest_at_edge`). As in the paper,
+comes to rest stays there, as the truth's does (`odecore.solving.solve`, `rest_at_edge`). As in the paper,
 which solves on [0, T] and on [T, T_extra] separately, a prediction that fails only after T keeps
 its interpolation scores (status "diverged-extrap"): a blow-up at t = 3 says nothing about [0, 2].
 Beside the trajectory's scores, `skeleton` says whether the law has the true law's form whatever
-its constants (core.skeletons; 1 or 0, nan where no true law is known): the symbolic recovery that
+its constants (odecore.skeletons; 1 or 0, nan where no true law is known): the symbolic recovery that
 symbolic-regression benchmarks report beside R^2; `report` counts a failed task's as 0.
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ import numpy as np
 
 from bench.rows import EXTRAP_DIVERGED
 from bench.tasks import Trajectory
-from core import protocol
-from core.expressions import ExpressionError, compile_scalar, complexity, parse
-from core.metrics import METRICS, compare
-from core.skeletons import same_skeleton
-from core.solving import SolveError, relative_atol, solve
+from odecore import protocol
+from odecore.expressions import ExpressionError, compile_scalar, complexity, parse
+from odecore.metrics import METRICS, compare
+from odecore.skeletons import same_skeleton
+from odecore.solving import SolveError, relative_atol, solve
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Scores:
     #              or "diverged-extrap" (failed after T only: interpolation scored, extrapolation failed)
     reason: str = ""
     complexity: float = np.nan
-    skeleton: float = np.nan  # 1 where the law has the true law's form (core.skeletons), 0 where not; nan: no truth
+    skeleton: float = np.nan  # 1 where the law has the true law's form (odecore.skeletons), 0 where not; nan: no truth
     interpolation: dict | None = None  # metric -> value on [0, T]
     extrapolation: dict | None = None  # metric -> value on [T, T_extra] (None when unknown)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.method import InvalidInput, Observations
-from core.arguments import is_noise_level, is_whole
+from odecore.arguments import is_noise_level, is_whole
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from bench.method import Budget, InvalidInput, Observations, Oracle, OutOfTime, Prediction
 from bench.registry import MethodSpec
-from core.expressions import ExpressionError, parse, to_string
-from core.processes import Child, ChildDied, Deadline, one_line, when_orphaned
+from odecore.expressions import ExpressionError, parse, to_string
+from odecore.processes import Child, ChildDied, Deadline, one_line, when_orphaned
 
 SETUP_TIME_LIMIT = 900.0  # seconds for a method's one-off setup (imports, model loading)
 MAX_WARNINGS = 5  # distinct warning messages kept in a row
@@ -150,7 +150,7 @@ def not_tried_again(overran: dict) -> dict:
 
 
 class Worker:
-    """One warm child process (`core.processes.Child`, spawned, in its own process group)."""
+    """One warm child process (`odecore.processes.Child`, spawned, in its own process group)."""
 
     def __init__(self, memory_limit: int | None = None):
         handle, name = tempfile.mkstemp(prefix="bench-worker-", suffix=".log")

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.arguments import whole_number
+from odecore.arguments import whole_number
 
 ROOT = Path(__file__).resolve().parents[1]
 

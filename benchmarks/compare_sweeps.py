@@ -19,7 +19,7 @@ import pandas as pd
 
 from bench.rows import KEY
 from bench.store import ResultStore
-from core.arguments import existing_folder, nonnegative_number
+from odecore.arguments import existing_folder, nonnegative_number
 
 TIMINGS = ("fit_time", "setup_time", "finished_at", "time_limit")
 

@@ -21,9 +21,9 @@ from scipy.integrate import solve_ivp
 from nsode.data import config as cfg
 from nsode.data import generate, simplify
 from nsode.data import tokens as tok
-from core.arguments import whole_number
-from core.expressions import compile_scalar, compile_vector
-from core.solving import SolveError, fd_residual, solve
+from odecore.arguments import whole_number
+from odecore.expressions import compile_scalar, compile_vector
+from odecore.solving import SolveError, fd_residual, solve
 
 
 def find_skeletons(n: int, seed: int, config: cfg.Config, timer: Counter) -> list[generate.SkeletonRow]:

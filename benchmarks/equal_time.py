@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from core.arguments import existing_folder, positive_number
-from core.files import figure_target
+from odecore.arguments import existing_folder, positive_number
+from odecore.files import figure_target
 
 
 def read_log(run: Path, offset_s: float = 0.0) -> pd.DataFrame:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.arguments import whole_number
-from core.files import why_unwritable
+from odecore.arguments import whole_number
+from odecore.files import why_unwritable
 
 ROOT = Path(__file__).resolve().parents[1]
 SCIENCE_CONFIG = ROOT / "nsode" / "checkpoints" / "data_science.yaml"
@@ -33,8 +33,8 @@ CONSTANT_DRAWS = 7  # the spawn-key kind of the constants' streams, apart from t
 def simple_equations(count: int, seed: int, starts: int = 1) -> list[dict]:
     """`count` simple laws with `starts` valid initial values each: nsode_quality.py's own, then
     draws from U(1, 4); a law with fewer valid starts is left out."""
-    from core.expressions import to_string
-    from core.solving import is_valid_initial_value
+    from odecore.expressions import to_string
+    from odecore.solving import is_valid_initial_value
     from selection_study import simple_cases
 
     rng = np.random.default_rng([seed, 77])
@@ -65,8 +65,8 @@ def held_out_equations(count: int, seed: int, starts: int, config_file: Path, ki
     `config_file` finds with `seed`, named `kind`-NN."""
     if not count:  # the loop below stops at `count` laws found, so 0 would run through every block
         return []
-    from core.expressions import to_string
-    from core.solving import is_valid_initial_value
+    from odecore.expressions import to_string
+    from odecore.solving import is_valid_initial_value
     from nsode.data import config as data_config, generate, tokens
     from nsode.train.stream import in_validation
 

@@ -1,4 +1,4 @@
-"""How often `core.noise.isolated_glitches` (the glitch note of `nsode predict`) speaks.
+"""How often `odecore.noise.isolated_glitches` (the glitch note of `nsode predict`) speaks.
 
 On every record of the built-in datasets, observed as the harness observes them (random times,
 multiplicative noise): how many glitch-free records it flags (n 32, 128, 256; sigma 0 to 0.05;
@@ -14,8 +14,8 @@ import numpy as np
 
 from bench import datasets
 from bench.tasks import observe
-from core.arguments import positive_number
-from core.noise import GLITCH_NOISES, isolated_glitches
+from odecore.arguments import positive_number
+from odecore.noise import GLITCH_NOISES, isolated_glitches
 
 DATASETS = ("textbook", "classic", "large", "science")
 SIGMAS, POINTS = (0.0, 0.01, 0.02, 0.05), (32, 128, 256)

@@ -16,10 +16,10 @@ import time
 
 import numpy as np
 
-from baselines import gp
-from baselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor
-from baselines.gp_gomea import GPGOMEARegressor
-from core.arguments import positive_number, whole_number
+from odebaselines import gp
+from odebaselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor
+from odebaselines.gp_gomea import GPGOMEARegressor
+from odecore.arguments import positive_number, whole_number
 
 ALGORITHMS = {  # each runs until `--seconds` have passed
     "AFP": lambda p, s: AFPRegressor(population_size=p, generations=10**6, random_state=0, max_time=s),

@@ -18,7 +18,7 @@ from bench import datasets, registry, runner
 from bench.method import Budget
 from bench.scoring import score
 from bench.tasks import Task
-from core.arguments import whole_number
+from odecore.arguments import whole_number
 
 
 MULTIPLE = 8  # the larger sweep has this many times the tasks (noise levels)

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.arguments import nonnegative_number, whole_number
-from core.files import why_unwritable
+from odecore.arguments import nonnegative_number, whole_number
+from odecore.files import why_unwritable
 
 HERE = Path(__file__).resolve().parent
 GOOD, RECOVERED = 0.9, 0.99
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
                    help="when the joint read looks again with powers of y: always (default), or only where its "
                         "pick misses a record (as until session 79)")
     p.add_argument("--pooled-noise", action="store_true",
-                   help="read every record's noise from all of them together (core.noise.pooled_levels; measured "
+                   help="read every record's noise from all of them together (odecore.noise.pooled_levels; measured "
                         "for short records and not kept: docs/search.md, 'Session 83')")
     p.add_argument("--laws", type=whole_number(1), default=None, help="the first N laws only")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, help="worker processes (default 1)")

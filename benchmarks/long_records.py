@@ -4,7 +4,7 @@ Each record is one noisy trajectory (1% multiplicative noise, irregular times on
 y' = -0.5 y from 3, written as a CSV file and read by `nsode predict` in a fresh process, so the
 figures are what a user sees, model loading included. With `--max-points` above the longest
 record every observation is searched, as before version 19 of the search; the default reads a
-long record through the means of 1,024 groups (core.fitting.bin_means).
+long record through the means of 1,024 groups (odecore.fitting.bin_means).
 
     python benchmarks/long_records.py [--points 1000 10000 100000] [--max-points 1024]
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core import protocol
-from core.arguments import whole_number
+from odecore import protocol
+from odecore.arguments import whole_number
 
 ROOT = Path(__file__).resolve().parents[1]
 # the child prints its own peak resident memory (kilobytes on Linux) after the prediction

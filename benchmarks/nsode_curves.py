@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from nsode_quality import heldout_examples, recall, recovery_r2, simple_cases  # noqa: E402
 
-from core.arguments import existing_folder, whole_number  # noqa: E402
+from odecore.arguments import existing_folder, whole_number  # noqa: E402
 from nsode.model import load  # noqa: E402
 from nsode.predict import Predictor  # noqa: E402
 from nsode.search.settings import Settings  # noqa: E402

@@ -17,9 +17,9 @@ import time
 import numpy as np
 import torch
 
-from core.arguments import whole_number
-from core.expressions import compile_scalar
-from core.solving import solve
+from odecore.arguments import whole_number
+from odecore.expressions import compile_scalar
+from odecore.solving import solve
 from nsode.data.tokens import parse_infix
 from nsode.predict import Predictor, default_checkpoint
 from nsode.select import select

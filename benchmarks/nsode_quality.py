@@ -26,18 +26,18 @@ import sympy
 import torch
 
 from bench import datasets
-from baselines import grammar
+from odebaselines import grammar
 from bench.scoring import score
 from bench.tasks import observe
-from core.arguments import existing_folder, positive_number, relative_noise, whole_number
-from core.expressions import Y, parse, to_string
+from odecore.arguments import existing_folder, positive_number, relative_noise, whole_number
+from odecore.expressions import Y, parse, to_string
 from nsode.options import add_search_arguments, changed_flags, settings_from
 from nsode.predict import Predictor, default_checkpoint
 from nsode.search.proposals import propose
 from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES, search
 from nsode.search.settings import Settings
 from nsode.search.terms import skeleton_key
-from core.noise import noise_level
+from odecore.noise import noise_level
 
 LARGE = Path(__file__).parents[1] / "datasets" / "large.json"
 ROWS = ("paper", "search", "proged", "grammar+search", "union+search")
@@ -205,7 +205,7 @@ def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0, r
     growth from far below the equilibrium); a law whose solution then fails before t = 4 (the
     harvested logistic below its threshold collapses) is left out. GROWTH_FORMS as `forms` draws
     Gompertz growth."""
-    from core.solving import SolveError, solve
+    from odecore.solving import SolveError, solve
 
     both = np.union1d(SIMPLE_T, SIMPLE_GRID)
     at_t, at_grid = np.searchsorted(both, SIMPLE_T), np.searchsorted(both, SIMPLE_GRID)
@@ -226,7 +226,7 @@ def simple_cases(count: int, sigma: float, seed: int = 11, scale: float = 1.0, r
 def recovery_r2(fit, cases, *, truth_refit: bool = False) -> np.ndarray:
     """R^2 against the truth on [0, 4] of the ODE `fit(t, y)` returns for each case (-inf: none);
     with `truth_refit`, of the true law refitted to the observations instead."""
-    from core.expressions import parse  # the harness's parser: any method's output (e.g. abs)
+    from odecore.expressions import parse  # the harness's parser: any method's output (e.g. abs)
     from nsode.select import exact_r2
 
     out = []
@@ -241,8 +241,8 @@ def refitted_truth(truth: sympy.Expr, t: np.ndarray, y: np.ndarray) -> str:
     search's fitter) from the true values: what a method that always picks the true skeleton
     gets. Its recovery rate is the ceiling row of the tables (the harness's `truth-refit` method;
     a reference, not a bound trajectory by trajectory)."""
-    from core.expressions import to_string
-    from core.fitting import refit_numbers
+    from odecore.expressions import to_string
+    from odecore.fitting import refit_numbers
 
     fit = refit_numbers(truth, t, y)
     return to_string(fit[0]) if fit else ""

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.arguments import (existing_file, existing_folder, nonnegative_number, positive_number, relative_noise,
+from odecore.arguments import (existing_file, existing_folder, nonnegative_number, positive_number, relative_noise,
                             whole_number)
 from nsode.search.choice import tie_cost
 from nsode.options import setting_value
@@ -122,7 +122,7 @@ def _read(texts: list[str]) -> list:
     its tree), else by the harness's parser (the readers' back-transforms may write e.g. Abs);
     one neither reads (a back-transform's `inf`, a term the search would drop as not finite) is
     left out."""
-    from core.expressions import ExpressionError, parse
+    from odecore.expressions import ExpressionError, parse
     from nsode.data.tokens import EncodingError, parse_infix
 
     out = []
@@ -140,7 +140,7 @@ def _read(texts: list[str]) -> list:
 def _recovery(text: str, truth: np.ndarray, part: slice | np.ndarray = slice(None)) -> float:
     """R^2 of the law written `text` against the truth on [0, 4], or on `part` of that grid alone,
     started from the truth there (-inf for no law)."""
-    from core.expressions import parse
+    from odecore.expressions import parse
     from nsode.select import exact_r2
 
     return exact_r2(parse(text), SIMPLE_GRID[part], truth[part]) if text else -math.inf
@@ -156,7 +156,7 @@ def _search(job) -> tuple[str, str, float, float, float, int]:
     """(case, pick, R^2 against the truth on [0, 4], CPU seconds of the search, R^2 on (2, 4],
     fits the safety check rejected) of one trajectory."""
     (name, truth, y, _), exprs, overrides, index = job
-    from core.expressions import to_string
+    from odecore.expressions import to_string
     from nsode.search.funnel import search
 
     with warnings.catch_warnings():
@@ -173,7 +173,7 @@ def _window(job) -> dict:
     safe fit as MEMBER_FIELDS (its criterion with prior as "score", R^2 against the truth on
     [0, 4] as "r2"), the criterion's pick first."""
     (name, truth, y, _), exprs, overrides, index, wide = job
-    from core.expressions import complexity, nested_functions, to_string
+    from odecore.expressions import complexity, nested_functions, to_string
     from nsode.search.choice import forecast_error, rivals
     from nsode.search.funnel import search
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import torch
 
-from core.arguments import positive_number, whole_number
+from odecore.arguments import positive_number, whole_number
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.predict import Predictor
 from nsode.search.funnel import SEARCH_BEAM, SEARCH_BRANCHES

@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 import sympy
 
-from core.arguments import existing_file, existing_folder, relative_noise, whole_number
-from core.fitting import SOLVE_FAILURES, fit_integral, fit_trajectory, trajectory
-from core.metrics import r2
-from core.noise import noise_level
-from core.stability import unstable_reason
-from core.solving import solve
+from odecore.arguments import existing_file, existing_folder, relative_noise, whole_number
+from odecore.fitting import SOLVE_FAILURES, fit_integral, fit_trajectory, trajectory
+from odecore.metrics import r2
+from odecore.noise import noise_level
+from odecore.stability import unstable_reason
+from odecore.solving import solve
 from nsode.search.choice import FORECAST_SHARE
 from nsode.search.proposals import propose_with
 from nsode.search.funnel import SEARCH_BRANCHES, shortlist, template_of
@@ -52,14 +52,14 @@ def generated_cases(folder: str, limit: int, seed: int = 0):
 def simple_cases(count: int, seed: int = 11):
     """(name, f, y0) of nsode_quality.py's simple ODEs with random constants."""
     from nsode_quality import simple_laws  # this folder is on the path when run as a script
-    from core.expressions import Y
+    from odecore.expressions import Y
 
     return [(f"simple:{name}", f(Y, a, b), y0) for name, f, a, b, y0 in simple_laws(count, seed)]
 
 
 def observe(f: sympy.Expr, y0: float, sigma: float, rng) -> tuple[np.ndarray, np.ndarray] | None:
     """(truth on T_GRID, noisy observations on T_OBS) or None when the solution fails on [0, 4]."""
-    from core.expressions import compile_scalar
+    from odecore.expressions import compile_scalar
 
     both = np.union1d(T_OBS, T_GRID)
     try:
@@ -117,7 +117,7 @@ def term_sizes(expr: sympy.Expr, t, y) -> dict:
     """The largest term of the fitted sum on the observations, in units of the data's natural
     rate max|y| / span (`term_scale`) and of the largest |f| (`cancellation`): a sum of huge
     cancelling terms (1661 sin(y) - 1659) reads far above 1 on both."""
-    from core.expressions import evaluate
+    from odecore.expressions import evaluate
     from nsode.search.terms import split
 
     with np.errstate(all="ignore"):
@@ -294,7 +294,7 @@ def _functions(expr: sympy.Expr) -> int:
 def print_rules(records: pd.DataFrame) -> None:
     """Per noise level and case family: share recovered (R^2 > 0.99 against the truth on [0, 4]),
     share > 0.9 and median truth R^2 of each rule's picks; 'best in pool' is the upper bound."""
-    from core.expressions import complexity, parse
+    from odecore.expressions import complexity, parse
 
     records = records.assign(family=records["name"].str.split(":").str[0],
                              nodes=[complexity(parse(e)) for e in records["expr"]],

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from bench import registry, runner, store
-from core.arguments import whole_number
+from odecore.arguments import whole_number
 
 
 def timed_sweep(backend: str, workers: int, noise: tuple[float, ...]) -> tuple[float, int]:

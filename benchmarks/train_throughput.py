@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from tabulate import tabulate
 
-from core.arguments import existing_folder, whole_number
+from odecore.arguments import existing_folder, whole_number
 from nsode import model as nsode_model
 from nsode.train.batching import two_hot_loss
 from nsode.train.stream import stream_examples

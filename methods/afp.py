@@ -1,9 +1,9 @@
 """AFP: age-fitness Pareto genetic programming (Schmidt & Lipson 2011), SRBench's ellyn
-configuration, re-implemented on DEAP (`baselines.gp_ellyn.AFPRegressor`, whose docstring
+configuration, re-implemented on DEAP (`odebaselines.gp_ellyn.AFPRegressor`, whose docstring
 lists the differences from ellyn), fitted to smoothed finite differences. Grid as SRBench:
 population 100/500/1000 at 500,000 evaluations, with and without sin/cos."""
-from baselines.gp_ellyn import AFPRegressor
-from baselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
+from odebaselines.gp_ellyn import AFPRegressor
+from odebaselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
 
 
 class AFP(GPFamilyMethod):

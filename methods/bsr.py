@@ -1,11 +1,11 @@
 """Bayesian symbolic regression (Jin et al. 2019) on smoothed finite differences, through
 `autora-theorist-bsr`: 3 trees, 50 MCMC iterations, val 100 (`tree_num`, `itr_num`, `val` in
 autora's names; SRBench's grid is larger: val and itr_num (100, 5000), (500, 1000) or (1000,
-500), 3 or 6 trees). autora 1.0.0's sampler accepts no move (baselines.libraries.BSR_STUCK), so
+500), 3 or 6 trees). autora 1.0.0's sampler accepts no move (odebaselines.libraries.BSR_STUCK), so
 its answers are linear fits on random trees; each row's warnings say so."""
-from baselines.fd import FiniteDifferenceMethod
-from baselines.libraries import BSRRegressor
-from core import protocol
+from odebaselines.fd import FiniteDifferenceMethod
+from odebaselines.libraries import BSRRegressor
+from odecore import protocol
 
 
 class BSR(FiniteDifferenceMethod):

@@ -1,9 +1,9 @@
 """EHC: age-fitness Pareto GP with epigenetic hill climbing (La Cava, Spector & Danai 2015;
 La Cava's thesis 2016), SRBench's ellyn configuration (3 epigenetic hill-climbing steps per
-child, parameter hill climbing), re-implemented on DEAP (`baselines.gp_ellyn.EHCRegressor`,
+child, parameter hill climbing), re-implemented on DEAP (`odebaselines.gp_ellyn.EHCRegressor`,
 whose docstring lists the differences), fitted to smoothed finite differences."""
-from baselines.gp_ellyn import EHCRegressor
-from baselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
+from odebaselines.gp_ellyn import EHCRegressor
+from odebaselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
 
 
 class EHC(GPFamilyMethod):

@@ -1,9 +1,9 @@
 """EPLEX: GP with epsilon-lexicase parent selection (La Cava, Spector & Danai 2016), SRBench's
-ellyn configuration, re-implemented on DEAP (`baselines.gp_ellyn.EPLEXRegressor`, whose
+ellyn configuration, re-implemented on DEAP (`odebaselines.gp_ellyn.EPLEXRegressor`, whose
 docstring lists the differences; the selection rule is DEAP's `selAutomaticEpsilonLexicase`),
 fitted to smoothed finite differences."""
-from baselines.gp_ellyn import EPLEXRegressor
-from baselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
+from odebaselines.gp_ellyn import EPLEXRegressor
+from odebaselines.gp_method import ELLYN_GRID, GPFamilyMethod, cooperative
 
 
 class EPLEX(GPFamilyMethod):

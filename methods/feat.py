@@ -2,8 +2,8 @@
 over (population, generations) in (100, 2500), (500, 500), (1000, 250). feat-ml does not
 build on these machines (it needs Shogun and an older numpy): the method is then listed as
 unavailable with that reason."""
-from baselines.fd import FiniteDifferenceMethod
-from baselines.libraries import FEATAdapter
+from odebaselines.fd import FiniteDifferenceMethod
+from odebaselines.libraries import FEATAdapter
 
 
 class FEAT(FiniteDifferenceMethod):

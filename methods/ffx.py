@@ -9,9 +9,9 @@ helps, FFX's answer is a constant (its ConstantModel), and so is the law (versio
 failed the task reading it). Where the record or its derivative estimate has no spread at all (a
 record at rest), FFX exits instead of answering; the answer is then that constant too (version 3).
 """
-from baselines.fd import FiniteDifferenceMethod
-from baselines.libraries import FFXRegressor
-from core import protocol
+from odebaselines.fd import FiniteDifferenceMethod
+from odebaselines.libraries import FFXRegressor
+from odecore import protocol
 
 
 class FFX(FiniteDifferenceMethod):

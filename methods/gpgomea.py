@@ -1,10 +1,10 @@
 """GP-GOMEA: gene-pool optimal mixing with a linkage tree over fixed-shape trees (Virgolin et
 al. 2017, 2021), SRBench's configuration (population 1000, 500,000 evaluations, linear
-scaling), re-implemented on DEAP primitives (`baselines.gp_gomea.GPGOMEARegressor`,
+scaling), re-implemented on DEAP primitives (`odebaselines.gp_gomea.GPGOMEARegressor`,
 whose docstring lists the differences from the C++ code), fitted to smoothed finite differences.
 Grid: template height 4/6 x SRBench's two function sets."""
-from baselines.gp_gomea import GPGOMEARegressor
-from baselines.gp_method import GOMEA_GRID, GPFamilyMethod, cooperative
+from odebaselines.gp_gomea import GPGOMEARegressor
+from odebaselines.gp_method import GOMEA_GRID, GPFamilyMethod, cooperative
 
 
 class GPGOMEA(GPFamilyMethod):

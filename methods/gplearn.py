@@ -1,10 +1,10 @@
 """gplearn's SymbolicRegressor (Koza-style GP in Python), an extra peer the paper did not
 have, on smoothed finite differences (standardised, then scaled back). The grid varies the
 parsimony pressure; protected division and logarithm are written as plain ones (see
-baselines.libraries)."""
-from baselines.fd import FiniteDifferenceMethod
-from baselines.libraries import GplearnRegressor
-from core import protocol
+odebaselines.libraries)."""
+from odebaselines.fd import FiniteDifferenceMethod
+from odebaselines.libraries import GplearnRegressor
+from odecore import protocol
 
 FUNCTIONS = ("add", "sub", "mul", "div", "sin", "cos", "log", "sqrt", "neg")
 

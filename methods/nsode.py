@@ -26,7 +26,7 @@ rejected, parsimony by an information criterion. Its budget is counted (beam,
 top_k skeletons, refit, max_nfev); any of them is set on the command line, as in
 `--methods nsode-eps+refine:beam=128`.
 Since version 25 the search's trajectory fits and stability check never let LSODA step past the
-last time asked for (core.solving.solve), so a law defined up to there, such as -c*sqrt(y), is
+last time asked for (odecore.solving.solve), so a law defined up to there, such as -c*sqrt(y), is
 no longer failed by a step that overshot into where f is undefined.
 Version 26 reads records that span many decades: the trajectory fit starts at the first
 observation where the integral form's y0 (pulled off by the largest values) misses more, and the

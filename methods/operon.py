@@ -1,9 +1,9 @@
 """Operon (Burlacu et al. 2020, `pyoperon`): fast C++ GP with local search of the constants,
 an extra modern peer the paper did not have. Grid after SRBench's Operon entry (population
 500, length limit, nonlinear operators of the paper's set), on smoothed finite differences."""
-from baselines.fd import FiniteDifferenceMethod
-from baselines.libraries import OperonRegressor
-from core import protocol
+from odebaselines.fd import FiniteDifferenceMethod
+from odebaselines.libraries import OperonRegressor
+from odecore import protocol
 
 SYMBOLS = "add,sub,mul,div,constant,variable,exp,log,sin,cos,sqrt,square"
 

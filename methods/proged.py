@@ -3,18 +3,18 @@ does not use finite differences: 64 distinct skeletons sampled from a probabilis
 over y with placeholder constants, constants fitted by integrating the ODE from the first
 observation, and the skeleton with the smallest trajectory error returned.
 
-Differences from ProGED (not installable here; reimplemented in baselines/grammar.py):
+Differences from ProGED (not installable here; reimplemented in odebaselines/grammar.py):
 - the grammar is a fixed PCFG (sum of weighted products of y, sin/cos/exp/sqrt/log of y or of
   a nested sum) with hand-set probabilities, not ProGED's template library;
 - skeletons are deduplicated after merging non-identifiable constants with sympy, and those
   with more than 5 constants are redrawn;
 - constants are fitted with scipy `least_squares` (TRF) from C = 1 plus 3 random restarts in
   [-5, 5], instead of ProGED's default differential evolution; y0 is the first observation.
-  The fitter is the project's shared one (core/fitting.py, also used by the NSODE search):
+  The fitter is the project's shared one (odecore/fitting.py, also used by the NSODE search):
   real-valued evaluation, LSODA at 1e-7 with at most 5,000 steps per output point; the
   per-solve wall-clock limit (0.5 s before version 2) is now only a 5 s safety net; since
-  version 3 LSODA's absolute tolerance follows |y0| below 1 (core.solving.relative_atol); since
-  version 4 LSODA never steps past the last time it is asked for (core.solving.solve); since
+  version 3 LSODA's absolute tolerance follows |y0| below 1 (odecore.solving.relative_atol); since
+  version 4 LSODA never steps past the last time it is asked for (odecore.solving.solve); since
   version 5 a course that reaches the edge of its law's domain at rest stays there, as it is scored;
 - selection is by trajectory error, but among fits within 10 % (+ 1e-6 x std(y)) of the best
   error the one with the fewest constants wins (ProGED takes the minimum error outright);
@@ -26,7 +26,7 @@ import time
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import is_whole, require
-from baselines.grammar import search
+from odebaselines.grammar import search
 
 
 class ProGED(Method):

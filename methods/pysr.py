@@ -5,9 +5,9 @@ starting PySR's own download of Julia."""
 import contextlib
 import io
 
-from baselines.fd import FiniteDifferenceMethod
-from baselines.libraries import PySRAdapter
-from core import protocol
+from odebaselines.fd import FiniteDifferenceMethod
+from odebaselines.libraries import PySRAdapter
+from odecore import protocol
 
 
 class PySR(FiniteDifferenceMethod):

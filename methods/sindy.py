@@ -9,9 +9,9 @@ a few seconds: each STLSQ fit is milliseconds, so no per-run child process is ne
 """
 import numpy as np
 
-from baselines.fd import FiniteDifferenceMethod
-from baselines.sindy import SindyRegressor
-from core import protocol
+from odebaselines.fd import FiniteDifferenceMethod
+from odebaselines.sindy import SindyRegressor
+from odecore import protocol
 
 
 class Sindy(FiniteDifferenceMethod):

@@ -4,7 +4,7 @@ probability (share of the `n_models` bagged models in which it is nonzero) is at
 `inclusion`, and the kept terms are refit by least squares on all points (E-SINDy's "library
 bagging then refit"; the refit gives the coefficients the 2-digit accuracy the bagged medians lack).
 
-Derivatives are the FD protocol's estimator (`baselines.fd.derivative`: local polynomial
+Derivatives are the FD protocol's estimator (`odebaselines.fd.derivative`: local polynomial
 fits in t, correct on irregular times) with two settings, `fd_settings` = (window, degree):
 the protocol's (15, 3), accurate without noise, and (31, 2): at sigma = 0.02 the 15-point cubic
 amplifies noise to derivative errors larger than the derivative itself. Library 1, y, ..., y^d.
@@ -12,7 +12,7 @@ Inclusion cut 0.6: above the bagging median, so a term must win a clear majority
 use cuts between 0.5 and 0.9; higher cuts drop true small terms under noise). The library
 degree d (from `degrees`: monomials up to y^5 are nearly collinear on one trajectory, so a
 degree-5 library keeps spurious large terms that no threshold removes), the STLSQ threshold
-(scale-free, see `baselines.sindy_family`; from `thresholds`) and the FD setting are chosen by the integrated
+(scale-free, see `odebaselines.sindy_family`; from `thresholds`) and the FD setting are chosen by the integrated
 trajectory, as in sindy-weak: within `tolerance` of the best RMS trajectory error, fewest terms
 wins.
 """
@@ -22,14 +22,14 @@ import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import are_numbers, is_whole, require
-from baselines import sindy_family as family
-from baselines.fd import DEGREE, WINDOW, check_fd_settings, derivative
+from odebaselines import sindy_family as family
+from odebaselines.fd import DEGREE, WINDOW, check_fd_settings, derivative
 
 
 class SindyEnsemble(Method):
     name = "sindy-ensemble"
     version = "4"  # 3: the final least-squares refit normalises its columns (large units of y);
-    #                4: candidates' trajectories rest at a domain's edge where the law does (core.fitting.trajectory)
+    #                4: candidates' trajectories rest at a domain's edge where the law does (odecore.fitting.trajectory)
     uses_finite_differences = True
     requires = ("pysindy", "pynumdiff", "scipy", "sympy")
     time_limit = 180.0

@@ -1,6 +1,6 @@
 """SINDy with the sparsity chosen by an information criterion on the integrated trajectory
 (Mangan et al. 2017, "Model selection for dynamical systems via sparse regression and
-information criteria"): pysindy's STLSQ (scale-free threshold, `baselines.sindy_family`)
+information criteria"): pysindy's STLSQ (scale-free threshold, `odebaselines.sindy_family`)
 on FD derivatives, over a path of thresholds and a few small libraries; every distinct model is
 integrated with LSODA from the first observation and the one with the smallest AIC or BIC
 (`criterion`) on the observations wins, k = number of nonzero terms.
@@ -24,13 +24,13 @@ import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import are_numbers, is_whole, require
-from baselines import sindy_family as family
-from baselines.fd import DEGREE, WINDOW, check_fd_settings, derivative
+from odebaselines import sindy_family as family
+from odebaselines.fd import DEGREE, WINDOW, check_fd_settings, derivative
 
 
 class SindyIC(Method):
     name = "sindy-ic"
-    version = "3"  # 3: candidates' trajectories rest at a domain's edge where the law does (core.fitting.trajectory)
+    version = "3"  # 3: candidates' trajectories rest at a domain's edge where the law does (odecore.fitting.trajectory)
     uses_finite_differences = True
     requires = ("pysindy", "pynumdiff", "scipy", "sympy")
     time_limit = 180.0

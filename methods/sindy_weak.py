@@ -3,7 +3,7 @@ times as its only, temporal, axis): no pointwise derivatives. The library (1, y,
 dy/dt are integrated against K compactly supported polynomial test functions (1 - s^2)^p on
 random subdomains of half-width `support` x the time span; pysindy integrates the data as
 piecewise linear between the actual times, so irregular sampling is handled. STLSQ (pysindy,
-scale-free threshold, `baselines.sindy_family.sparse_fit`) fits the K integral equations.
+scale-free threshold, `odebaselines.sindy_family.sparse_fit`) fits the K integral equations.
 
 Hyperparameters, a small grid: library degree `degrees`, threshold `thresholds`, number of test
 functions `test_functions`. One weak library of the largest degree is built per K (its columns
@@ -17,13 +17,13 @@ import numpy as np
 
 from bench import Budget, Method, Observations, Prediction
 from bench.method import InvalidInput, are_numbers, are_whole, is_whole, require
-from baselines import sindy_family as family
+from odebaselines import sindy_family as family
 
 
 class SindyWeak(Method):
     name = "sindy-weak"
     version = "4"  # 3: test functions at least 1.5 x the largest gap wide (sparse or gapped sampling);
-    #                4: candidates' trajectories rest at a domain's edge where the law does (core.fitting.trajectory)
+    #                4: candidates' trajectories rest at a domain's edge where the law does (odecore.fitting.trajectory)
     requires = ("pysindy", "scipy", "sympy")
     time_limit = 180.0
     description = "weak-form SINDy (pysindy WeakPDELibrary on t), grid selected by the integrated trajectory"

@@ -4,7 +4,7 @@
 `truth` returns the true expression. It pins down the harness itself: every task must score
 R^2 = 1 up to solver tolerance, or the data, the integration or the scoring is wrong.
 `truth-refit` knows the true skeleton but not its numbers: it refits them (and the initial value)
-to the noisy observations with the project's fitter (core.fitting.refit_numbers). Its scores are
+to the noisy observations with the project's fitter (odecore.fitting.refit_numbers). Its scores are
 what a method that always finds the right skeleton gets at that noise level: where it misses, the
 data leave the law's course open. It is a reference, not a bound task by task: a law with fewer
 free numbers than the truth (an exponent kept fixed) can extrapolate better from noisy data.
@@ -28,13 +28,13 @@ class Truth(Oracle):
 class TruthRefit(Truth):
     name = "truth-refit"
     version = "4"  # 2: the fitter's absolute tolerance follows |y0| below 1; 3: LSODA stops at the last time;
-    #                4: the fitter's course rests at a domain's edge where the law comes to rest (core.fitting.trajectory)
+    #                4: the fitter's course rests at a domain's edge where the law comes to rest (odecore.fitting.trajectory)
     time_limit = 60.0
     description = "oracle skeleton: the true law with its numbers refitted to the noisy data (skeleton search's reference)"
 
     def run(self, observations: Observations, budget: Budget) -> Prediction:
-        from core.expressions import parse, to_string
-        from core.fitting import refit_numbers
+        from odecore.expressions import parse, to_string
+        from odecore.fitting import refit_numbers
 
         truth = super().run(observations, budget).expression
         fit = refit_numbers(parse(truth), observations.t, observations.y)

@@ -25,6 +25,6 @@ def default_checkpoint(variant: str = "nsode-eps") -> Path:
 def checkpoint_folder(name_or_path: str | Path) -> Path:
     """A checkpoint folder as given, or, for a bare name that is no folder here (`nsode-eps`), the
     shipped checkpoint of that name: a user with an installed package has no nsode/checkpoints/."""
-    from core.shipped import by_name
+    from odecore.shipped import by_name
 
     return by_name(Path(name_or_path).expanduser(), CHECKPOINTS)

@@ -1,6 +1,6 @@
 """`python -m nsode` and the installed `nsode` script: the command line is nsode.cli, imported
 once Ctrl-C can be answered in one line."""
-from core.arguments import run_command
+from odecore.arguments import run_command
 
 
 def entry() -> None:

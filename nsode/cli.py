@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.arguments import whole_number
-from core.files import figure_target, why_unwritable, write_text_atomic
+from odecore.arguments import whole_number
+from odecore.files import figure_target, why_unwritable, write_text_atomic
 from nsode.plots import plot, plot_records
 from nsode.report import (NUMBER, beyond_the_data, constant_rows, fit_notes, noise_text, numbered_as_read, r2_text,
                           read_pick, readable, shown, time_text, times_text)
@@ -47,9 +47,9 @@ class InputError(ValueError):
 
 def read_trajectory(path: Path, columns: tuple[str, str]):
     """t and y of the user's CSV file (from `columns`; `.columns` as the file spells them), rows
-    sorted by time (`core.trajectories`, the harness's reader); every other column, an `expression`
+    sorted by time (`odecore.trajectories`, the harness's reader); every other column, an `expression`
     too, is ignored."""
-    from core.trajectories import TrajectoryFileError, hinted, read_trajectory as read
+    from odecore.trajectories import TrajectoryFileError, hinted, read_trajectory as read
 
     try:
         return read(path, sort=True, law=False, columns=columns)
@@ -58,9 +58,9 @@ def read_trajectory(path: Path, columns: tuple[str, str]):
 
 
 def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict:
-    """The records of one CSV file told apart by column `by` (core.trajectories.read_records; t and y
+    """The records of one CSV file told apart by column `by` (odecore.trajectories.read_records; t and y
     from `columns`), each sorted by time: {that column's value: its t and y}."""
-    from core.trajectories import TrajectoryFileError, hinted, read_records as read
+    from odecore.trajectories import TrajectoryFileError, hinted, read_records as read
 
     try:
         return read(path, by, columns=columns)
@@ -78,7 +78,7 @@ def _figure_path(path: Path) -> Path:
 
 
 def _writable(path: Path, flag: str) -> Path:
-    """`path`, once it is known that a file can be written there (`core.files.why_unwritable`)."""
+    """`path`, once it is known that a file can be written there (`odecore.files.why_unwritable`)."""
     why = why_unwritable(path)
     if why:
         raise InputError(f"{flag} {path}: {why}")
@@ -255,7 +255,7 @@ def main(argv=None) -> int:
 def predict_alone(predictor, t: np.ndarray, y: np.ndarray, name: str, args) -> int:
     """`nsode predict` on the one record `name`: the law, its constants and initial value to the digits
     the data support, the candidates, the notes, how far the fits as good part beyond the data."""
-    from core.uncertainty import written_to_error
+    from odecore.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.scaling import raw_range_text
     from nsode.search.digits import identifiable_form, supported
@@ -367,7 +367,7 @@ def _written(path: Path | None, reading: dict) -> int:
 def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], names: list[str], args) -> int:
     """`nsode predict --joint` on the records `names`: one law for all (nsode.joint), each record's
     initial value and R^2, the best joint candidates, and what each record alone read."""
-    from core.uncertainty import written_to_error
+    from odecore.uncertainty import written_to_error
     from nsode.data.tokens import to_infix
     from nsode.joint import identifiable_joint, predict_records, record_misses, supported_values
     from nsode.search.fits import carried_back
@@ -391,7 +391,7 @@ def predict_jointly(predictor, records: list[tuple[np.ndarray, np.ndarray]], nam
         print(f"as fitted: y' = {form} with {named}")
         reading |= {"form": form, "constants": constant_rows(constants)}
     width = max(map(len, names))
-    # a long record was read as group means (core.fitting.bin_means): its y0 and R^2 are restated for the file
+    # a long record was read as group means (odecore.fitting.bin_means): its y0 and R^2 are restated for the file
     given = [(t, y, *(carried_back(chosen.template, chosen.fit.values, y0, record.t[0], t, y) if len(t) > len(record.t)
                       else (y0, r2)))
              for (t, y), record, y0, r2 in zip(records, result.records, chosen.fit.y0s, chosen.r2s)]

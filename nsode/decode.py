@@ -21,7 +21,7 @@ import numpy as np
 import sympy
 import torch
 
-from core.expressions import Y
+from odecore.expressions import Y
 from nsode.data import tokens as vocab
 from nsode.model import DecoderInput, NSODEModel
 

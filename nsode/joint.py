@@ -4,7 +4,7 @@ A user with several runs of one experiment (other starting amounts, other days) 
 behind them all, as pysindy fits several trajectories at once. Each record's own search
 (`Predictor.predict`: the model reads it, the fitter decides) proposes the skeletons of its best
 fits, and new sums of the terms those fits write between them (records in other stretches of y
-show other terms of one law); all are refitted on every record at once (core.fitting.fit_records,
+show other terms of one law); all are refitted on every record at once (odecore.fitting.fit_records,
 each residual in its own record's noise), and a joint information criterion (the law's constants plus one
 initial value per record, each charged log of all observations) ranks the fits. The best one
 whose course is safe from every record's start wins (nsode.search.choice.unsafe_reason), unless a safe
@@ -32,13 +32,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import sympy
 
-from core import protocol
-from core.expressions import complexity, nested_functions
-from core.fitting import SOLVE_FAILURES, RecordsFit, Template, bin_means, fit_records, trajectory
-from core.metrics import r2
-from core.noise import noise_level, pooled_levels
-from core.uncertainty import round_to_error
-from core.trajectories import observed
+from odecore import protocol
+from odecore.expressions import complexity, nested_functions
+from odecore.fitting import SOLVE_FAILURES, RecordsFit, Template, bin_means, fit_records, trajectory
+from odecore.metrics import r2
+from odecore.noise import noise_level, pooled_levels
+from odecore.uncertainty import round_to_error
+from odecore.trajectories import observed
 from nsode.search.choice import RIVAL_WINDOW, choice_profile, tie_cost, unsafe_reason
 from nsode.data.tokens import to_infix
 from nsode.search.digits import identifiable_template
@@ -115,7 +115,7 @@ def predict_records(predictor: Predictor, records, *, shortlist: int = JOINT_SHO
                     second_look: str = "always", min_points: int = protocol.MIN_POINTS,
                     pooled_noise: bool = False) -> JointPrediction:
     """One law y' = f(y) for all `records` ((t, y) pairs of one system); ValueError naming the
-    problem when a record is not one (core.trajectories.observed, at least `min_points` points) or
+    problem when a record is not one (odecore.trajectories.observed, at least `min_points` points) or
     fewer than two are given. `min_points` below 10 and `pooled_noise` are for the study of short
     records (docs/search.md, "Session 83"; measured, not what `nsode predict` does)."""
     if predictor.search is None:
@@ -218,7 +218,7 @@ def _record(t: np.ndarray, y: np.ndarray, settings: Settings) -> Record:
 
 
 def _pooled_records(records, settings: Settings) -> list[Record]:
-    """The records, each point's noise read from all of them together (core.noise.pooled_levels):
+    """The records, each point's noise read from all of them together (odecore.noise.pooled_levels):
     for records too short to read their own."""
     records = [bin_means(t, y, settings.max_points) for t, y in records]
     return [Record(t, y, float(np.sqrt(np.mean(level**2))), level)
@@ -392,7 +392,7 @@ def identifiable_joint(f: JointFit, read: list[Record]) -> JointFit:
 
 
 def supported_values(f: JointFit, read: list[Record]) -> tuple[list[float], list[float], int]:
-    """The constants and y0s rounded at their standard errors (core.uncertainty.round_to_error), with as
+    """The constants and y0s rounded at their standard errors (odecore.uncertainty.round_to_error), with as
     many more digits (the third value) as it takes for the rounded law to fit every record within one
     noise variance of the fit (constants that move together each have a large error alone): what is printed."""
     errors = f.fit.errors or (math.inf,) * (len(f.fit.y0s) + len(f.fit.values))

@@ -21,7 +21,7 @@ from transformers import BartConfig, PreTrainedModel
 from transformers.utils import logging as hf_logging
 from transformers.models.bart.modeling_bart import BartDecoder, BartEncoder
 
-from core.processes import one_line
+from odecore.processes import one_line
 from nsode import checkpoint_folder
 from nsode.checkpoint_files import WEIGHTS_NAME, CheckpointError, check
 from nsode.data import tokens as vocab

@@ -9,8 +9,8 @@ from dataclasses import asdict, fields
 
 import numpy as np
 
-from core import protocol
-from core.arguments import nonnegative_number, positive_number, share, whole_number
+from odecore import protocol
+from odecore.arguments import nonnegative_number, positive_number, share, whole_number
 from nsode.search.settings import Settings
 
 # field: (argparse type, a tuple of choices, or bool for an on/off switch; help). A switch whose
@@ -21,7 +21,7 @@ SEARCH_OPTIONS = {
                                                       "and memory grow with the points it reads)"),
     "glitches": (bool, "set aside, before the model reads the record and the fitter fits it, single points that "
                        "stand apart from their neighbours' course (a glitch bends a least-squares fit; "
-                       "core.noise.isolated_glitches)"),
+                       "odecore.noise.isolated_glitches)"),
     "top_k": (whole_number(1), "skeletons whose constants and initial value are all fitted"),
     "node_listed": (whole_number(0), "also fit the N best skeletons by the cheap score plus the node cost per node of "
                                      "the skeleton (0: none)"),

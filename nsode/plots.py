@@ -22,7 +22,7 @@ def law_text(law: str) -> str:
     import sympy
     from matplotlib.mathtext import MathTextParser
 
-    from core.expressions import ExpressionError, parse
+    from odecore.expressions import ExpressionError, parse
 
     try:
         text = "$\\dot{y} = " + sympy.latex(parse(law), mul_symbol=None) + "$"
@@ -42,9 +42,9 @@ def plot(path: Path, t, y, expression: str, y0: float | None = None, label: str 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from core.expressions import compile_scalar
-    from core.solving import SolveError, solve
-    from core.expressions import parse
+    from odecore.expressions import compile_scalar
+    from odecore.solving import SolveError, solve
+    from odecore.expressions import parse
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     dense = len(t) > DENSE_POINTS  # a long record drawn as small, faint points: the fit stays visible through it
@@ -119,7 +119,7 @@ def plot_records(path: Path, records, names: list[str], law: str, template, valu
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from core.fitting import SOLVE_FAILURES, trajectory
+    from odecore.fitting import SOLVE_FAILURES, trajectory
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for label, record, y0, colour in zip(record_labels(names), records, y0s, _record_colours(len(records))):

@@ -18,12 +18,12 @@ import sympy
 import torch
 from scipy.interpolate import CubicSpline
 
-from core import protocol
-from core.arguments import is_finite_number, is_whole
-from core.expressions import Y
-from core.fitting import bin_means
-from core.noise import isolated_glitches
-from core.trajectories import observed
+from odecore import protocol
+from odecore.arguments import is_finite_number, is_whole
+from odecore.expressions import Y
+from odecore.fitting import bin_means
+from odecore.noise import isolated_glitches
+from odecore.trajectories import observed
 from nsode import SCALED_CHECKPOINT, SEARCH_CHECKPOINT, default_checkpoint
 from nsode.search.choice import rivals
 from nsode.data.tokens import to_infix
@@ -196,7 +196,7 @@ class Predictor:
 
     def predict(self, t: np.ndarray, y: np.ndarray, *, min_points: int = protocol.MIN_POINTS) -> Prediction:
         """y' = f(y) for one record; ValueError naming the problem when t and y are not one
-        (`core.trajectories.observed`: NaN, unsorted or repeated times, fewer than `min_points`
+        (`odecore.trajectories.observed`: NaN, unsorted or repeated times, fewer than `min_points`
         points, dates). `info["notes"]` says what a reader of the answer must know besides its
         R^2: that the record turns, which no law y' = f(y) does (then the answer is a curve fit)."""
         t, y = observed(t, y, min_points)

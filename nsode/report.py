@@ -52,7 +52,7 @@ def read_pick(result, t, y, search=None) -> Pick:
     predictor with `search` settings): the law to the digits the data support, its constants and
     initial value with standard errors, the noise level and the pick's misfit. From Python:
     `read_pick(found, t, y, predictor.search).as_dict()` is the --json reading's law part."""
-    from core.noise import noise_floor, noise_level
+    from odecore.noise import noise_floor, noise_level
     from nsode.data.tokens import to_infix
     from nsode.search.choice import choice_profile
     from nsode.search.digits import identifiable_form, supported
@@ -75,7 +75,7 @@ def read_pick(result, t, y, search=None) -> Pick:
 
 def shown(expression: str, digits: int = 4) -> str:
     """The expression with its constants rounded to `digits` significant digits, for reading."""
-    from core.expressions import parse, rounded
+    from odecore.expressions import parse, rounded
     from nsode.data.tokens import EncodingError, parse_infix
 
     try:
@@ -90,7 +90,7 @@ def numbered_as_read(expr, params, constants) -> tuple[str, list]:
     (`c0 + c1*y`, not `c1 + c0*y`), and the (value, error) pairs in that order."""
     import sympy
 
-    from core.expressions import to_string
+    from odecore.expressions import to_string
 
     text = to_string(expr)
     position = {p: m.start() for p in params for m in [re.search(rf"\b{p}\b", text)] if m}
@@ -102,7 +102,7 @@ def numbered_as_read(expr, params, constants) -> tuple[str, list]:
 def readable(expression: str, y) -> str:
     """The expression with numbers that only rescale a term folded into its coefficient
     (`nsode.search.digits.identifiable_expression`): y/(4.84 + y), not 246*y/(1190 + 246*y)."""
-    from core.expressions import parse, to_string
+    from odecore.expressions import parse, to_string
     from nsode.search.digits import identifiable_expression
 
     try:
@@ -128,9 +128,9 @@ def noise_text(sigma: float, weighed: bool, clean: bool = False) -> str:
     """The noise level behind the printed errors, and whether the choice weighed each residual at its
     own point's level (version 22: noise that grows with |y|; the errors then allow for each point's
     own level, whether the fit weighed by it or not), which a user comparing fits should know.
-    On `clean` data the level is the floor every criterion assumes (core.noise.NOISE_FLOOR of the
+    On `clean` data the level is the floor every criterion assumes (odecore.noise.NOISE_FLOOR of the
     data's scale), and what grows with |y| is the misses of a smooth curve through exact values."""
-    from core.noise import NOISE_FLOOR  # with scipy: not at `nsode --help`'s start
+    from odecore.noise import NOISE_FLOOR  # with scipy: not at `nsode --help`'s start
 
     if clean:
         text = (f"(standard errors at the noise floor, sigma = {sigma:.3g} in units of y: the data read as free of "
@@ -150,7 +150,7 @@ def noise_text(sigma: float, weighed: bool, clean: bool = False) -> str:
 def beyond_the_data(result, t) -> tuple[np.ndarray, list[np.ndarray]]:
     """Print how far the fits the data cannot tell from the pick (`nsode.search.choice.rivals`) part from
     it over twice the observed span; returns their trajectories for the plot."""
-    from core.metrics import r2
+    from odecore.metrics import r2
     from nsode.search.choice import RIVAL_WINDOW
     from nsode.search.fits import extrapolations
 
@@ -187,8 +187,8 @@ STEADY_R2 = 0.5
 def turning_note(t, y) -> str | None:
     """Why no law y' = f(y) reproduces the record, when it rises and falls back (or falls and rises)
     by more than its noise explains (a solution of a scalar autonomous ODE never turns); else None."""
-    from core.noise import noise_level
-    from core.trajectories import largest_reversal
+    from odecore.noise import noise_level
+    from odecore.trajectories import largest_reversal
 
     turn, level = largest_reversal(y), noise_level(t, y)
     if turn > REVERSAL_NOISES * math.sqrt(2 * math.log(len(y))) * level:
@@ -205,7 +205,7 @@ def fit_notes(result, t, y, missed: float, write) -> list[str]:
     misses the data beyond their noise; and then, when a better fit was set aside as unstable beyond
     the data, which one (written by `write`, as listed) and why. `missed` is the pick's misfit in
     noise levels (nsode.search.fits.misfit), which the caller also reports."""
-    from core.noise import isolated_glitches
+    from odecore.noise import isolated_glitches
     from nsode.search.settings import MISFIT_NOISES
 
     notes = []

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
-from core.expressions import Y
+from odecore.expressions import Y
 from nsode.checkpoint_files import INPUT_SCALINGS as MODES  # one list: the checkpoint check needs no sympy
 
 REFERENCE_SPAN = 2.0  # T of the training data: the time span the model is used to

@@ -9,7 +9,7 @@ cheap pass with the integral form of the ODE,
 evaluated on the observed y with the trapezoid rule (one vectorised evaluation of f per
 candidate, no solver and no derivative estimates), then integrates only the `exact` best of that
 ranking with LSODA. This is the paper's selection; refitting constants and choosing with
-parsimony (not in the paper) is nsode/search/funnel.py, on the shared fitter core/fitting.py.
+parsimony (not in the paper) is nsode/search/funnel.py, on the shared fitter odecore/fitting.py.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
-from core.expressions import compile_scalar, evaluate
-from core.metrics import r2
-from core.solving import solve
+from odecore.expressions import compile_scalar, evaluate
+from odecore.metrics import r2
+from odecore.solving import solve
 
 EXACT_TOP = 8  # candidates integrated with LSODA after the fast ranking
 MAX_RHS_CALLS = 500_000  # evaluations of f per candidate solve at selection time (about 1 s on 2 cores)

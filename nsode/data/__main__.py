@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.arguments import output_path, run_command, whole_number
-from core.cluster import scheduler_address
-from core.processes import Terminated, terminated_as_interrupt
+from odecore.arguments import output_path, run_command, whole_number
+from odecore.cluster import scheduler_address
+from odecore.processes import Terminated, terminated_as_interrupt
 
 
 def _generate(args) -> int:
@@ -43,7 +43,7 @@ def _stats(args) -> int:
 
 
 def _large(args) -> int:
-    from core import shipped
+    from odecore import shipped
     from nsode.data import large
 
     if not shipped.CHECKOUT and not args.excluded:  # the default list lives inside the installed package
@@ -79,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
                    "copy of a folder's skeletons.parquet solved with another (same --seed and --config) gives new "
                    "solutions of the same skeletons without searching again")
     g.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="J", help="worker processes (default 1)")
-    g.add_argument("--config", metavar="FILE", help="YAML file overriding keys of nsode/data/default.yaml "
+    g.add_argument("--config", metavar="FILE", help="YAML file (or a shipped one by name, e.g. data_cpu) overriding keys of nsode/data/default.yaml "
                    "(max_ops, operator weights, p_sym, constants, n_const, n_iv, t_max, grid, limits, shard size: "
                    "the keys as that file names them)")
     g.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,

@@ -3,7 +3,7 @@
 `default.yaml` next to this module holds the paper's values (K = 5, operator weights 0.2 each,
 p_sym = 0.5, constants, N_const = N_iv = 25); the keys shared with the evaluation protocol
 (T = 2, T_extra = 4, 1024 grid points, LSODA tolerances 1e-9, FD tolerance 1) come from
-`core.protocol`, their single source. A `--config` file
+`odecore.protocol`, their single source. A `--config` file
 overrides any subset of its keys, so other distributions can be generated; `family: science`
 selects the textbook family of `science.py` and its `science_*` keys.
 """
@@ -20,8 +20,8 @@ from typing import Mapping
 import numpy as np
 import yaml
 
-from core import protocol
-from core.shipped import by_name
+from odecore import protocol
+from odecore.shipped import by_name
 from nsode import CHECKPOINTS
 
 DEFAULT_FILE = Path(__file__).with_name("default.yaml")

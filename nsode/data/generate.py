@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
-from core.files import write_text_atomic
+from odecore.files import write_text_atomic
 from nsode.data import science
 from nsode.data import shards as store
 from nsode.data import simplify
@@ -48,9 +48,9 @@ from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
 from nsode.data.parallel import Executor
-from core import protocol
-from core.expressions import compile_parametrised, complexity
-from core.solving import fd_residuals
+from odecore import protocol
+from odecore.expressions import compile_parametrised, complexity
+from odecore.solving import fd_residuals
 from nsode.data.solve import solve_batch
 
 GENERATOR_VERSION = "nsode.data/3"

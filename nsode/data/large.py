@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from core import shipped, solving
+from odecore import shipped, solving
 from nsode.data import config as cfg
 from nsode.data import generate, simplify
 from nsode.data import tokens as tok
-from core.expressions import compile_vector, complexity
+from odecore.expressions import compile_vector, complexity
 from nsode.data.solve import solve_batch
 
 DATASET_FILE = shipped.folder("datasets") / "large.json"

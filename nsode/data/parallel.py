@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import signal
 
-from core.cluster import ClusterError, connect  # noqa: F401  (ClusterError: what callers catch)
-from core.processes import when_orphaned
+from odecore.cluster import ClusterError, connect  # noqa: F401  (ClusterError: what callers catch)
+from odecore.processes import when_orphaned
 
 
 class Executor:

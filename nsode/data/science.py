@@ -26,7 +26,7 @@ import sympy
 
 from nsode.data import simplify
 from nsode.data.config import Config
-from core.expressions import Y
+from odecore.expressions import Y
 
 CANDIDATE_MAGNITUDE = (1.1, 1.6)  # generic constants of candidates: not 1, and Hill's b**4 stays on the grid
 

@@ -22,8 +22,8 @@ import sympy
 from nsode.data import tokens as tok
 from nsode.data import trees
 from nsode.data.config import Config
-from core.expressions import Y, complexity, number
-from core.processes import WALL_FACTOR, Child, ChildDied, Deadline, die_with_parent
+from odecore.expressions import Y, complexity, number
+from odecore.processes import WALL_FACTOR, Child, ChildDied, Deadline, die_with_parent
 
 
 class Rejected(ValueError):
@@ -67,7 +67,7 @@ def simplify(expr: sympy.Expr, time_limit: float) -> sympy.Expr:
     CPU time of the simplifying process, not wall clock, so that whether an expression times out
     does not depend on how busy the machine is (the generator's output must not depend on it);
     WALL_FACTOR times the limit in wall clock is the safety net. The work runs in a warm child
-    process that is killed at the limit (`core.processes.Child`); where children are not allowed it runs
+    process that is killed at the limit (`odecore.processes.Child`); where children are not allowed it runs
     in this thread, interrupted between two bytecodes (`_simplify_in_thread`). No signals
     (SIGALRM works only in the main thread).
     """

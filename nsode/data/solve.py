@@ -1,6 +1,6 @@
 """Solve many scalar ODEs at once for the training-data generator (`solve_batch`, `screen`).
 
-One solution at a time is `core.solving.solve` (LSODA under a step and a wall-clock limit),
+One solution at a time is `odecore.solving.solve` (LSODA under a step and a wall-clock limit),
 the project's single solver for everything else. The batched path (one LSODA run for all
 solutions of a skeleton, after a cheap per-component screen) is about 13x faster per solution
 (benchmarks/datagen.py).
@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import ODEintWarning, odeint
 
-from core.protocol import ATOL, RTOL
+from odecore.protocol import ATOL, RTOL
 
 BLOWUP = 1e9  # |y| or |f(y)| beyond this ends a solution of a batch (see solve_batch)
 STEPS_PER_POINT = 200  # LSODA steps allowed between two output points before a solution is evicted

@@ -14,7 +14,7 @@ from typing import Iterator
 import pandas as pd
 
 from nsode.data import generate
-from core.files import figure_file
+from odecore.files import figure_file
 from nsode.data import shards as store
 from nsode.data import tokens as tok
 

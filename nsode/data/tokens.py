@@ -27,7 +27,7 @@ import numpy as np
 import sympy
 
 from nsode.data.config import BINARY_OPS, UNARY_OPS
-from core.expressions import ExactPrinter, ExpressionError, Y, number, parse
+from odecore.expressions import ExactPrinter, ExpressionError, Y, number, parse
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIALS = (PAD, BOS, EOS)
@@ -234,7 +234,7 @@ def to_infix(expr: sympy.Expr) -> str:
 def parse_infix(text: str) -> sympy.Expr:
     """sympy expression of infix text written by `to_infix`; only the vocabulary's operations.
 
-    The core's whitelisting parser (`core.expressions.parse`), narrowed to y and the
+    The core's whitelisting parser (`odecore.expressions.parse`), narrowed to y and the
     vocabulary's functions, with products kept as written (`flat_products`), so that the tree,
     and hence its tokens, is the one `to_infix` printed. Raises EncodingError.
     """

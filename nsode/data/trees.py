@@ -19,7 +19,7 @@ import numpy as np
 import sympy
 
 from nsode.data.config import BINARY_OPS, Config
-from core.expressions import Y, number
+from odecore.expressions import Y, number
 from nsode.data.tokens import SYMPY_OPS
 
 UNARY, BINARY, LEAF = 1, 2, 0

@@ -8,5 +8,5 @@ serve `proposals` (stage 1: the beam's expressions as skeletons, all scored at o
 `search` entry point); `fits` (a fitted candidate and what is measured of it); `choice` (stage 4:
 the safe, parsimonious pick); `digits` (the pick printed to the digits the data support);
 `settings` (every budget and rule, in one dataclass). The constants are fitted by
-core.fitting, which the ProGED-style baseline shares; nothing here imports torch.
+odecore.fitting, which the ProGED-style baseline shares; nothing here imports torch.
 """

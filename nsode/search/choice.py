@@ -14,12 +14,12 @@ import math
 import numpy as np
 import sympy
 
-from core.expressions import complexity, nested_functions
-from core.fitting import SOLVE_FAILURES, Template, fit_trajectory, trajectory
-from core.metrics import r2
-from core.noise import noise_level, noise_profile
-from core.stability import MANY_DECADES, hidden_pause, record_growth, unstable_reason
-from core.uncertainty import predictive_error
+from odecore.expressions import complexity, nested_functions
+from odecore.fitting import SOLVE_FAILURES, Template, fit_trajectory, trajectory
+from odecore.metrics import r2
+from odecore.noise import noise_level, noise_profile
+from odecore.stability import MANY_DECADES, hidden_pause, record_growth, unstable_reason
+from odecore.uncertainty import predictive_error
 from nsode.search.fits import Found, distinct_laws, extrapolations, weighted
 from nsode.search.settings import Settings
 
@@ -61,7 +61,7 @@ def select(found: list[Found], t, y, sigma: float, settings: Settings, profile: 
 
 
 def choice_profile(t, y, settings: Settings) -> np.ndarray | None:
-    """The noise profile the choice weighs residuals by (core.noise.noise_profile; None where the
+    """The noise profile the choice weighs residuals by (odecore.noise.noise_profile; None where the
     noise does not evidently grow with |y|, or without `noise_growth`): clipped, but on a record
     that spans many decades (`many_decades`) unclipped and, with `decade_reweight`, fitted in each
     point's own level."""
@@ -69,7 +69,7 @@ def choice_profile(t, y, settings: Settings) -> np.ndarray | None:
         return None
     if many_decades(y, settings):
         return noise_profile(t, y, math.inf, reweight=PROFILE_ROUNDS if settings.decade_reweight else 0)
-    return noise_profile(t, y)  # clipped to core.noise.PROFILE_CLIP
+    return noise_profile(t, y)  # clipped to odecore.noise.PROFILE_CLIP
 
 
 def many_decades(y, settings: Settings) -> bool:
@@ -105,8 +105,8 @@ def _unsafe(f: Found, t, y, sigma: float, settings: Settings | None = None) -> s
 def unsafe_reason(template: Template, values, y0: float, t, y, sigma: float,
                   settings: Settings | None = None) -> str | None:
     """Why y' = f(y; values) from y0 is unsafe to extrapolate from the record (t, y)
-    (core.stability.unstable_reason, with the starts `settings` asks for; with `hidden_pause`,
-    core.stability.hidden_pause too), or None."""
+    (odecore.stability.unstable_reason, with the starts `settings` asks for; with `hidden_pause`,
+    odecore.stability.hidden_pause too), or None."""
     settings = settings or Settings()
     reason = unstable_reason(template, values, y0, t, sigma, y=y, keep_sign=settings.keep_sign,
                              rest_in_noise=settings.rest_in_noise, rest_limit=settings.rest_limit,
@@ -208,7 +208,7 @@ def square_roots(expr: sympy.Expr) -> int:
 def forecast_error(f: Found, t, y, sigma: float, settings: Settings, profile: np.ndarray | None = None) -> float:
     """`f` refitted on the first FORECAST_SHARE of the observations, its error on the rest in
     noise variances: squared, or with `settings.forecast_score` "predictive" as a log predictive
-    density that allows for what the first part leaves uncertain (core.uncertainty.predictive_error).
+    density that allows for what the first part leaves uncertain (odecore.uncertainty.predictive_error).
     A noise `profile` weighs the squared error (not the predictive score, nor the backcast).
     With `settings.backcast` the last FORECAST_SHARE is fitted as well and its error on the first
     points added (measured in session 30 and not kept: docs/search.md)."""

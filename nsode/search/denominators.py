@@ -8,8 +8,8 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
-from core.expressions import Y, evaluate
-from core.fitting import levenberg_marquardt
+from odecore.expressions import Y, evaluate
+from odecore.fitting import levenberg_marquardt
 from nsode.search.integral_fits import column_norms, least_squares_unit
 from nsode.search.terms import split
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import sympy
 
-from core.expressions import Y, evaluate
-from core.fitting import Template, abstract
-from core.uncertainty import round_to_error, standard_errors
+from odecore.expressions import Y, evaluate
+from odecore.fitting import Template, abstract
+from odecore.uncertainty import round_to_error, standard_errors
 from nsode.search.fits import Found, trajectory_score
 from nsode.search.terms import split
 
@@ -28,7 +28,7 @@ class Supported:
 
 def supported(found: Found, t, y, sigma: float, profile: np.ndarray | None = None) -> Supported:
     """`found` with every number rounded to the digits the observations (t, y) with noise `sigma`
-    support (core.uncertainty.standard_errors, round_to_error), and to as many more as it takes for
+    support (odecore.uncertainty.standard_errors, round_to_error), and to as many more as it takes for
     the rounded law to fit within one noise variance of the unrounded one: constants that move
     together (c and p of c*y**p) each have a large error alone, yet rounding both at it would
     change the law. With the choice's noise `profile` (`nsode.search.choice.choice_profile`), each point

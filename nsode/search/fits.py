@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
-from core.expressions import evaluate
-from core.fitting import SOLVE_FAILURES, Template, information_criterion, trajectory
-from core.metrics import r2
+from odecore.expressions import evaluate
+from odecore.fitting import SOLVE_FAILURES, Template, information_criterion, trajectory
+from odecore.metrics import r2
 
 
 @dataclass
@@ -60,7 +60,7 @@ def distinct_laws(found: list[Found], y: np.ndarray) -> list[Found]:
 
 
 def restate(found: Found, start: float, t, y) -> None:
-    """`found`, fitted to group means of the record (t, y) (core.fitting.bin_means) with its y0 at
+    """`found`, fitted to group means of the record (t, y) (odecore.fitting.bin_means) with its y0 at
     their first time `start`, restated for the record itself (`carried_back`)."""
     found.y0, found.r2 = carried_back(found.template, found.values, found.y0, start, t, y)
 
@@ -80,7 +80,7 @@ def carried_back(template: Template, values, y0: float, start: float, t, y) -> t
 def trajectory_score(template: Template, values, y0: float, t, y, sigma: float,
            profile: np.ndarray | None = None) -> tuple[float, float]:
     """(R^2, information criterion) of the trajectory from y0 on the observations; with a noise
-    `profile` (core.noise.noise_profile) each residual counts in its own point's noise."""
+    `profile` (odecore.noise.noise_profile) each residual counts in its own point's noise."""
     try:
         path = trajectory(template, values, y0, t)
     except SOLVE_FAILURES:

@@ -5,7 +5,7 @@ constants, snapped exponents, per-capita readings, recombined terms, y' = 0) and
 at once; this module fits the best of them (stages 2 and 3), nsode.search.choice chooses one (stage 4),
 and nsode.search.digits shows the pick with the digits the data support.
 
-A funnel with counted budgets (core.fitting does every fit; nsode.search.settings holds the budgets):
+A funnel with counted budgets (odecore.fitting does every fit; nsode.search.settings holds the budgets):
 1. every skeleton (nsode.search.proposals): its term coefficients and y0 by linear least squares on the
    integral form, inner constants at the model's values (one numpy evaluation per term: cheap);
 2. the `top_k` best by information criterion: all constants and y0 on the integral form (where
@@ -37,9 +37,9 @@ from dataclasses import replace
 import numpy as np
 import sympy
 
-from core.expressions import Y
-from core.fitting import Template, abstract, better_start, bin_means, fit_integral, fit_trajectory, information_criterion
-from core.noise import noise_floor, noise_level
+from odecore.expressions import Y
+from odecore.fitting import Template, abstract, better_start, bin_means, fit_integral, fit_trajectory, information_criterion
+from odecore.noise import noise_floor, noise_level
 from nsode.search.choice import choice_profile, many_decades, select
 from nsode.search.fits import Found, misfit, trajectory_score
 from nsode.search.proposals import MAX_TERMS, bracketed, propose, propose_with, snapped
@@ -278,7 +278,7 @@ def second_look(exprs, skeletons: dict[tuple, Skeleton], found: list[Found], inf
     """Where the model's terms may have reached the law only approximately, stage 1 again with the
     powers y, ..., y**N recombined, the new skeletons through stages 2 and 3, stage 4 over all the
     fits (`info["second_look"]` says so). Two gates: a record read as free of noise (its level, the
-    curvature removed as `nsode predict` reads it, at core.noise's floor) gets N =
+    curvature removed as `nsode predict` reads it, at odecore.noise's floor) gets N =
     `settings.clean_powers` whatever its pick (without noise the criterion tells fits apart sharply,
     so more candidates cannot let a chance fit win, while a curve fit of the model's terms can stand
     in for a sum of powers, as for 0.05*y**2*(10 - y); measured in session 97, not kept); a pick

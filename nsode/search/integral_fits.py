@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from core.fitting import information_criterion
+from odecore.fitting import information_criterion
 from nsode.search.terms import MAX_CONSTANTS, Term, free_constants
 
 RIDGE = 1e-12  # of the integral form's normal equations (unit-norm columns), for collinear terms

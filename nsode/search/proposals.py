@@ -29,8 +29,8 @@ import math
 import numpy as np
 import sympy
 
-from core.expressions import Y
-from core.fitting import Template, abstract, fit_integral
+from odecore.expressions import Y
+from odecore.fitting import Template, abstract, fit_integral
 from nsode.search.denominators import with_denominators
 from nsode.search.integral_fits import linear_fits
 from nsode.search.settings import Settings

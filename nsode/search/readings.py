@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
-from core.expressions import Y
+from odecore.expressions import Y
 
 KINDS = ("log", "reciprocal")
 RECIPROCAL_RANGE = 1e3  # 1/y is read only where max|y| / min|y| stays below this (1/y of a record near 0 is noise)

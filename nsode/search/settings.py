@@ -18,7 +18,7 @@ MISFIT_NOISES = 3.0
 class Settings:
     """The search's budget and choices; all counted, none timed. Frozen: a value is checked when
     the search is given it, so another is set with `dataclasses.replace`, which is checked again."""
-    max_points: int = 1024  # a longer record is searched through means of consecutive groups (core.fitting.bin_means)
+    max_points: int = 1024  # a longer record is searched through means of consecutive groups (odecore.fitting.bin_means)
     glitches: bool = True  # single points off their neighbours' course are set aside (version 33; nsode.predict)
     top_k: int = 16  # skeletons given the full integral-form fit
     pareto: bool = False  # also the skeletons on the front of size vs cheap score (measured, not kept: docs/search.md)

@@ -12,8 +12,8 @@ import numpy as np
 import sympy
 from scipy.integrate import cumulative_trapezoid
 
-from core.expressions import Y, complexity, evaluate
-from core.fitting import abstract
+from odecore.expressions import Y, complexity, evaluate
+from odecore.fitting import abstract
 from nsode.data.science import fixes_unit
 from nsode.search.settings import Settings
 

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 from transformers.utils import logging as hf_logging
 
-from core.arguments import Repeatable, output_path, positive_number, probability_below_one, share, whole_number
-from core.processes import terminated_as_interrupt
+from odecore.arguments import Repeatable, output_path, positive_number, probability_below_one, share, whole_number
+from odecore.processes import terminated_as_interrupt
 from nsode import checkpoint_folder
 from nsode import model as nsode_model
 from nsode.train.batching import VARIANTS, two_hot_loss

@@ -74,6 +74,28 @@ def test_claim_3_flips_with_a_rival_or_a_failing_nsode_on_large():
     assert verdicts(table(failed_at_001))["3"] == "partly"
 
 
+def test_claim_3_counts_a_rival_reasonable_at_any_level_and_names_where():
+    """'The only method': a rival at sigma 0 alone is one. Before, a rival had to be reasonable at
+    every level where NSODE-eps is, and with NSODE-eps reasonable nowhere the rule printed 'none'."""
+    rival_at_0 = when("proged", r2_extrap=lambda r: 0.95 if r["noise"] == 0 else 0.1)
+    verdict = next(v for v in claims.check(table(rival_at_0), ROLES) if v.key == "3")
+    assert verdict.verdict == "partly" and "proged at sigma 0" in verdict.why and "0.01" not in verdict.why.split("proged")[1]
+    nowhere = lambda r: rival_at_0(r) or when("nsode-eps", r2_extrap=-2.0)(r)  # noqa: E731
+    verdict = next(v for v in claims.check(table(nowhere), ROLES) if v.key == "3")
+    assert verdict.verdict == "does not hold" and "proged at sigma 0" in verdict.why
+
+
+def test_fd_methods_are_compared_only_where_they_ran():
+    """An FD method missing at the largest noise level read as -inf there, so 'both beat' it; one run
+    at a single n sat in claim 4's count though it cannot degrade."""
+    frame = table()
+    only_low = frame[~(frame["method"].isin(ROLES.fd_methods) & (frame["noise"] == 0.02))]
+    assert verdicts(only_low)["1"] == "not measured"
+    ffx_once = frame[~((frame["method"] == "ffx") & (frame["n"] == 256))]
+    four = next(v for v in claims.check(ffx_once, ROLES) if v.key == "4")
+    assert four.verdict == "holds" and "1 of 1 FD methods degrade" in four.why
+
+
 def test_an_oracle_is_never_a_rival():
     # truth-refit sees the true law: extrapolating as well as NSODE-eps makes it a reference, not a rival
     frame = table(when("truth-refit", r2_extrap=0.95), methods=(*METHODS, "truth-refit"))

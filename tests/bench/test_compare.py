@@ -28,12 +28,27 @@ def test_discordant_tasks_decide_and_the_sign_test_is_exact():
     assert list(table["dataset"]) == ["classic", "all"]
 
 
+def test_the_sign_test_counts_each_law_once():
+    """Three laws, each solved only by a at two noise levels: 6 vs 0 tasks, but 3 vs 0 laws (p 0.25);
+    read as six independent tasks, p was 0.031."""
+    frame = pd.DataFrame([{**row, "noise": noise} for noise in (0.01, 0.02)
+                          for row in rows("a", [0.99] * 3) + rows("b", [0.5] * 3)])
+    cell = compare.paired(frame, "a", "b", by=()).iloc[0]
+    assert (cell["interp only 1"], cell["interp only 2"], cell["interp laws 1"], cell["interp laws 2"]) == (6, 0, 3, 0)
+    assert cell["interp p"] == pytest.approx(0.25)
+    mixed = frame.copy()  # a law each method solves once alone is a draw, not evidence
+    mixed.loc[(mixed.method == "b") & (mixed.equation_id == "e0") & (mixed.noise == 0.02), "r2_interp"] = 0.99
+    mixed.loc[(mixed.method == "a") & (mixed.equation_id == "e0") & (mixed.noise == 0.02), "r2_interp"] = 0.5
+    cell = compare.paired(mixed, "a", "b", by=()).iloc[0]
+    assert (cell["interp only 1"], cell["interp only 2"], cell["interp laws 1"], cell["interp laws 2"]) == (5, 1, 2, 0)
+
+
 def test_only_shared_tasks_count_and_a_failure_is_unsolved():
     frame = pd.DataFrame(rows("a", [0.99, 0.99, 0.99]) + rows("b", [0.99, 0.99], status="error"))
     cell = compare.paired(frame, "a", "b", by=()).iloc[0]
     assert cell["tasks"] == 2  # e2 has no row of b
     assert (cell["extrap only 1"], cell["extrap only 2"], cell["extrap p"]) == (2, 0, 0.5)
-    assert "2 / 0 (2 vs 0, p 0.5)" in compare.format_markdown(compare.paired(frame, "a", "b", by=()), "a", "b")
+    assert "2 / 0 (2 vs 0; laws 2 vs 0, p 0.5)" in compare.format_markdown(compare.paired(frame, "a", "b", by=()), "a", "b")
 
 
 def test_an_unknown_method_or_no_shared_task_is_a_clear_error():
@@ -48,7 +63,7 @@ def test_observations_without_a_truth_beyond_them_are_not_scored_there():
     frame = pd.DataFrame(rows("a", [0.99, 0.5]) + rows("b", [0.99, 0.99]))
     frame["r2_extrap"] = np.nan  # CSV observations: no truth on [T, T_extra]
     shown = compare.format_markdown(compare.paired(frame, "a", "b", by=()), "a", "b")
-    assert "not scored (no truth there)" in shown and "1 / 2 (0 vs 1, p 1)" in shown
+    assert "not scored (no truth there)" in shown and "1 / 2 (0 vs 1; laws 0 vs 1, p 1)" in shown
 
 
 def test_cells_by_the_true_law_and_a_column_that_is_not_the_tasks():

@@ -6,8 +6,8 @@ import pytest
 from bench import datasets
 from bench.scoring import score
 from bench.tasks import Trajectory
-from core import protocol
-from core.metrics import compare, r2
+from odecore import protocol
+from odecore.metrics import compare, r2
 
 
 @pytest.mark.parametrize("name", ["textbook", "classic", "science"])

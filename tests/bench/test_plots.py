@@ -109,6 +109,16 @@ def test_each_method_keeps_its_colour_across_figures(rows, tmp_path, monkeypatch
     assert main == {method: appendix[method] for method in main} and len(set(appendix.values())) >= 3
 
 
+def test_quartiles_are_numpys_and_a_failure_next_to_one_is_the_quartile():
+    """The brackets of medians_iqr.md were taken outside ('lower' and 'higher'): 0.1...0.8 read
+    [0.2, 0.7] instead of [0.275, 0.625]."""
+    values = np.linspace(0.1, 0.8, 8)
+    assert [report.quantile(values, q) for q in (0.25, 0.5, 0.75)] == pytest.approx(np.quantile(values, [0.25, 0.5, 0.75]))
+    failed = [-np.inf, 0.5, 0.9, 1.0, np.nan]  # as the median does: -inf beside the quartile is the quartile
+    assert report.quantile(failed, 0.25) == -np.inf and report.quantile(failed, 0.75) == pytest.approx(0.925)
+    assert report.quantile([-np.inf, -np.inf, 0.5], 0.5) == -np.inf and np.isnan(report.quantile([np.nan], 0.5))
+
+
 def test_tables_give_medians_with_interquartile_ranges_and_failure_counts(rows, tmp_path):
     paths = report.write(rows, tmp_path)
     quart = report.quartiles(rows).set_index(["dataset", "method", "noise", "n"])

@@ -32,7 +32,7 @@ def test_method_file_is_discovered():
 
 def test_hanging_crashing_and_garbage_methods_are_recorded_and_the_sweep_goes_on(tmp_path):
     config = sweep(tmp_path, "hangs", "crashes", "exits", "dies", "garbage", "truth", jobs=2)
-    # two tasks per method keep this fast: restrict the dataset to one folder of CSV files
+    # 12 Textbook tasks per method (the hanging one waits out its 2 s limit on each)
     store = runner.run(config, progress=False)
     rows = store.read()
     assert len(rows) == 6 * 12
@@ -91,9 +91,8 @@ def test_sigterm_saves_finished_rows_and_stops_the_workers(tmp_path, signals):
     reader = threading.Thread(target=lambda: seen.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
     reader.start()
     deadline = time.time() + 120
-    while time.time() < deadline and "11/24" not in "".join(seen):  # the progress bar: truth nearly done
-        time.sleep(0.2)
-    time.sleep(3)  # the last truth rows wait in the driver's buffer while `hangs` runs
+    while time.time() < deadline and "12/24" not in "".join(seen):  # the progress bar: truth done, its rows
+        time.sleep(0.2)  # waiting in the driver's buffer while `hangs` runs
     workers = psutil.Process(proc.pid).children(recursive=True)
     proc.terminate()
     if signals == 2:
@@ -200,11 +199,9 @@ def test_a_sweeps_summary_leaves_out_the_folders_rows_of_other_sweeps(tmp_path):
 
 def test_a_setup_that_overruns_its_limit_is_not_tried_again_on_every_task(tmp_path, monkeypatch):
     monkeypatch.setattr("bench.workers.SETUP_TIME_LIMIT", 2.0)
-    start = time.monotonic()
     rows = runner.run(sweep(tmp_path, "hangs-in-setup", subset={"textbook": 4}, jobs=1), progress=False).read()
     assert (rows["status"] == "timeout").all() and len(rows) == 4
-    assert rows["reason"].str.contains("not tried again").sum() == 3
-    assert time.monotonic() - start < 30  # the limit once, not four times plus restarts
+    assert rows["reason"].str.contains("not tried again").sum() == 3  # the limit waited out once, not four times
 
 
 def test_what_a_method_prints_is_kept_in_its_row_not_shown(tmp_path, capfd):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bench import datasets
-from core import protocol
+from odecore import protocol
 from bench.method import InvalidInput, Observations
 from bench.tasks import Task
 

@@ -13,7 +13,7 @@ from bench import registry, runner
 from bench.method import Observations
 from bench.scoring import score
 from bench.tasks import Trajectory
-from core import protocol
+from odecore import protocol
 
 FIXTURES = str(Path(__file__).parent / "fixtures" / "misbehaving_methods.py")
 ROOT = Path(__file__).resolve().parents[2]

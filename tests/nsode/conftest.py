@@ -6,8 +6,8 @@ import torch
 
 from nsode.train.batching import collate, two_hot_loss
 from nsode.data import tokens
-from core.expressions import Y, compile_scalar
-from core.solving import solve
+from odecore.expressions import Y, compile_scalar
+from odecore.solving import solve
 from nsode.model import build
 
 ODES = [-0.5 * Y, Y * (1 - Y / 4), sympy.sin(Y) + sympy.Rational(3, 2), Y - Y**3, 2 - sympy.sqrt(Y)]

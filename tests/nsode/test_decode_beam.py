@@ -3,7 +3,7 @@ import math
 import numpy as np
 import torch
 
-from core.expressions import parse
+from odecore.expressions import parse
 from nsode import default_checkpoint
 from nsode.data import tokens
 from nsode.decode import arity, beam_search, sample_search, to_expression

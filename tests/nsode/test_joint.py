@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import sympy
 
-from core.expressions import Y, compile_scalar
-from core.solving import solve
+from odecore.expressions import Y, compile_scalar
+from odecore.solving import solve
 from nsode.data.tokens import parse_infix
 from nsode.joint import joint_choice, predict_records
 from nsode.predict import Predictor
@@ -189,7 +189,7 @@ def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tm
 
 def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
     # Gompertz written c0*y + c1*y*log(c2*y) on two records: shown as c0*y + c1*y*log(y), errors finite
-    from core.fitting import Template, abstract, fit_records
+    from odecore.fitting import Template, abstract, fit_records
     from nsode.joint import JointFit, Record, identifiable_joint
 
     rng = np.random.default_rng(2)
@@ -230,7 +230,7 @@ def test_a_joint_plot_tells_records_with_one_file_name_apart_by_their_folders(tm
 
     import matplotlib.figure
 
-    from core.fitting import Template
+    from odecore.fitting import Template
     from nsode.plots import plot_records, record_labels
 
     assert record_labels(["a/run.csv", "b/run.csv"]) == ["a/run.csv", "b/run.csv"]

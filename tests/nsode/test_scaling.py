@@ -5,7 +5,7 @@ import pytest
 import sympy
 
 from nsode.train.batching import model_view, scaled_targets
-from core.expressions import Y
+from odecore.expressions import Y
 from nsode.data.tokens import decode, encode, parse_infix, targets
 from nsode.encoding import encode_observations
 from nsode.scaling import Scale, in_raw_range

@@ -1,8 +1,8 @@
 import numpy as np
 import sympy
 
-from core.expressions import Y, compile_scalar
-from core.solving import solve
+from odecore.expressions import Y, compile_scalar
+from odecore.solving import solve
 from nsode.select import select
 
 TRUTHS = [-0.5 * Y, Y * (1 - Y / 4), sympy.sin(Y) + 0.5, -Y**3 + Y, 2 - sympy.sqrt(Y)]
@@ -34,8 +34,8 @@ def test_search_refits_a_perturbed_constant():
 
 
 def test_fast_evaluator_matches_the_shared_compiled_evaluator():
-    from core.expressions import compile_vector
-    from core.expressions import evaluate
+    from odecore.expressions import compile_vector
+    from odecore.expressions import evaluate
 
     y = np.linspace(-3, 3, 41)
     for expr in TRUTHS + DISTRACTORS + [Y ** sympy.Rational(3, 2), 1 / (Y - 0.5), sympy.log(Y) * Y**-2]:

@@ -18,6 +18,9 @@ def test_shipped_nsode_eps_recovers_exponential_decay():
     assert result.r2 > 0.99 and result.y0 == 3.0  # the paper's pick starts from the first observation
     truth_grid = np.linspace(0, 4, 256)  # the chosen ODE also extrapolates the decay
     assert exact_r2(parse_infix(result.expression), truth_grid, 3 * np.exp(-0.5 * truth_grid)) > 0.99
+    f = parse_infix(result.expression)  # and it is the law itself, c*y with c near -0.5: a wrong form
+    rate = (f / next(iter(f.free_symbols))).simplify()  # with a small extra term passed the checks above
+    assert rate.is_number and abs(float(rate) + 0.5) < 0.01, result.expression
 
 
 @pytest.mark.parametrize("variant", ["nsode", "nsode-eps", "nsode-eps-scaled"])
@@ -49,7 +52,7 @@ def test_harness_method_runs_on_observations():
     from pathlib import Path
 
     from bench import Budget, Observations
-    from core.expressions import parse
+    from odecore.expressions import parse
 
     spec = importlib.util.spec_from_file_location("nsode_methods2", Path(__file__).parents[2] / "methods" / "nsode.py")
     mod = importlib.util.module_from_spec(spec)

@@ -15,8 +15,8 @@ from nsode.data import shards as store
 from nsode.data import tokens as tok
 from nsode.data.__main__ import main
 from nsode.data.parallel import Executor
-from core.expressions import compile_vector, complexity
-from core.solving import fd_residual
+from odecore.expressions import compile_vector, complexity
+from odecore.solving import fd_residual
 
 ROOT = Path(__file__).resolve().parents[3]
 

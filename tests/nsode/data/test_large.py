@@ -9,7 +9,7 @@ import pytest
 from nsode.data import generate, large
 from nsode.data import shards as store
 from nsode.data import tokens as tok
-from core.expressions import complexity
+from odecore.expressions import complexity
 
 SPEC = json.loads(large.DATASET_FILE.read_text())
 EQUATIONS = SPEC["equations"]
@@ -33,7 +33,7 @@ def test_large_equations_are_canonical_and_their_stored_fields_agree():
 
 def test_the_harness_reads_large_with_the_same_complexities():
     from bench import datasets
-    from core.expressions import parse
+    from odecore.expressions import parse
 
     spec = datasets.read_spec(datasets.resolve("large"))
     assert [complexity(parse(eq["expression"])) for eq in spec["equations"]] == [eq["complexity"] for eq in EQUATIONS]

@@ -12,8 +12,8 @@ from nsode.data import config as cfg
 from nsode.data import generate, science, simplify
 from nsode.data import shards as store
 from nsode.data import tokens as tok
-from core.expressions import compile_vector
-from core.solving import fd_residual
+from odecore.expressions import compile_vector
+from odecore.solving import fd_residual
 
 # the tiny paper folder of conftest (7 skeletons, seed 3) as generated before the science family existed
 PAPER_DIGEST = "12892edfe85b56f9"
@@ -92,7 +92,9 @@ def test_laws_that_fix_the_unit_of_y_get_scale_one_and_logs_get_positive_y(scien
 def test_hill_terms_keep_one_exponent(science_config):
     rng = np.random.default_rng(2)
     hill = simplify.process(["mul", 1.4, "div", "pow", "y", 3, "add", 2.7, "pow", "y", 3], science_config)
-    for expr, values in science.draw_sets(hill.expr, hill.skeleton, rng, science_config.replace(n_const=10))[0]:
+    draws = science.draw_sets(hill.expr, hill.skeleton, rng, science_config.replace(n_const=10))[0]
+    assert len(draws) == 10
+    for expr, values in draws:
         exponents = [v for v, role in simplify.constant_slots(expr) if role == simplify.EXPONENT]
         assert len(set(exponents)) == 1 and 2 <= exponents[0] <= 5
 

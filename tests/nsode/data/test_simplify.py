@@ -14,7 +14,7 @@ import sympy
 from nsode.data import config as cfg
 from nsode.data import simplify
 from nsode.data import tokens as tok
-from core.expressions import Y
+from odecore.expressions import Y
 
 CONFIG = cfg.default()
 
@@ -123,7 +123,7 @@ def test_the_simplifier_child_leaves_ctrl_c_to_its_parent(monkeypatch):
 
 def test_the_simplifier_child_dies_with_a_parent_killed_outright(process_gone):
     # SIGTERM or SIGKILL stops nobody; an orphaned simplifier would wait on its pipe for good
-    code = ("from nsode.data import simplify; from core.expressions import Y; import time; "
+    code = ("from nsode.data import simplify; from odecore.expressions import Y; import time; "
             "simplify.simplify(Y + Y, time_limit=5.0); print(simplify._local.simplifier.process.pid, flush=True); "
             "time.sleep(60)")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

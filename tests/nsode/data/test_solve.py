@@ -4,8 +4,8 @@ import sympy
 
 from nsode.data import config as cfg
 from nsode.data import generate
-from core.expressions import Y, compile_parametrised, compile_scalar, compile_vector
-from core.solving import solve
+from odecore.expressions import Y, compile_parametrised, compile_scalar, compile_vector
+from odecore.solving import solve
 from nsode.data.solve import screen, solve_batch
 
 T = np.concatenate([np.linspace(0, 2, 1024), np.linspace(2, 4, 1024)[1:]])

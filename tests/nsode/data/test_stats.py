@@ -1,5 +1,5 @@
 """`python -m nsode.data stats` and the expressions feed of the harness's dataset figures."""
-from core.expressions import complexity
+from odecore.expressions import complexity
 from nsode.data import generate, stats
 from nsode.data import shards as store
 from nsode.data.tokens import parse_infix

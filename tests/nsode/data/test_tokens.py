@@ -78,7 +78,7 @@ def test_targets_are_one_hot_for_symbols_and_two_hot_for_constants():
 
 
 def test_infix_parser_is_the_core_whitelist_narrowed_to_the_vocabulary():
-    from core.expressions import parse
+    from odecore.expressions import parse
 
     text = "-2*(y + 1)*exp(y)"
     assert sympy.expand(tok.parse_infix(text) - parse(text)) == 0  # the same value,

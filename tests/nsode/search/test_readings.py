@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import sympy
 
-from core.expressions import Y, compile_scalar, evaluate
-from core.solving import solve
+from odecore.expressions import Y, compile_scalar, evaluate
+from odecore.solving import solve
 from nsode.predict import Predictor
 from nsode.search.readings import transformed, written_back
 from nsode.search.terms import skeleton_key

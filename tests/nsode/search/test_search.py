@@ -12,12 +12,12 @@ import pytest
 import sympy
 import torch
 
-from core.expressions import Y, compile_scalar, complexity, evaluate, nested_functions, parse
-from core.fitting import Template, abstract, trajectory, trajectory_rss
-from core.metrics import r2
-from core.uncertainty import round_to_error, written_to_error
-from core import protocol
-from core.solving import solve, solve_truth
+from odecore.expressions import Y, compile_scalar, complexity, evaluate, nested_functions, parse
+from odecore.fitting import Template, abstract, trajectory, trajectory_rss
+from odecore.metrics import r2
+from odecore.uncertainty import round_to_error, written_to_error
+from odecore import protocol
+from odecore.solving import solve, solve_truth
 from bench.tasks import Task, Trajectory
 from nsode.search.choice import RIVAL_WINDOW, heaviest_course, most_followed, rivals, square_roots, tie_cost
 from nsode.data.science import fixes_unit
@@ -567,7 +567,7 @@ def test_the_scale_invariant_model_reads_what_lies_outside_the_raw_model_s_range
 
 @pytest.mark.parametrize("unit", [2.0**-20, 1e-9, 1e-20])
 def test_a_decay_in_tiny_units_is_read_as_in_units_near_one(predictor, unit):
-    # the fitter's solver tolerance follows the values (core.solving.relative_atol): an absolute
+    # the fitter's solver tolerance follows the values (odecore.solving.relative_atol): an absolute
     # 1e-7 once integrated y near 1e-9 to no digits and the pick grew sin(3e9*y) terms
     y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
     assert rate(predictor.predict(T, unit * y).expression) == pytest.approx(rate(predictor.predict(T, y).expression),
@@ -589,7 +589,7 @@ def test_a_long_record_is_searched_through_group_means_and_answered_for_every_ob
 
 
 def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
-    from core.noise import noise_level
+    from odecore.noise import noise_level
     from nsode.search.digits import identifiable, identifiable_form
 
     assert identifiable(parse_infix("y*exp(0.5*y - 1.2)")) == parse_infix("y*exp(0.5*y)")
@@ -609,7 +609,7 @@ def test_a_pick_is_shown_with_constants_the_data_determine_one_by_one():
 
 def test_a_scale_inside_a_log_is_split_off_so_the_rate_and_start_keep_their_errors():
     # Gompertz as the beam may write it: c0*y + c1*y*log(c2*y) fixes c1 and c0 + c1*log(c2) only
-    from core.noise import noise_level
+    from odecore.noise import noise_level
     from nsode.search.digits import identifiable_form, log_scales_split
 
     split = log_scales_split(parse_infix("0.3*y - 0.5*y*log(-2*y)"))
@@ -633,7 +633,7 @@ def test_numbers_a_fitted_law_has_merged_are_shown_as_one_constant():
     """A straight line reached through the beam's c0*cos(c1): one number, with a finite error."""
     import sympy
 
-    from core.noise import noise_level
+    from odecore.noise import noise_level
     from nsode.search.digits import identifiable_form
 
     t = np.linspace(0, 2, 50)
@@ -962,7 +962,7 @@ def test_pruning_in_rounds_reaches_a_law_under_two_spare_terms():
 def test_the_cheap_fit_is_exact_where_a_large_offset_makes_its_columns_nearly_parallel():
     from scipy.integrate import cumulative_trapezoid
 
-    from core.fitting import information_criterion
+    from odecore.fitting import information_criterion
     from nsode.search.proposals import propose
 
     t = np.linspace(0, 20, 64)  # pressure in Pa relaxing by 30 Pa, read to 0.05 Pa
@@ -989,7 +989,7 @@ def test_the_exact_path_is_least_squares_with_the_minimum_norm_where_columns_coi
 def test_printed_errors_are_those_of_the_fit_as_made_under_noise_that_grows_with_y():
     # 1% relative noise on a 150-fold decay: the choice weighs by a noise profile, the fit does not
     # (not many decades), so its errors are the unweighted fit's; they were the weighted formula's
-    from core.uncertainty import standard_errors
+    from odecore.uncertainty import standard_errors
     from nsode.search.choice import choice_profile
 
     t = np.linspace(0, 10, 200)

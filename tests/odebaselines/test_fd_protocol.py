@@ -1,0 +1,98 @@
+"""The shared finite-difference protocol: derivative on irregular t, split, hard per-run limit."""
+import time
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from odebaselines import fd
+from bench.method import Budget, InvalidInput, Observations, OutOfTime
+
+
+class ProportionalRegressor(BaseEstimator, RegressorMixin):
+    """dy = a * y by least squares, after sleeping `sleep` seconds (to provoke the time limit)."""
+
+    def __init__(self, sleep=0.0, random_state=0):
+        self.sleep = sleep
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        time.sleep(self.sleep)
+        a = float(X[:, 0] @ y / (X[:, 0] @ X[:, 0]))
+        self.expression_ = f"{a!r}*y"
+        return self
+
+
+class Proportional(fd.FiniteDifferenceMethod):
+    name = "proportional-test"
+    grid = {"sleep": [0.0, 30.0]}
+    run_time_limit = 1.0
+
+    def make_regressor(self, seed, time_limit=None):
+        return ProportionalRegressor(random_state=seed)
+
+
+def exponential_observations(n=128, seed=0):
+    t = np.sort(np.random.default_rng(seed).choice(np.linspace(0, 2, 1024), n, replace=False))
+    return Observations(t, 3.0 * np.exp(-0.5 * t))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_derivative_is_correct_on_random_irregular_times(seed):
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0, 2, 128))
+    y = np.sin(3 * t) + 2 * np.exp(-t)
+    exact = 3 * np.cos(3 * t) - 2 * np.exp(-t)
+    assert np.max(np.abs(fd.derivative(t, y) - exact)) < 1e-2 * np.max(np.abs(exact))
+    obs = exponential_observations(seed=seed)
+    relative = np.abs(fd.derivative(obs.t, obs.y) + 0.5 * obs.y) / (0.5 * obs.y)
+    assert relative.max() < 1e-4
+
+
+def test_split_trains_on_first_half_and_validates_on_second():
+    t = np.linspace(0, 2, 50)
+    ((train, valid),) = list(fd.split(t).split())
+    assert t[train].max() <= 1.0 < t[valid].min()
+    with pytest.raises(InvalidInput, match="at least 5 observations on each side"):
+        fd.split(np.linspace(0, 2, 9))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sparse_or_crowded_times_are_split_at_their_middle_point(seed):
+    rng = np.random.default_rng(seed)
+    for t in (np.sort(rng.uniform(0, 2, 10)), np.r_[np.linspace(0, 0.1, 20), 5.0]):
+        ((train, valid),) = list(fd.split(t).split())
+        assert min(len(train), len(valid)) >= 5 and t[train].max() < t[valid].min()
+
+
+def test_run_over_its_time_limit_is_killed_and_the_search_continues():
+    prediction = Proportional().run(exponential_observations(), Budget(time_limit=60.0))
+    assert prediction.metadata["failed_runs"] == 1  # the 30 s run was killed after 1 s: had it finished, none
+    assert prediction.metadata["best_params"]["sleep"] == 0.0
+    assert float(prediction.expression.split("*")[0]) == pytest.approx(-0.5, rel=1e-4)
+
+
+def test_time_limited_fit_raises_fit_timeout():
+    with pytest.raises(fd.FitTimeout):
+        fd.TimeLimited(ProportionalRegressor(sleep=30.0), seconds=0.5).fit(np.ones((20, 1)), np.ones(20))
+
+
+def test_every_run_out_of_time_is_a_timeout_with_one_clean_reason():
+    """A longer limit could give an answer: OutOfTime (a timeout row, rerun under a longer limit), not an error."""
+    method = Proportional(grid={"sleep": [30.0]}, run_time_limit=0.5)
+    with pytest.raises(OutOfTime, match=r"^every hyperparameter run failed; last error: FitTimeout: fit exceeded its 0.5 s"):
+        method.run(exponential_observations(), Budget(time_limit=60.0))
+
+
+class FailingRegressor(ProportionalRegressor):
+    def fit(self, X, y):
+        raise ArithmeticError("no fit here")
+
+
+def test_every_run_failing_is_an_error_named_once():
+    method = Proportional(grid={"sleep": [0.0, 1.0]})
+    method.make_regressor = lambda seed, time_limit=None: FailingRegressor()
+    with pytest.raises(RuntimeError, match=r"^every hyperparameter run failed; last error: ArithmeticError: no fit here$") \
+            as failure:
+        method.run(exponential_observations(), Budget(time_limit=60.0))
+    assert not isinstance(failure.value, OutOfTime)  # a longer limit would not help

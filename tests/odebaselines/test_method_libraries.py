@@ -1,0 +1,139 @@
+"""The library-based FD regressors (issue 6): each available one fits y' = 0.23 y (1 - y) from
+y0 = 4.9 (n = 256, no noise) to R^2 > 0.99 with a small budget, fails cleanly on a bad
+trajectory, and unavailable ones (PySR without Julia, FEAT without feat-ml) skip with the reason."""
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from odebaselines.libraries import feat_expression
+from odecore.expressions import ExpressionError, parse
+from bench.method import InvalidInput, Prediction
+from baselines_support import load, r2_on, run
+
+# small budgets: a few seconds per fit on one core
+SMALL = {
+    "ffx": {},
+    "bsr": {"grid": {"itr_num": [50]}},  # 20 read the curved logistic at R^2 0.50
+    "operon": {"grid": {"generations": [30], "max_length": [20]}},
+    "gplearn": {"grid": {"generations": [10], "parsimony_coefficient": [0.01]}},
+    "pysr": {"grid": {"niterations": [5]}},
+    "feat": {"grid": {"pop_size": [100], "gens": [50]}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.filterwarnings("ignore:autora-theorist-bsr accepted no MCMC move")  # said and tested below
+def test_method_fits_the_logistic_equation(name, logistic, logistic_observations):
+    method = load(name)(**SMALL[name])
+    prediction = run(method, logistic_observations)
+    parse(prediction.expression)
+    assert r2_on(logistic, prediction) > 0.99, prediction.expression
+
+
+@pytest.mark.parametrize("wrong", ["0.2*y", "-0.9*y", "-2.0"])
+def test_the_logistic_check_refuses_simpler_laws(wrong, logistic):
+    """The check above discriminates: on the curved record no one-term law reaches R^2 0.99."""
+    assert r2_on(logistic, Prediction(wrong)) < 0.99
+
+
+@pytest.mark.parametrize("name", ["ffx", "operon"])
+def test_a_trajectory_whose_powers_overflow_gives_a_law_or_a_clean_failure(name, overflowing_observations):
+    try:
+        parse(run(load(name)(**SMALL[name]), overflowing_observations).expression)
+    except (InvalidInput, RuntimeError) as failure:  # a clean failure names what overflowed, not any error
+        assert "\n" not in str(failure) and re.search("nan|finite|overflow|infinit", str(failure), re.I), failure
+
+
+@pytest.mark.parametrize("name", ["pysr", "feat"])
+def test_unavailable_method_says_why_in_one_line(name):
+    from bench.registry import discover
+
+    reason = discover()[name].instantiate().unavailable_reason()
+    if reason is None:
+        pytest.skip(f"{name} is available on this machine")
+    assert reason and "\n" not in reason
+
+
+def test_pysr_asks_for_julia_before_importing_pysr(monkeypatch):
+    """Importing pysr downloads Julia where it is missing (minutes); listing methods must not."""
+    import juliapkg
+    from bench.registry import discover
+
+    monkeypatch.setattr(juliapkg, "resolve", lambda dry_run=False, **_: False)  # Julia missing
+    monkeypatch.setitem(sys.modules, "pysr", None)  # any import of pysr would now fail
+    reason = discover()["pysr"].instantiate().unavailable_reason()
+    assert "not installed here" in reason and "\n" not in reason
+
+
+def test_an_ffx_constant_model_is_a_constant_law():
+    # FFX answers with a ConstantModel when no basis helps; reading its coefficients failed the task
+    pytest.importorskip("ffx")
+    from ffx.core.models import ConstantModel
+
+    from odebaselines.libraries import ffx_expression
+
+    assert parse(ffx_expression(ConstantModel(-0.25, 1))) == parse("-0.25")
+    with pytest.raises(ValueError, match="not a number"):
+        ffx_expression(ConstantModel(float("nan"), 1))
+
+
+def test_ffx_on_a_record_at_rest_answers_the_mean_rather_than_exiting():
+    # FFX scales its bases by their spread: on a constant record its ElasticNet fit failed the task
+    pytest.importorskip("ffx")
+    from odebaselines.libraries import FFXRegressor
+
+    assert float(parse(FFXRegressor().fit(np.ones((64, 1)), np.zeros(64)).expression_)) == 0.0
+    assert float(parse(FFXRegressor().fit(np.linspace(1, 2, 64)[:, None], np.full(64, 0.5)).expression_)) == 0.5
+
+
+def test_feat_text_is_read_with_the_whitelisting_parser():
+    assert parse(feat_expression("0.5*x_0^2 + sin(x_0)")) == parse("0.5*y**2 + sin(y)")
+    with pytest.raises(ExpressionError):
+        feat_expression("__import__('os').getcwd()")
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log")  # autora's own tree prior at depth 0
+def test_bsr_says_in_its_row_when_its_sampler_accepted_no_move(logistic_observations):
+    """autora-theorist-bsr 1.0.0 rejects every proposal (its prop_new): the answer is then a fit on
+    the initial random trees, and the row's warnings must say so, from the child process its fits
+    run in; a sampler that moves is not flagged."""
+    import warnings
+
+    import numpy as np
+
+    pytest.importorskip("autora.theorist.bsr")
+    from odebaselines.libraries import BSR_STUCK, BSRRegressor
+
+    y = np.linspace(0.1, 0.9, 60)
+    model = BSRRegressor(itr_num=5, val=10).fit(y[:, None], 0.23 * y * (1 - y))
+    assert model.accepted_ == 0 and model.defect_ == BSR_STUCK  # the pinned 1.0.0's sampler never moves
+    with warnings.catch_warnings(record=True) as caught:  # as the harness's worker records them
+        warnings.simplefilter("always")
+        run(load("bsr")(grid={"itr_num": [5]}), logistic_observations)
+    assert any(str(w.message) == BSR_STUCK for w in caught)
+
+
+def test_bsr_counts_the_moves_a_sampler_accepted(monkeypatch):
+    """A sampler that moves (one error recorded per accepted move) is not flagged as stuck."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    bsr = pytest.importorskip("autora.theorist.bsr")
+    from odebaselines.libraries import BSRRegressor
+
+    class Moving:
+        def __init__(self, **settings):
+            pass
+
+        def fit(self, X, y):
+            leaf = SimpleNamespace(node_type=SimpleNamespace(name="LEAF"))
+            self.train_errs_, self.betas_, self.roots_ = [[0.3, 0.2], [0.1]], [[0.5, 2.0]], [[leaf]]
+            return self
+
+    monkeypatch.setattr(bsr, "BSRRegressor", Moving)
+    model = BSRRegressor().fit(np.ones((4, 1)), np.ones(4))
+    assert model.accepted_ == 3 and model.defect_ is None
+    assert parse(model.expression_) == parse("0.5 + 2.0*y")

@@ -1,0 +1,60 @@
+"""ProGED-style grammar search: sampling, constant fitting, recovery of the logistic ODE."""
+import re
+
+import numpy as np
+import pytest
+import sympy
+
+from odebaselines import grammar
+from odecore.expressions import parse
+from baselines_support import load, r2_on, run
+
+
+def test_sampled_skeletons_are_distinct_and_use_y():
+    skeletons = grammar.sample_skeletons(64, np.random.default_rng(0))
+    assert len(skeletons) == 64
+    assert len({s.key for s in skeletons}) == 64
+    assert all(s.expr.has(grammar.Y) and 1 <= len(s.constants) <= grammar.MAX_CONSTANTS for s in skeletons)
+
+
+def test_non_identifiable_constants_are_merged():
+    c = sympy.symbols("a b c", real=True)
+    skeleton = grammar.canonical(c[0] * c[1] * grammar.Y + c[2] * grammar.Y)
+    assert len(skeleton.constants) == 1
+
+
+def test_constants_of_the_logistic_skeleton_are_fitted_on_the_trajectory(logistic_observations):
+    obs = logistic_observations
+    y = grammar.Y
+    skeleton = grammar.canonical(sympy.Symbol("a", real=True) * y + sympy.Symbol("b", real=True) * y**2)
+    fit = grammar.fit_skeleton(skeleton, obs.t, obs.y, np.random.default_rng(0))
+    f = parse(fit.expression)
+    assert float(f.coeff(y, 1)) == pytest.approx(0.23, rel=1e-3)
+    assert float(f.coeff(y, 2)) == pytest.approx(-0.23, rel=1e-3)
+
+
+def test_proged_recovers_the_logistic_equation(logistic, logistic_observations):
+    prediction = run(load("proged")(sample_size=24), logistic_observations)
+    assert r2_on(logistic, prediction) > 0.99, prediction.expression
+    f, y = parse(prediction.expression).expand(), grammar.Y
+    assert float(f.coeff(y, 1)) == pytest.approx(0.23, rel=0.01), prediction.expression
+    assert float(f.coeff(y, 2)) == pytest.approx(-0.23, rel=0.01), prediction.expression
+
+
+def test_a_search_cut_by_its_time_limit_says_so(logistic_observations):
+    """A cut search is recorded (the report counts it; a resume under a longer limit redoes it)."""
+    full = run(load("proged")(sample_size=4, restarts=1), logistic_observations)
+    assert full.metadata["runs_stopped_by_time"] == 0 and full.metadata["skeletons_fitted"] == 4
+    try:
+        cut = run(load("proged")(sample_size=64), logistic_observations, time_limit=0.5)
+    except RuntimeError as failure:  # cut before a single skeleton was fitted
+        assert "stopped at its 0.425 s time limit" in str(failure)
+    else:
+        assert cut.metadata["runs_stopped_by_time"] == 1 and cut.metadata["skeletons_fitted"] < 64
+
+
+def test_proged_gives_a_law_or_a_clean_failure_where_powers_of_y_overflow(overflowing_observations):
+    try:
+        parse(run(load("proged")(sample_size=4, restarts=1), overflowing_observations, time_limit=30).expression)
+    except RuntimeError as failure:  # a clean failure names what overflowed, not any error
+        assert "\n" not in str(failure) and re.search("nan|finite|overflow|infinit", str(failure), re.I), failure

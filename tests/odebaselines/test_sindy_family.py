@@ -1,0 +1,137 @@
+"""The careful-user SINDy family (sindy-weak, sindy-ensemble, sindy-ic) recovers simple ODEs from
+128 irregular samples and stays sane under noise; shared pieces in odebaselines.sindy_family."""
+import numpy as np
+import pytest
+
+from odebaselines import sindy_family as family
+from odecore import protocol
+from odecore.expressions import parse
+from odecore.solving import solve_truth
+from bench.method import Budget
+from bench.registry import discover
+from bench.scoring import score
+from bench.tasks import Task, Trajectory
+
+METHODS = ("sindy-weak", "sindy-ensemble", "sindy-ic")
+
+
+def trajectory(expression: str, y0: float) -> Trajectory:
+    y, y_extra = solve_truth(expression, y0)
+    return Trajectory("test", expression, 0, expression, y0, protocol.interpolation_grid(), y,
+                      protocol.extrapolation_grid(), y_extra)
+
+
+@pytest.fixture(scope="module")
+def decay():
+    return trajectory("-0.5*y", 3.0)
+
+
+@pytest.fixture(scope="module")
+def textbook_logistic():
+    """y' = 0.23 y (1 - y) from Textbook's y0 = 4.9: a strongly curved decay to 1."""
+    return trajectory("0.23*y*(1 - y)", 4.9)
+
+
+def fit(method: str, trajectory: Trajectory, sigma: float):
+    prediction = discover()[method].load()().run(Task(trajectory, sigma, 128, 0).observations(),
+                                                   Budget(time_limit=180, seed=0))
+    parse(prediction.expression)
+    result = score(prediction.expression, trajectory)
+    assert result.status == "ok", result.reason
+    return prediction, result
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_recovers_exponential_decay_coefficient_and_extrapolates(method, decay):
+    prediction, result = fit(method, decay, 0.0)
+    expr = parse(prediction.expression)
+    assert float(expr.coeff(parse("y"))) == pytest.approx(-0.5, abs=0.005), prediction.expression
+    assert abs(float(expr.subs(parse("y"), 0))) < 0.005, prediction.expression
+    assert result.extrapolation["r2"] > 0.99
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_recovers_logistic_without_noise(method, textbook_logistic):
+    prediction, result = fit(method, textbook_logistic, 0.0)
+    assert result.interpolation["r2"] > 0.99, prediction.expression
+    assert result.extrapolation["r2"] > 0.99, prediction.expression
+
+
+def test_a_constant_ode_fails_the_logistic_check(textbook_logistic):
+    """The logistic test discriminates: the best constant slope does not reach R^2 0.99."""
+    y = textbook_logistic.y
+    slope = (y[-1] - y[0]) / protocol.T
+    result = score(repr(float(slope)), textbook_logistic)
+    assert result.interpolation["r2"] < 0.99 and result.extrapolation["r2"] < 0.99
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_stays_sane_on_noisy_decay(method, decay):
+    prediction, result = fit(method, decay, 0.02)
+    assert result.interpolation["r2"] > 0.9, prediction.expression
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_listed_as_available_with_explicit_parameters(method):
+    cls = discover()[method].load()
+    instance = cls()
+    assert instance.unavailable_reason() is None
+    assert cls.description and cls.version and cls.time_limit > 0
+    assert "pysindy" in cls.requires
+    params = instance.get_params()
+    assert params and repr(cls(**params)) == repr(instance)
+
+
+def test_rational_terms_with_a_pole_near_the_data_are_dropped():
+    y = np.linspace(-0.8, 3.0, 50)
+    kept = family.usable_terms(family.polynomial_terms(2) + family.saturation_terms((0.5, 1.0, 5.0)), y)
+    assert kept == ("y", "y**2", "y/(5.0 + y)")
+
+
+def test_information_criterion_prefers_fewer_terms_at_equal_fit():
+    small = family.Candidate(np.array([0.0, -0.5]), ("1", "y"), 1e-3)
+    large = family.Candidate(np.array([1e-6, -0.5]), ("1", "y"), 0.99e-3)
+    for kind in ("aic", "bic"):
+        assert family.information_criterion(small, 128, kind) < family.information_criterion(large, 128, kind)
+
+
+def test_coefficients_that_overflow_are_named_not_parsed_as_nan():
+    t = np.linspace(0, 2, 40)
+    y = 2 * np.exp(-0.5 * t)
+    overflowed = family.candidate(np.array([np.nan, 1.0]), ("1", "y"), t, y)
+    assert overflowed.rss == np.inf
+    with pytest.raises(RuntimeError, match="1 had coefficients that are not finite"):
+        family.finite([overflowed])
+
+
+def test_the_least_squares_refit_does_not_depend_on_the_units_of_y():
+    y = np.linspace(1.0, 3.0, 40)
+    theta = np.column_stack([y ** k for k in range(6)])
+    target = 0.7 - 0.5 * y + 0.1 * y ** 3
+    support = np.array([True, True, False, True, False, False])
+    for scale in (1.0, 1e3, 1e6):  # the same law in other units: y -> s y, y' -> s y'
+        scaled = np.column_stack([(scale * y) ** k for k in range(6)])
+        coef = family.least_squares_on(scaled, scale * target, support)
+        assert coef[[0, 1, 3]] * scale ** np.array([-1.0, 0.0, 2.0]) == pytest.approx([0.7, -0.5, 0.1], rel=1e-6)
+    assert family.least_squares_on(theta, target, ~support)[support].tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_data_at_rest_is_read_as_y_prime_zero(method):
+    at_rest = trajectory("0", 0.0)
+    prediction, result = fit(method, at_rest, 0.0)
+    assert float(parse(prediction.expression)) == 0.0
+
+
+def test_weak_form_widens_its_test_functions_for_sparse_or_gapped_sampling():
+    from bench.method import InvalidInput, Observations
+
+    method = discover()["sindy-weak"].load()()
+    sparse = np.linspace(0, 2, 10)
+    prediction = method.run(Observations(sparse, 3 * np.exp(-0.5 * sparse)), Budget(time_limit=60, seed=0))
+    assert float(parse(prediction.expression).coeff(parse("y"))) == pytest.approx(-0.5, abs=0.005)
+    gapped = np.r_[np.linspace(0, 0.7, 30), np.linspace(1.3, 2, 30)]  # no data in (0.7, 1.3)
+    parse(method.run(Observations(gapped, 3 * np.exp(-0.5 * gapped)), Budget(time_limit=60, seed=0)).expression)
+    with pytest.raises(InvalidInput, match="too sparse or gapped"):
+        lonely = np.r_[np.linspace(0, 0.2, 10), 2.0]
+        method.run(Observations(lonely, 3 * np.exp(-0.5 * lonely)), Budget(time_limit=60, seed=0))
