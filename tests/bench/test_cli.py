@@ -401,7 +401,7 @@ def test_a_constructor_argument_without_default_is_asked_for_in_one_line(tmp_pat
     assert ran.returncode == 0, ran.stderr
     paired = bench("compare", tmp_path / "o", "--methods", "needs-k:k=-.5", "rate:scale=.5")  # spelled as typed
     assert paired.returncode == 0 and "needs-k:k=-0.5 / rate:scale=0.5" in paired.stdout, paired.stderr
-    assert "(0 vs 0, p 1)" in paired.stdout  # the same law: solved on the same tasks
+    assert "(0 vs 0; laws 0 vs 0, p 1)" in paired.stdout  # the same law: solved on the same tasks
 
 
 def test_constructors_that_hide_their_parameters_are_named_in_one_line(tmp_path):

@@ -28,7 +28,7 @@ def test_the_report_pairs_the_two_leading_methods_with_a_sign_test(tmp_path):
                          + rows("third", [False] * 8))
     text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
     section = text.split("## The two leading methods, task by task")[1].split("## Time per method")[0]
-    assert "leader / second" in section and "8 / 2 (6 vs 0, p 0.031)" in section
+    assert "leader / second" in section and "8 / 2 (6 vs 0; laws 6 vs 0, p 0.031)" in section
     assert "truth" not in section and "third" not in section
     board = text.split("## Leaderboard")[1].split("## The two leading")[0]
     assert "| truth (oracle) " in board and "| leader " in board  # the oracle tops the board, marked as one
