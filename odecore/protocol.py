@@ -13,7 +13,7 @@ MXSTEP = 20_000  # LSODA's step limit between two output points
 SOLVE_MAX_RHS_CALLS = 5_000_000  # evaluations of f per ODE solve (truth, scoring): about 10 s on a 2-core VM
 SOLVE_TIME_LIMIT = 60.0  # seconds of wall clock per solve: a safety net; the count above decides first
 Y0_CHECK_MAX_RHS_CALLS = 1_000_000  # evaluations of f when checking a drawn y0 (about 2 s on a 2-core VM)
-FD_TOLERANCE = 1.0  # max |FD derivative - f(y)| of a valid solution (generator; y0 draws: times max |y| above 1)
+FD_TOLERANCE = 1.0  # a valid solution has max |FD derivative - f(y)| at most this (data generator and y0 draws)
 REST_AT_EDGE = 1e-6  # |f| at the edge of its domain, relative to the largest |f| on the way, that counts as
 #                    rest: a truth or a scored prediction reaching such an edge stays there (odecore.solving.solve)
 

@@ -213,17 +213,16 @@ def fd_residual(rhs_vector: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y
 
 def valid_initial_value(expr, y0: float, t: np.ndarray, grid: int, *, rtol: float, atol: float,
                         fd_tolerance: float, time_limit: float | None, max_rhs_calls: int | None = None,
-                        rest_at_edge: bool = False, in_units_of_y: bool = False) -> bool:
+                        rest_at_edge: bool = False) -> bool:
     """Whether y' = expr has a usable solution from y0 on t ([0, T] and [T, T_extra], `grid`
     points each, solved in one LSODA run; `rest_at_edge` as in `solve`) whose FD residual is at
-    most `fd_tolerance` on both; `in_units_of_y`: times the largest |y| where that exceeds 1."""
+    most `fd_tolerance` on both."""
     try:
         y = solve(compile_scalar(expr), y0, t, rtol=rtol, atol=atol, time_limit=time_limit,
                   max_rhs_calls=max_rhs_calls, rest_at_edge=rest_at_edge)
     except SolveError:
         return False
-    scale = max(1.0, float(np.max(np.abs(y)))) if in_units_of_y else 1.0
-    return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance * scale
+    return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance
 
 
 def relative_atol(atol: float, size: float) -> float:
@@ -250,9 +249,7 @@ def is_valid_initial_value(expression: str, y0: float, time_limit: float = 20.0)
     its domain's edge at rest, as the truth) that passes the FD residual check (the protocol's
     grids, tolerances and FD_TOLERANCE) within
     `protocol.Y0_CHECK_MAX_RHS_CALLS` evaluations of f, so a drawn y0 does not depend on how busy
-    the machine is; `time_limit` is the wall-clock safety net. The residual is judged in the units of
-    y where |y| exceeds 1: judged absolutely, the exact decay y' = -y failed from y0 = 1e8 on its
-    finite differences' rounding alone (residual 7), so laws in large units had no valid start."""
+    the machine is; `time_limit` is the wall-clock safety net."""
     return valid_initial_value(parse(expression), y0, protocol.truth_grid(), protocol.GRID, rtol=protocol.RTOL,
                                atol=protocol.ATOL, fd_tolerance=protocol.FD_TOLERANCE, time_limit=time_limit,
-                               max_rhs_calls=protocol.Y0_CHECK_MAX_RHS_CALLS, rest_at_edge=True, in_units_of_y=True)
+                               max_rhs_calls=protocol.Y0_CHECK_MAX_RHS_CALLS, rest_at_edge=True)

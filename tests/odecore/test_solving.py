@@ -35,14 +35,6 @@ def test_a_drawn_initial_value_is_judged_by_the_count_of_its_check(monkeypatch):
     assert not is_valid_initial_value("-y", 1.0)
 
 
-@pytest.mark.parametrize("law, y0", [("-y", 1e8), ("y*(1 - y/1e9)", 1e7), ("-y**2", 1e3)])
-def test_a_start_in_large_units_is_judged_in_those_units(law, y0):
-    """Judged absolutely, these exact courses failed on rounding alone, while -1e6*y**2 from 1e-3,
-    the same dynamics in small units, passed; a course that blows up still fails."""
-    assert is_valid_initial_value(law, y0)
-    assert not is_valid_initial_value("y**2", 1e3)
-
-
 def test_the_solver_never_steps_past_the_last_time_into_where_f_is_undefined():
     # y' = -0.5 sqrt(y) from 5 is (sqrt(5) - t/4)^2: a quadratic, so LSODA's error estimate is ~0
     # and, left to overshoot the last time, one step reached y = -4.2 (sqrt undefined) well
