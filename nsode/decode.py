@@ -5,8 +5,10 @@ paper decodes it from two neighbouring grid tokens (argmax x_i and its larger-lo
 weights from a softmax restricted to the two), and the next decoder input is the matching mix of
 their embeddings. In the beam, the constant mass is grouped by grid interval: an interval
 (x_i, x_{i+1}) is a candidate when one of its ends picks the other as its larger neighbour; its
-score is log(p_i + p_{i+1}) and its value alpha x_i + beta x_{i+1}. With beam width 1 this is
-exactly the paper's greedy rule.
+score is log(p_i + p_{i+1}) and its value alpha x_i + beta x_{i+1}. The paper says no more of
+its beam than that it is 1536 wide; this interval scoring is ours, and at beam width 1 it is not
+the paper's greedy rule (which takes the argmax token first): with p(y) = 0.4 and p(3) = p(4) = 0.3
+it writes the constant 3.5 where the greedy rule writes y (`constant_from_argmax` is that rule).
 
 Every sequence is a complete prefix expression: an open-slot counter (arity bookkeeping) allows
 the end token only when the tree is complete and forbids tokens that could not be completed

@@ -8,7 +8,8 @@ cheap pass with the integral form of the ODE,
 
 evaluated on the observed y with the trapezoid rule (one vectorised evaluation of f per
 candidate, no solver and no derivative estimates), then integrates only the `exact` best of that
-ranking with LSODA. This is the paper's selection; refitting constants and choosing with
+ranking with LSODA. This is the paper's selection but for that shortlist (the paper integrates
+every candidate; a candidate the proxy ranks below `exact` is never integrated); refitting constants and choosing with
 parsimony (not in the paper) is nsode/search/funnel.py, on the shared fitter odecore/fitting.py.
 """
 from __future__ import annotations
