@@ -282,3 +282,28 @@ def test_each_skeleton_is_listed_once_after_a_second_look(predictor):
     assert result.info["second_look"]
     keys = [skeleton_key(f.expr) for f in result.fits]
     assert len(keys) == len(set(keys))
+
+
+def joint_fit(expr: sympy.Expr, score: float, records: int = 2):
+    """A joint fit of `expr` from y0 = 1 on every record with criterion `score`, for the choice's rules."""
+    from odecore.fitting import RecordsFit, Template, abstract
+    from nsode.joint import JointFit
+
+    params, start = [], []
+    template = Template(abstract(expr, params, start), tuple(params))
+    fit = RecordsFit(tuple(start), (1.0,) * records, (1.0,) * records)
+    return JointFit(template.substitute(fit.values), template, fit, score, (1.0,) * records, 1)
+
+
+def test_the_joint_choice_rejects_an_unsafe_fit_and_prefers_the_shorter_law_among_ties():
+    """Both rules of `_choice`, each of which no other test failed without."""
+    from nsode.joint import Record, _choice
+    from nsode.search.settings import Settings
+
+    t = np.linspace(0, 2, 64)
+    read = [Record(t, np.exp(-0.5 * t), 0.01, 0.01), Record(t, np.exp(-0.5 * t), 0.01, 0.01)]
+    blowing_up, decay = joint_fit(-0.5 * Y + 0.6 * Y**3, 100.0), joint_fit(-0.5 * Y, 102.0)
+    chosen, checked = _choice([blowing_up, decay], read, Settings())
+    assert chosen is decay and blowing_up.rejected and checked == 2
+    curve_fit, law = joint_fit(-0.5 * Y + 0.01 * sympy.sin(2 * Y + 1), 100.0), joint_fit(-0.5 * Y, 103.0)
+    assert _choice([curve_fit, law], read, Settings())[0] is law  # tied within the window: fewer nodes

@@ -26,6 +26,7 @@ def test_a_relaxation_of_log_y_is_gompertz_growth_and_of_1_over_y_logistic_growt
     (0.8 * Y * sympy.log(12 / Y), 1.5, "log", 0.8 * sympy.log(12) - 0.8 * Y),  # Gompertz: log y relaxes
     (0.4 * Y**2, -2.0, "log", -0.4 * sympy.exp(Y)),  # below 0: z = log(-y)
     (1.3 * Y * (1 - Y / 7), 0.5, "reciprocal", 1.3 / 7 - 1.3 * Y),  # logistic: 1/y relaxes
+    (1.3 * Y * (1 + Y / 7), -0.5, "reciprocal", -1.3 / 7 - 1.3 * Y),  # the same below 0: z = 1/y, not 1/|y|
 ])
 def test_the_law_of_the_transformed_record_is_written_back_as_the_law(law, y0, kind, g):
     t = np.linspace(0, 2, 401)
