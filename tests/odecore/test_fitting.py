@@ -207,3 +207,9 @@ def test_levenberg_marquardt_is_scipys_fit_where_scipys_is_well_defined():
         reference = least_squares(residual, np.array([1.0, 1.0, 0.0]), jac=derivative or "2-point", method="lm")
         assert np.allclose(x, [3.0, 0.7, 0.5], atol=1e-6) and np.allclose(x, reference.x, atol=1e-8)
         assert 0 < nfev <= 200
+
+
+def test_the_criterion_counts_the_residual_in_noise_variances():
+    from odecore.fitting import information_criterion
+
+    assert information_criterion(1.0, 100, 2, 0.5) == pytest.approx(1.0 / 0.5**2 + 2 * math.log(100))

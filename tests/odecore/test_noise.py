@@ -80,3 +80,19 @@ def test_short_records_read_their_noise_level_together(relative):
     assert np.median(own) > 2 and 0.8 < np.median(pooled) < 1.25
     assert np.mean(np.abs(np.log(pooled)) < np.log(2.1)) > 0.8
     assert np.all(pooled_levels([(t, np.ones(t.size))] * 2)[0] > 0)  # clean and flat: the floor, not 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_noise_on_a_record_that_grows_less_than_twofold_has_no_profile(seed):
+    """Only evidently growing noise gets a profile: on 1 to 1.7 relative and additive noise look alike."""
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0, 1, 256))
+    assert noise_profile(t, np.exp(0.53 * t) * (1 + 0.01 * rng.normal(size=t.size))) is None
+
+
+def test_a_sharp_turn_on_irregular_times_is_not_a_glitch():
+    """A logistic rise sampled at 32 random times: curvature misses one way and its neighbours do
+    not push back, which tells it from a glitch (evenly spaced samples never showed the difference)."""
+    for seed in range(40):
+        t = np.sort(np.random.default_rng(seed).uniform(0, 2, 32))
+        assert isolated_glitches(t, 3 / (1 + 50 * np.exp(-10 * t))) == [], seed

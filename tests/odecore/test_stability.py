@@ -162,3 +162,11 @@ def test_a_law_that_nearly_stops_between_two_observations_pauses_unseen():
     assert hidden_pause(Template(-Y**3, ()), (), 5.0, np.linspace(0, 2, 128)) is None
     assert hidden_pause(Template(0.5 * Y - 0.005 * Y**2, ()), (), 5.0, np.linspace(0, 20, 10)) is None
     assert hidden_pause(Template(1 - Y, ()), (), 1.0, t) is None
+
+
+def test_a_start_within_the_noise_that_falls_only_to_a_stable_rest_inside_it_does_not_turn_back():
+    """From 1.005 with noise 0.005, the start 0.995 falls by 0.005 to the stable rest 0.99: less than
+    twice the noise, so no turn back, though its course moves the other way."""
+    t = np.linspace(0, 2, 128)
+    law = Template(200 * (Y - A) * (Y - 0.99) * (3 - Y), (A,))
+    assert unstable_reason(law, [1.0], 1.005, t, 0.005, turn_back=True) is None

@@ -191,3 +191,13 @@ def test_columns_are_read_and_dates_or_masked_values_are_refused_by_name():
     masked = np.ma.masked_equal(np.where(t > 0.5, -999.0, np.exp(t)), -999.0)
     with pytest.raises(ValueError, match="y has 6 masked values; remove those points"):
         observed(t, masked)
+
+
+def test_the_fewest_points_and_finite_times_are_checked_exactly():
+    from odecore.trajectories import check_trajectory
+
+    check_trajectory(np.arange(10.0), np.ones(10))
+    with pytest.raises(ValueError, match="only 9 points; at least 10"):
+        check_trajectory(np.arange(9.0), np.ones(9))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        check_trajectory(np.r_[0, 1, np.nan, np.arange(3, 12)], np.ones(12))

@@ -127,3 +127,8 @@ def test_a_kept_digit_is_written_without_binary_round_off():
     # -9.931 is -9.930999999999999... in binary; the extra digit must not print the round-off
     assert written_to_error(-9.930999999999999, 0.088, extra=1) == "-9.931"
     assert written_to_error(0.1 + 0.2, 0.0001) == "0.3000"
+
+
+def test_a_number_the_data_cannot_tell_from_zero_keeps_one_digit():
+    """An error a thousand times the value asks for a negative count of digits: one is kept."""
+    assert round_to_error(0.0312, 50.0) == 0.03 and written_to_error(0.0312, 50.0) == "0.03"
