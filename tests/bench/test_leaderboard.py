@@ -100,3 +100,11 @@ def test_the_share_of_laws_of_the_true_form_counts_failures_as_not_and_unknown_l
     assert np.isnan(older["true_skeleton"].item()) and "not scored" in report.format_leaderboard(older)
     mixed = frame.assign(skeleton=[1.0, np.nan, 0.0, np.nan, np.nan])  # a resumed sweep: one row from before
     assert np.isnan(report.leaderboard(mixed)["true_skeleton"].item())  # not a share of the newer rows alone
+
+
+def test_the_interval_is_the_central_95_percent_of_the_bootstrap_over_equations():
+    frame = pd.DataFrame({"method": "m", "dataset": "d", "equation_id": np.arange(20), "solved": [True, False] * 10})
+    draws = np.random.default_rng(0).integers(0, 20, (report.RESAMPLES, 20))
+    expected = np.percentile(frame["solved"].to_numpy(float)[draws].mean(axis=1), [2.5, 97.5])
+    interval = report.share_interval(frame, ["method"], seed=0)
+    np.testing.assert_allclose(interval.loc["m", ["low", "high"]].to_numpy(float), expected)

@@ -109,7 +109,14 @@ def test_a_rescored_sweep_says_when_and_at_which_commit_its_scores_were_recomput
     ran = subprocess.run([sys.executable, "-m", "bench", "run", "--methods", "truth", "--out", str(out), "--quiet"],
                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
+    stored = ResultStore(out).read()
+    from bench.rows import SCORE_FIELDS, TEXT_COLUMNS
+    junk = stored.assign(**{c: ("junk" if c in TEXT_COLUMNS else -5.0) for c in SCORE_FIELDS})
+    ResultStore(out).replace_all(junk)  # every score column wrong: rescoring must write each one
     assert rescoring.rescore(out) == 12
+    again = ResultStore(out).read().set_index(["equation_id", "y0_index"]).sort_index()
+    expected = stored.set_index(["equation_id", "y0_index"]).sort_index()
+    pd.testing.assert_frame_equal(again[list(SCORE_FIELDS)], expected[list(SCORE_FIELDS)])
     entry, = json.loads((out / "sweep.json").read_text())["rescored"]
     assert entry["scored"] == 12 and entry["commit"]
     again = subprocess.run([sys.executable, "-m", "bench", "run", "--methods", "truth", "--out", str(out), "--quiet"],

@@ -340,3 +340,17 @@ def test_a_busy_worker_dies_with_its_driver_when_the_driver_is_killed(tmp_path, 
         for group in (proc.pid, worker):  # whatever failed above, leave nothing spinning
             with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
                 os.killpg(group, signal.SIGKILL)
+
+
+def test_a_new_method_version_reruns_its_stored_rows(tmp_path):
+    from bench.rows import COLUMNS, KEY
+    from bench.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    row = dict.fromkeys(COLUMNS)
+    row.update(zip(KEY, ("d", "e", 0, 0.0, 128, 0, "m")), method_version="1", status="ok", time_limit=10.0,
+               n_observed=128)
+    store.append(row)
+    store.flush()
+    assert store.finished({"m": "1"}) == {("d", "e", 0, 0.0, 128, 0, "m")}
+    assert store.finished({"m": "2"}) == set()

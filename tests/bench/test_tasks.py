@@ -164,3 +164,24 @@ def test_an_empty_dataset_name_is_refused_not_read_as_the_current_folder():
     for empty in ("", "  ", None):
         with pytest.raises(datasets.DatasetError, match="give a built-in name"):
             datasets.load(empty)
+
+
+def test_an_edited_law_is_solved_again_not_served_from_the_cache(tmp_path, monkeypatch):
+    """The cache's key holds every law and start: one cache folder, the same file name, a new law."""
+    monkeypatch.setattr(datasets, "CACHE_DIR", tmp_path / "cache")
+    for rate in (0.5, 0.9):
+        trajectory, = datasets.load(_dataset(tmp_path, [{"id": "e", "expression": f"-{rate}*y", "y0": [1]}]))
+        np.testing.assert_allclose(trajectory.y, np.exp(-rate * trajectory.t), rtol=1e-5)
+
+
+def test_a_task_draws_the_same_points_and_noise_in_every_process():
+    """Python salts its string hashes per process: the draw must not depend on them."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from bench import datasets; from bench.tasks import Task; "
+            "tr = datasets.load('textbook')[0]; print(Task(tr, 0.01, 32, 0).observations().y[:4].tolist())")
+    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(outputs) == 1 and outputs.pop().startswith("[")
