@@ -113,7 +113,8 @@ def equal_and_robust(rows: pd.DataFrame, roles: Roles) -> Verdict:
     levels = sorted(data["noise"].unique())
     fds = [m for m in fds if ((data["method"] == m) & (data["noise"] == levels[-1])).any()]  # compared there
     if lacking or not fds or levels[-1] <= 0:
-        missing = lacking + ([] if fds else ["FD methods at the largest noise level"]) + ([] if levels[-1] > 0 else ["noise > 0"])
+        missing = (lacking + ([] if fds else ["FD methods at the largest noise level"])
+                   + ([] if levels[-1] > 0 else ["noise > 0"]))
         return _missing("1", f"needs {roles.nsode}, {roles.proged}, an FD method and a noise level > 0 on "
                         f"{where}; lacking: {', '.join(missing)}")
     by = data.groupby(["method", "noise"])["r2_interp"].median()
@@ -163,8 +164,9 @@ def large_extrapolation(rows: pd.DataFrame, roles: Roles) -> Verdict:
     measured = f"{roles.large}, n {', '.join(map(str, sorted(data['n'].unique())))}, median R^2 extrap. " + "; ".join(
         f"sigma {s:g}: {roles.nsode} {_fmt(by.get((roles.nsode, s), np.nan))}"
         + (f", best other {best[s]} {_fmt(by.get((best[s], s), np.nan))}" if best[s] else "") for s in levels)
+    named = "; ".join(f"{m} at sigma " + ", ".join(f"{s:g}" for s in found) for m, found in rivals.items())
     why = (f"{roles.nsode} reasonable (>= {REASONABLE_R2}) at {len(ok)} of {len(levels)} levels; "
-           f"other methods reasonable: {'; '.join(f'{m} at sigma ' + ', '.join(f'{s:g}' for s in found) for m, found in rivals.items()) or 'none'}")
+           f"other methods reasonable: {named or 'none'}")
     return _verdict("3", measured, verdict, why)
 
 

@@ -77,7 +77,8 @@ def format_markdown(table: pd.DataFrame, first: str, second: str) -> str:
     for part in ("interp", "extrap"):
         shown[f"{part}: solved"] = [
             f"{r[f'{part} solved 1']} / {r[f'{part} solved 2']} ({r[f'{part} only 1']} vs {r[f'{part} only 2']}; "
-            f"laws {r[f'{part} laws 1']} vs {r[f'{part} laws 2']}, p {r[f'{part} p']:.2g})" if r[f"{part} scored"] else "not scored (no truth there)" for r in records]
+            f"laws {r[f'{part} laws 1']} vs {r[f'{part} laws 2']}, p {r[f'{part} p']:.2g})"
+            if r[f"{part} scored"] else "not scored (no truth there)" for r in records]
     shown["median fit (s)"] = [f"{r['median fit 1 (s)']:.2g} / {r['median fit 2 (s)']:.2g}" for r in records]
     legend = (f"{first} / {second}: tasks with R^2 > {GOOD_R2:g} (failures unsolved); in brackets the tasks only "
               f"{first} solves vs only {second}; then the laws on which {first} solves more of those tasks vs fewer "

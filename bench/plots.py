@@ -379,7 +379,8 @@ def paired_figure(wide: pd.DataFrame, first: str, second: str, path: Path) -> li
         ax.axhline(solved, color="0.3", linestyle="--", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlim=(low / 2, high * 2), ylim=(low / 2, high * 2),
                xlabel=f"{first_text}: 1 - $R^2$", ylabel=f"{second_text}: 1 - $R^2$")
-        ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, sign test on the laws p {numbers[f'{part} p']:.2g}\n"
+        ax.set_title(f"{PART_LABELS[part]}: {numbers[f'{part} scored']} tasks, "
+                     f"sign test on the laws p {numbers[f'{part} p']:.2g}\n"
                      f"only {first_text} (upper left) {numbers[f'{part} only 1']}, only {second_text} (lower right) "
                      f"{numbers[f'{part} only 2']},\nboth {numbers[f'{part} both']}, neither {numbers[f'{part} neither']}",
                      fontsize=9)

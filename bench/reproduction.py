@@ -125,8 +125,9 @@ def _leaders_section(rows: pd.DataFrame, board: pd.DataFrame, oracles: tuple[str
     plots.paired_figure(compare.pair_tasks(rows, *leaders), *leaders, folder / LEADERS_FIGURE)
     return ["## The two leading methods, task by task", "",
             f"`python -m bench compare --plot` on this sweep: per dataset and noise level the tasks each of "
-            f"{leaders[0]} and {leaders[1]} solves, the tasks only one of them solves, and the exact sign test on the laws (a law counts once, for the method that "
-            f"solves more of its tasks: they rise and fall together).",
+            f"{leaders[0]} and {leaders[1]} solves, the tasks only one of them solves, and the exact sign test "
+            "on the laws (a law counts once, for the method that solves more of its tasks: they rise and fall "
+            "together).",
             "", compare.format_markdown(compare.paired(rows, *leaders), *leaders), "",
             f"![{leaders[0]} against {leaders[1]}, 1 - R^2 task by task]({LEADERS_FIGURE})", ""]
 

@@ -79,7 +79,8 @@ def parser() -> argparse.ArgumentParser:
                    "copy of a folder's skeletons.parquet solved with another (same --seed and --config) gives new "
                    "solutions of the same skeletons without searching again")
     g.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="J", help="worker processes (default 1)")
-    g.add_argument("--config", metavar="FILE", help="YAML file (or a shipped one by name, e.g. data_cpu) overriding keys of nsode/data/default.yaml "
+    g.add_argument("--config", metavar="FILE", help="YAML file (or a shipped one by name, e.g. data_cpu) overriding "
+                   "keys of nsode/data/default.yaml "
                    "(max_ops, operator weights, p_sym, constants, n_const, n_iv, t_max, grid, limits, shard size: "
                    "the keys as that file names them)")
     g.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
