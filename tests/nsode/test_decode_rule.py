@@ -33,3 +33,15 @@ def test_interval_rule_agrees_with_greedy_rule_at_the_argmax():
         i = int(logits.argmax())
         greedy = constant_from_argmax(logits, GRID)
         assert any(abs(float(value[k]) - greedy) < 1e-5 for k in (i - 1, i) if 0 <= k < 20 and valid[k])
+
+
+def test_an_interval_counts_when_one_end_picks_the_other():
+    """2 picks 3 (its larger neighbour) though 3 picks 4: the interval (2, 3) is a candidate."""
+    valid, _, _ = two_hot_rule(logits_for({2: 0.3, 3: 0.1, 4: 0.5}), GRID)
+    assert bool(valid[12]) and bool(valid[13])  # intervals (2, 3) and (3, 4)
+
+
+def test_a_decoded_constant_snaps_only_within_five_thousandths_of_an_integer():
+    from nsode.decode import decoded_constant
+
+    assert decoded_constant(1.996) == 2.0 and decoded_constant(2.03) == 2.03

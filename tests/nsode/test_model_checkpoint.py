@@ -118,6 +118,8 @@ def _edited_vocabulary(folder, edit):
     (lambda c: c.update(constant_values=[1.0]), r"constant_token_ids and constant_values differ in length \(21 and 1"),
     (lambda c: c["constant_values"].__setitem__(3, 2.5), "constant value 2.5 is not its token '-7'"),
     (lambda c: c.update(eos_token_id=36), "eos_token_id 36 is not a token of the 36"),
+    (lambda c: c.update(constant_token_ids=c["constant_token_ids"][::-1], constant_values=c["constant_values"][::-1]),
+     "constant_values do not increase"),  # each value its token's, in the wrong order
 ])
 def test_a_config_whose_vocabulary_contradicts_its_weights_is_refused_at_load(tmp_path, edit, problem):
     from nsode.checkpoint_files import check

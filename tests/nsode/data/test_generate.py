@@ -128,6 +128,9 @@ def test_resume_after_interruption_produces_identical_shards(tmp_path, tiny_fold
     (tmp_path / "r" / "shards" / ".shard-00002.parquet.123.tmp").write_bytes(b"partial")
     generate.generate(tmp_path / "r", 7, 3, tiny_config, progress=False)
     _assert_same(tiny_folder, tmp_path / "r")
+    (tmp_path / "r" / "extra" / "shard-00001.parquet").unlink()  # and a lost extension file
+    generate.generate(tmp_path / "r", 7, 3, tiny_config, progress=False)
+    _assert_same(tiny_folder, tmp_path / "r")
     # and so is a shard cut short (a copy stopped halfway), where stats names it in one line
     shard = tmp_path / "r" / "shards" / "shard-00001.parquet"
     shard.write_bytes(shard.read_bytes()[:1000])

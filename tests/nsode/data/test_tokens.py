@@ -86,3 +86,12 @@ def test_infix_parser_is_the_core_whitelist_narrowed_to_the_vocabulary():
     for outside in ("tan(y)", "pi*y", "__import__('os')", "y^2"):
         with pytest.raises(tok.EncodingError):
             tok.parse_infix(outside)
+
+
+def test_a_skeleton_keeps_the_sign_of_a_coefficient():
+    assert tok.skeleton(tok.parse_infix("-3*y")) != tok.skeleton(tok.parse_infix("3*y"))
+
+
+def test_tokens_left_after_a_complete_expression_are_refused():
+    with pytest.raises(tok.EncodingError, match="after a complete"):
+        tok.decode(["y", "y"])

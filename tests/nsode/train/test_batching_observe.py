@@ -1,5 +1,6 @@
 """What the model sees of a stored solution, per variant."""
 import numpy as np
+import pytest
 
 from nsode.train.batching import observe
 
@@ -28,3 +29,18 @@ def test_off_grid_times_are_uniform_and_their_values_follow_the_solution():
     shares = [np.mean([not np.isin(observe(T, Y, "nsode-eps", rng)[0], T).any() for _ in range(200)])
               for rng in [np.random.default_rng(2)]]
     assert 0.4 < shares[0] < 0.6  # the variant's default: half the examples off the grid
+
+
+def test_the_loss_is_the_mean_two_hot_cross_entropy_over_real_positions_only():
+    import torch
+
+    from nsode.train.batching import two_hot_loss
+
+    logits = torch.randn(2, 3, 36, generator=torch.Generator().manual_seed(0))
+    ids = torch.tensor([[[5, 6], [0, 0], [0, 0]], [[1, 0], [7, 8], [3, 0]]])  # row 0: one real position
+    weights = torch.tensor([[[0.3, 0.7], [0, 0], [0, 0]], [[1, 0], [0.5, 0.5], [1, 0]]])
+    logp = logits.log_softmax(-1)
+    expected = -torch.stack([0.3 * logp[0, 0, 5] + 0.7 * logp[0, 0, 6], logp[1, 0, 1],
+                             0.5 * logp[1, 1, 7] + 0.5 * logp[1, 1, 8], logp[1, 2, 3]]).mean()
+    loss, _ = two_hot_loss(logits, ids, weights)
+    assert float(loss) == pytest.approx(float(expected), rel=1e-6)
