@@ -96,3 +96,20 @@ def test_every_run_failing_is_an_error_named_once():
             as failure:
         method.run(exponential_observations(), Budget(time_limit=60.0))
     assert not isinstance(failure.value, OutOfTime)  # a longer limit would not help
+
+
+def test_the_derivative_follows_its_degree_and_window():
+    """Exact for a polynomial of its degree on irregular times; a narrow window follows a wave a
+    wide one smooths away."""
+    t = np.sort(np.random.default_rng(0).uniform(0, 2, 128))
+    np.testing.assert_allclose(fd.derivative(t, t**5 - 2 * t**3 + t, 15, 5), 5 * t**4 - 6 * t**2 + 1, atol=1e-6)
+    exact = 3 * np.cos(3 * t)
+    narrow, wide = (np.max(np.abs(fd.derivative(t, np.sin(3 * t), w, 2) - exact)) for w in (7, 41))
+    assert narrow < wide / 2
+
+
+def test_times_that_straddle_one_are_split_there_and_each_run_gets_its_share_of_the_task():
+    ((train, valid),) = list(fd.split(np.linspace(0.4, 2, 50)).split())
+    assert np.linspace(0.4, 2, 50)[train].max() <= 1 < np.linspace(0.4, 2, 50)[valid].min()
+    assert fd.per_run_limit({"a": [1, 2, 3]}, 180, 10) == pytest.approx(fd.SAFETY * 10 / 4)
+    assert fd.per_run_limit({"a": [1, 2, 3]}, 1.0, 60) == 1.0

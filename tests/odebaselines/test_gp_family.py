@@ -190,3 +190,12 @@ def test_evaluations_must_be_a_whole_number():
 
     with pytest.raises(ValueError, match="evaluations=0"):
         discover()["afp"].load()(evaluations=0).check_params()
+
+
+def test_of_two_equally_good_programs_the_younger_survives_deletion():
+    from types import SimpleNamespace
+
+    from odebaselines.gp_selection import pareto_tournament_deletion
+
+    old, young = SimpleNamespace(age=5, err=2.0, tree=[0]), SimpleNamespace(age=0, err=2.0, tree=[0])
+    assert pareto_tournament_deletion([old, young], 1, np.random.default_rng(0), key=lambda i: i.err) == [young]

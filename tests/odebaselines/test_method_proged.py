@@ -58,3 +58,47 @@ def test_proged_gives_a_law_or_a_clean_failure_where_powers_of_y_overflow(overfl
         parse(run(load("proged")(sample_size=4, restarts=1), overflowing_observations, time_limit=30).expression)
     except RuntimeError as failure:  # a clean failure names what overflowed, not any error
         assert "\n" not in str(failure) and re.search("nan|finite|overflow|infinit", str(failure), re.I), failure
+
+
+def test_constants_that_only_multiply_or_enter_a_function_alone_are_one_constant():
+    a, b = sympy.symbols("a b", real=True)
+    assert len(grammar.canonical(a * b * grammar.Y).constants) == 1
+    assert grammar.canonical(sympy.exp(a) * grammar.Y).key == grammar.canonical(a * grammar.Y).key
+
+
+def test_the_fewest_constants_win_within_a_tenth_of_the_best_error():
+    y = grammar.Y
+    two, one = grammar.canonical(sympy.Symbol("a") * y + sympy.Symbol("b") * y**2), grammar.canonical(sympy.Symbol("a") * y)
+    assert grammar.rank([grammar.Fit(two, (1.0, 1.0), 1.0), grammar.Fit(one, (1.0,), 1.05)], 1.0)[0].skeleton is one
+    assert grammar.rank([grammar.Fit(two, (1.0, 1.0), 1.0), grammar.Fit(one, (1.0,), 1.2)], 1.0)[0].skeleton is two
+
+
+def test_a_skeleton_keeps_its_best_restart_from_the_first_observation(monkeypatch):
+    from types import SimpleNamespace
+
+    rss, calls = iter([1.0, 0.25, 4.0]), []
+
+    def fake(template, t, y, start, **kwargs):
+        calls.append(kwargs)
+        return SimpleNamespace(ok=True, rss=next(rss), values=(len(calls) / 4,))
+    monkeypatch.setattr(grammar, "fit_trajectory", fake)
+    fit = grammar.fit_skeleton(grammar.canonical(sympy.Symbol("a") * grammar.Y), np.linspace(0, 2, 8), np.ones(8),
+                               np.random.default_rng(0), restarts=3)
+    assert fit.values == (0.5,) and all(call["fit_y0"] is False for call in calls)
+
+
+def test_proged_answers_the_best_ranked_fit_within_085_of_its_limit(monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    from bench.method import Budget, Observations
+
+    spec = importlib.util.spec_from_file_location("proged_file", Path(__file__).parents[2] / "methods" / "proged.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    y, limits = grammar.Y, []
+    best, second = (grammar.Fit(grammar.canonical(sympy.Symbol("a") * y**k), (-0.5,), 0.1 * k) for k in (1, 2))
+    monkeypatch.setattr(module, "search", lambda *args, time_limit: limits.append(time_limit) or [best, second])
+    t = np.linspace(0, 2, 16)
+    answer = module.ProGED().run(Observations(t, np.exp(-0.5 * t)), Budget(time_limit=100.0, seed=0))
+    assert answer.expression == best.expression and limits == [pytest.approx(85.0)]

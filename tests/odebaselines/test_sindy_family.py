@@ -135,3 +135,23 @@ def test_weak_form_widens_its_test_functions_for_sparse_or_gapped_sampling():
     with pytest.raises(InvalidInput, match="too sparse or gapped"):
         lonely = np.r_[np.linspace(0, 0.2, 10), 2.0]
         method.run(Observations(lonely, 3 * np.exp(-0.5 * lonely)), Budget(time_limit=60, seed=0))
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_the_sparse_fit_threshold_is_free_of_the_units_of_y(scale):
+    y = scale * np.linspace(1, 3, 40)
+    coef = family.sparse_fit(np.column_stack([np.ones_like(y), y, y**2]), -0.5 * y, 0.05, 1e-6)
+    assert list(coef != 0) == [False, True, False] and coef[1] == pytest.approx(-0.5, rel=1e-6)
+
+
+def test_the_criteria_and_the_parsimony_rule_count_terms_as_documented():
+    import math
+
+    two = family.Candidate(np.array([1.0, 1.0, 0.0]), ("1", "y", "y^2"), 1.0)
+    assert family.information_criterion(two, 100, "bic") == pytest.approx(100 * math.log(0.01) + 2 * math.log(100))
+    assert family.information_criterion(two, 100, "aic") == pytest.approx(100 * math.log(0.01) + 4)
+    y = np.linspace(1, 3, 100)
+    for big, small in ((1.0, 1.08), (1e-20, 1e-16)):  # within 10%, and both at round-off (the floor)
+        three, one = (family.Candidate(np.array(c), ("1", "y", "y^2"), rss)
+                      for c, rss in (([1.0, 1.0, 1.0], big), ([0.0, 1.0, 0.0], small)))
+        assert family.most_parsimonious([three, one], 0.1, y)[0] is one
