@@ -113,3 +113,37 @@ def test_times_that_straddle_one_are_split_there_and_each_run_gets_its_share_of_
     assert np.linspace(0.4, 2, 50)[train].max() <= 1 < np.linspace(0.4, 2, 50)[valid].min()
     assert fd.per_run_limit({"a": [1, 2, 3]}, 180, 10) == pytest.approx(fd.SAFETY * 10 / 4)
     assert fd.per_run_limit({"a": [1, 2, 3]}, 1.0, 60) == 1.0
+
+
+class OffsetRegressor(BaseEstimator, RegressorMixin):
+    """dy = a * y + offset, a by least squares: one setting of the grid is right."""
+
+    def __init__(self, offset=0.0, random_state=0):
+        self.offset = offset
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        a = float(X[:, 0] @ (y - self.offset) / (X[:, 0] @ X[:, 0]))
+        self.expression_ = f"{a!r}*y + {self.offset!r}"
+        return self
+
+    def predict(self, X):
+        return fd.evaluate_expression(self.expression_, X)
+
+
+class Offset(fd.FiniteDifferenceMethod):
+    name = "offset-test"
+    grid = {"offset": [0.3, 0.0, -0.2]}
+    run_time_limit = None
+
+    def make_regressor(self, seed, time_limit=None):
+        return OffsetRegressor(random_state=seed)
+
+
+def test_the_setting_and_the_fd_degree_with_the_least_validation_error_win():
+    obs = exponential_observations()
+    found = Offset().run(obs, Budget(time_limit=60.0))
+    assert found.metadata["best_params"]["offset"] == 0.0 and found.metadata["validation_mse"] < 1e-6
+    alone = {d: Offset(fd_degrees=(d,)).run(obs, Budget(time_limit=60.0)).metadata["validation_mse"] for d in (1, 3)}
+    both = Offset(fd_degrees=(1, 3)).run(obs, Budget(time_limit=60.0))
+    assert alone[1] != alone[3] and both.metadata["best_params"]["fd_degree"] == min(alone, key=alone.get)
