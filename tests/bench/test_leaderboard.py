@@ -108,3 +108,13 @@ def test_the_interval_is_the_central_95_percent_of_the_bootstrap_over_equations(
     expected = np.percentile(frame["solved"].to_numpy(float)[draws].mean(axis=1), [2.5, 97.5])
     interval = report.share_interval(frame, ["method"], seed=0)
     np.testing.assert_allclose(interval.loc["m", ["low", "high"]].to_numpy(float), expected)
+
+
+def test_medians_count_every_task_and_failure_of_a_cell_and_keep_a_cell_without_noise():
+    rows = pd.DataFrame({"dataset": "d", "method": "m", "noise": [0.0, 0.0, 0.0, np.nan], "n": 64,
+                         "status": ["ok", "error", "error", "ok"], "score_status": "ok", "truth_kind": "solution",
+                         "reason": ["", "boom", "boom", ""], "score_reason": "", "r2_interp": [0.9, 0.5, 0.5, 0.8]})
+    table = report.medians(rows)
+    assert list(table["tasks"]) == [3, 1] and list(table["failed"]) == [2, 0]
+    mixed = rows.assign(status=["ok", "error", "timeout", "ok"])
+    assert report.failure_counts(mixed).set_index("method").loc["m", "total"] == 2

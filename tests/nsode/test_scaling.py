@@ -74,3 +74,8 @@ def test_only_trajectories_like_the_raw_training_data_are_in_its_range():
     assert not in_raw_range(t + 1990, y) and not in_raw_range(t - 1, y)  # another time origin
     assert not in_raw_range(25 * t, y)  # another time unit
     assert not in_raw_range(t, 100 * y) and not in_raw_range(t, 0.01 * y)  # other units of y
+
+
+def test_a_unit_factor_is_dropped_and_a_record_of_zeros_is_left_unscaled():
+    assert str(Scale(0.0, 1, 1).to_model(parse_infix("-0.5*y"))) == "-y"  # not -1.0*y
+    assert Scale.of(np.linspace(0, 2, 8), np.zeros(8)) == Scale(0.0, 0, 0)

@@ -324,3 +324,12 @@ def test_pool_workers_stop_when_the_generator_is_killed(tmp_path, process_gone):
     child.kill()
     child.wait()
     assert all(process_gone(pid, 10) for pid in workers)
+
+
+def test_a_range_whose_ends_are_equal_is_refused():
+    from nsode.data import config
+
+    values = config.default().to_dict()
+    values["y0_range"] = [5, 5]
+    with pytest.raises(config.ConfigError, match="low must be below high"):
+        config.from_dict(values)

@@ -80,3 +80,7 @@ def test_large_leaves_elementary_and_curated_skeletons_to_training():
     assert min(eq["complexity"] for eq in EQUATIONS) > large.ELEMENTARY_COMPLEXITY
     assert not {eq["skeleton"] for eq in EQUATIONS} & curated
     assert "-c*y" not in generate.excluded_skeletons()
+
+
+def test_elementary_skeletons_up_to_the_bound_are_left_to_training():
+    assert large.reserved("c + y", 3, frozenset()) and not large.reserved("c*y**2 + y", 4, frozenset())

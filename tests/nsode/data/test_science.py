@@ -141,3 +141,9 @@ def test_unknown_family_is_a_one_line_config_error():
         cfg.default().replace(science_terms={"poly": 1, "bessel": 1})
     config = cfg.default().replace(family="science")
     assert cfg.from_dict(config.to_dict()) == config == cfg.from_dict(json.loads(config.to_json()))
+
+
+def test_a_law_with_a_pole_in_y_needs_positive_y():
+    from odecore.expressions import Y
+
+    assert science.needs_positive_y(1 / (Y + 2)) and not science.needs_positive_y(Y**2 - 3)
