@@ -109,9 +109,9 @@ def equal_and_robust(rows: pd.DataFrame, roles: Roles) -> Verdict:
     """Claim 1 (paper Section 5, Figure 3a)."""
     data, where = _main(rows, roles)
     lacking = _lacking(data, roles.nsode, roles.proged)
-    fds = [m for m in roles.fd_methods if (data["method"] == m).any()]
     levels = sorted(data["noise"].unique())
-    fds = [m for m in fds if ((data["method"] == m) & (data["noise"] == levels[-1])).any()]  # compared there
+    top_rows = data[data["noise"] == levels[-1]]  # FD methods are compared there, so only those that ran there
+    fds = [m for m in roles.fd_methods if (top_rows["method"] == m).any()]
     if lacking or not fds or levels[-1] <= 0:
         missing = (lacking + ([] if fds else ["FD methods at the largest noise level"])
                    + ([] if levels[-1] > 0 else ["noise > 0"]))

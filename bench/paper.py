@@ -27,8 +27,7 @@ def load_config(path: str | Path, quick: bool = False) -> dict:
     checked: a one-line ConfigError names what is wrong."""
     path = shipped.by_name(path, shipped.folder("configs"), ".yaml")
     if not path.exists():
-        names = ", ".join(sorted(p.stem for p in shipped.folder("configs").glob("*.yaml")))
-        raise ConfigError(f"{path}: no such config file (shipped, by name: {names})")
+        raise ConfigError(shipped.no_such_config(path, shipped.folder("configs")))
     try:
         config = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as err:  # yaml's messages span lines: one line here

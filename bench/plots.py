@@ -135,7 +135,8 @@ def metric_panel(ax, data: pd.DataFrame, column: str, colours: dict, order: list
         limits = _r2_limits(data, column, order)
     elif limits is None and log and decades:  # errors: up to the better half's largest, as R^2 down to its lowest
         better = _better_half(data, order)[column].astype(float)
-        top = better[np.isfinite(better) & (better > 0)].max() if ((better > 0) & np.isfinite(better)).any() else positive.max()
+        drawable = better[np.isfinite(better) & (better > 0)]
+        top = drawable.max() if not drawable.empty else positive.max()
         limits = (max(positive.min(), top / 10**decades), top)
     elif limits is None and log:
         limits = (positive.min(), positive.max())

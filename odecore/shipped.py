@@ -26,6 +26,12 @@ def by_name(name_or_path: str | Path, folder: Path, suffix: str = "") -> Path:
     return shipped if not path.exists() and len(path.parts) == 1 and shipped.exists() else path
 
 
+def no_such_config(path: Path, folder: Path, suffix: str = ".yaml") -> str:
+    """The one-line message for a config that is neither a file here nor a shipped name in `folder`."""
+    names = ", ".join(sorted(p.stem for p in Path(folder).glob(f"*{suffix}")))
+    return f"{path}: no such config file (shipped, by name: {names})"
+
+
 def cache_folder() -> Path:
     """Where solved truths are kept: $BENCH_CACHE; else datasets/cache in a checkout; else the
     user's cache folder, never inside an installed package (an uninstall would leave it behind)."""

@@ -21,7 +21,7 @@ import numpy as np
 import yaml
 
 from odecore import protocol
-from odecore.shipped import by_name
+from odecore.shipped import by_name, no_such_config
 from nsode import CHECKPOINTS
 
 DEFAULT_FILE = Path(__file__).with_name("default.yaml")
@@ -141,8 +141,7 @@ def load(path: str | Path | None = None) -> Config:
         return from_dict(base)
     path = by_name(path, CHECKPOINTS, ".yaml")
     if not path.exists():
-        names = ", ".join(sorted(p.stem for p in CHECKPOINTS.glob("*.yaml")))
-        raise ConfigError(f"{path}: no such config file (shipped, by name: {names})")
+        raise ConfigError(no_such_config(path, CHECKPOINTS))
     override = _read_yaml(Path(path))
     unknown = sorted(set(override) - set(base))
     if unknown:
