@@ -95,6 +95,12 @@ def test_information_criterion_prefers_fewer_terms_at_equal_fit():
         assert family.information_criterion(small, 128, kind) < family.information_criterion(large, 128, kind)
 
 
+def test_sindy_ic_tells_fits_to_round_off_apart_by_their_number_of_terms(decay):
+    # without the floor on RSS/n, a five-term polynomial that fits the clean decay to 1e-12 beats -0.5*y
+    prediction, _ = fit("sindy-ic", decay, 0.0)
+    assert len(parse(prediction.expression).as_ordered_terms()) == 1, prediction.expression
+
+
 def test_coefficients_that_overflow_are_named_not_parsed_as_nan():
     t = np.linspace(0, 2, 40)
     y = 2 * np.exp(-0.5 * t)
