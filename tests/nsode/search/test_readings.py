@@ -66,3 +66,14 @@ def test_the_logistic_the_model_writes_only_for_1_over_y_is_found_through_that_r
     assert skeleton_key(read.chosen.expr) == target and read.chosen.source == "reciprocal-reading"
     assert float(read.chosen.expr.coeff(Y)) == pytest.approx(1.3, rel=0.03)
     assert read.timings["readings_s"] > 0
+
+
+def test_the_log_reading_of_a_record_below_zero_writes_its_law_back_with_the_record_s_sign(monkeypatch):
+    # y' = 0.4 y^2 from -2: z = log(-y) obeys z' = -0.4 exp(z), which is 0.4 y^2 back in y, not -0.4 y^2
+    t = np.linspace(0, 2, 64)
+    y = solve(compile_scalar(0.4 * Y**2), -2.0, t)
+    predictor = Predictor.searching()
+    predictor.search = replace(predictor.search, read_reciprocal=0, read_log=1)
+    monkeypatch.setattr(predictor, "candidates", lambda t, z, timings=None, beam=None: [(-0.4 * sympy.exp(Y), 0.0)])
+    [(label, [law])] = predictor.transformed_readings(t, y)
+    assert label == "log-reading" and np.allclose(evaluate(law, y), 0.4 * y**2)
