@@ -8,6 +8,7 @@ import sympy
 
 from odecore.expressions import Y, compile_scalar
 from odecore.solving import solve
+from odecore.uncertainty import round_to_error
 from nsode.data.tokens import parse_infix
 from nsode.joint import joint_choice, predict_records
 from nsode.predict import Predictor
@@ -207,6 +208,29 @@ def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
     assert len(shown.fit.values) == 2 and np.all(np.isfinite(shown.fit.errors))
     assert sum(shown.fit.chi2) == pytest.approx(sum(fit.chi2), rel=1e-6)  # the same law
     assert shown.fit.values[1] == pytest.approx(-0.2, abs=3 * shown.fit.errors[-1])
+
+
+def test_a_joint_law_is_printed_with_the_fewest_digits_that_fit_every_record_within_one_noise_variance():
+    # Gompertz far below its K = 1000: rate and K move together, so rounding each at its own error
+    # misses the records by more than a noise variance, and one digit more each is needed
+    from odecore.fitting import Template, abstract, fit_records
+    from nsode.joint import JointFit, Record, _chi2, supported_values
+
+    rng = np.random.default_rng(0)
+    read = []
+    for y0 in (1.0, 3.0):
+        t = np.linspace(0, 2, 64)
+        y = solve(compile_scalar(parse_infix("0.2*y*log(1000/y)")), y0, t) * (1 + 0.01 * rng.normal(size=t.size))
+        read.append(Record(t, y, 0.01 * float(np.mean(np.abs(y))), 0.01 * np.abs(y)))
+    params, start = [], []
+    template = Template(abstract(parse_infix("0.2*y*log(1000/y)"), params, start), tuple(params))
+    fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start, [1.0, 3.0])
+    found = JointFit(template.substitute(fit.values), template, fit, 0.0, (1.0, 1.0), 0)
+    values, y0s, extra = supported_values(found, read)
+    assert extra == 1 and _chi2(template, values, y0s, read) <= sum(fit.chi2) + 1
+    fewer = [round_to_error(v, e) for v, e in zip([*fit.values, *fit.y0s], [*fit.errors[2:], *fit.errors[:2]])]
+    assert _chi2(template, fewer[:2], fewer[2:], read) > sum(fit.chi2) + 1
+    assert values[1] == 921.0 and values[1] != fit.values[1]  # rounded still
 
 
 def test_files_given_after_the_options_are_read_and_one_file_named_twice_is_refused(tmp_path, capsys, write_record,
