@@ -184,9 +184,14 @@ def load_spec_trajectories(spec: dict) -> list[Trajectory]:
     return out
 
 
+RESIDUALS = ("absolute", "relative")  # how a drawn start's FD residual is judged (the "y0_draw" rule's "residual")
+
+
 def draw_initial_values(expression: str, count: int, low: float, high: float, seed: int,
-                        max_draws: int = 10_000) -> tuple[list[float], list[float]]:
+                        max_draws: int = 10_000, residual: str = "absolute") -> tuple[list[float], list[float]]:
     """`count` valid y0 ~ U(low, high); halves the range after `max_draws` draws with too few.
+    `residual` "relative" judges each start's FD residual in units of y (odecore.solving), for laws
+    in large units; "absolute" is the rule Classic's starts were drawn with.
 
     Returns the values and the range they were drawn from.
     """
@@ -195,7 +200,7 @@ def draw_initial_values(expression: str, count: int, low: float, high: float, se
         found = []
         for _ in range(max_draws):
             y0 = float(rng.uniform(low, high))
-            if is_valid_initial_value(expression, y0):
+            if is_valid_initial_value(expression, y0, relative=residual == "relative"):
                 found.append(y0)
                 if len(found) == count:
                     return found, [low, high]
@@ -320,7 +325,10 @@ def _check_y0_rule(path: Path, rule) -> None:
     missing = [key for key in ("count", "low", "high", "seed") if key not in rule]
     if missing:
         raise DatasetError(f"{path}: the \"y0_draw\" rule needs {', '.join(missing)} "
-                           "(and may give max_draws, default 10000)")
+                           "(and may give max_draws, default 10000, and residual, default absolute)")
+    if rule.get("residual", "absolute") not in RESIDUALS:
+        raise DatasetError(f"{path}: \"y0_draw\" residual must be one of {', '.join(RESIDUALS)} "
+                           f"(found {rule['residual']!r})")
     for key, low in (("count", 1), ("seed", 0), ("max_draws", 1)):
         if key in rule and not is_whole(rule[key], low):
             raise DatasetError(f"{path}: \"y0_draw\" {key} must be a whole number >= {low} (found {rule[key]!r})")
@@ -353,7 +361,8 @@ def fill_initial_values(path: Path, progress=None) -> int:
             raise DatasetError(f"{path}: equation {eq.get('id')!r}: {err}") from None
     for eq in progress(todo) if progress else todo:
         eq["y0"], eq["y0_range"] = draw_initial_values(
-            eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule.get("max_draws", 10_000))
+            eq["expression"], rule["count"], rule["low"], rule["high"], rule["seed"], rule.get("max_draws", 10_000),
+            rule.get("residual", "absolute"))
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(spec, indent=1) + "\n")
         os.replace(tmp, path)

@@ -213,16 +213,19 @@ def fd_residual(rhs_vector: Callable[[np.ndarray], np.ndarray], t: np.ndarray, y
 
 def valid_initial_value(expr, y0: float, t: np.ndarray, grid: int, *, rtol: float, atol: float,
                         fd_tolerance: float, time_limit: float | None, max_rhs_calls: int | None = None,
-                        rest_at_edge: bool = False) -> bool:
+                        rest_at_edge: bool = False, relative: bool = False) -> bool:
     """Whether y' = expr has a usable solution from y0 on t ([0, T] and [T, T_extra], `grid`
     points each, solved in one LSODA run; `rest_at_edge` as in `solve`) whose FD residual is at
-    most `fd_tolerance` on both."""
+    most `fd_tolerance` on both; with `relative`, `fd_tolerance` in units of the largest |y| on the
+    path (the solver's relative error makes the residual grow with y, so a law in large units,
+    y0 = 1e8, fails an absolute check on its rounding alone)."""
     try:
         y = solve(compile_scalar(expr), y0, t, rtol=rtol, atol=atol, time_limit=time_limit,
                   max_rhs_calls=max_rhs_calls, rest_at_edge=rest_at_edge)
     except SolveError:
         return False
-    return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance
+    scale = float(np.max(np.abs(y))) if relative else 1.0
+    return fd_residual(compile_vector(expr), t, y, grid=grid) <= fd_tolerance * scale
 
 
 def relative_atol(atol: float, size: float) -> float:
@@ -244,12 +247,15 @@ def solve_truth(expression: str, y0: float, time_limit: float = protocol.SOLVE_T
     return y_all[: protocol.GRID], y_all[protocol.GRID - 1:]
 
 
-def is_valid_initial_value(expression: str, y0: float, time_limit: float = 20.0) -> bool:
+def is_valid_initial_value(expression: str, y0: float, time_limit: float = 20.0, *, relative: bool = False) -> bool:
     """True when y' = expression has a solution from y0 on [0, T_extra] (at rest where it reaches
     its domain's edge at rest, as the truth) that passes the FD residual check (the protocol's
     grids, tolerances and FD_TOLERANCE) within
     `protocol.Y0_CHECK_MAX_RHS_CALLS` evaluations of f, so a drawn y0 does not depend on how busy
-    the machine is; `time_limit` is the wall-clock safety net."""
+    the machine is; `time_limit` is the wall-clock safety net. With `relative` the residual is
+    judged in units of y (`valid_initial_value`), and solved with the truth's absolute tolerance
+    relative to |y0| below 1."""
+    atol = relative_atol(protocol.ATOL, y0) if relative else protocol.ATOL
     return valid_initial_value(parse(expression), y0, protocol.truth_grid(), protocol.GRID, rtol=protocol.RTOL,
-                               atol=protocol.ATOL, fd_tolerance=protocol.FD_TOLERANCE, time_limit=time_limit,
-                               max_rhs_calls=protocol.Y0_CHECK_MAX_RHS_CALLS, rest_at_edge=True)
+                               atol=atol, fd_tolerance=protocol.FD_TOLERANCE, time_limit=time_limit,
+                               max_rhs_calls=protocol.Y0_CHECK_MAX_RHS_CALLS, rest_at_edge=True, relative=relative)

@@ -1,3 +1,4 @@
+import json
 import pickle
 
 import numpy as np
@@ -185,3 +186,38 @@ def test_a_task_draws_the_same_points_and_noise_in_every_process():
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(outputs) == 1 and outputs.pop().startswith("[")
+
+
+FAST_CLASSIC = ("koza-1", "koza-2", "koza-3", "nguyen-4", "nguyen-5", "nguyen-6", "nguyen-7", "nguyen-8",
+                "keijzer-1", "keijzer-4", "keijzer-7", "keijzer-9")  # draws of under a second each
+
+
+def test_classic_s_starts_follow_from_its_own_draw_rule():
+    spec = json.loads((datasets.DATASETS_DIR / "classic.json").read_text())
+    rule = spec["y0_draw"]
+    for eq in (eq for eq in spec["equations"] if eq["id"] in FAST_CLASSIC):
+        drawn = datasets.draw_initial_values(eq["expression"], rule["count"], rule["low"], rule["high"],
+                                             rule["seed"], rule["max_draws"])
+        assert drawn == (eq["y0"], eq["y0_range"]), eq["id"]
+
+
+def test_a_draw_rule_may_judge_starts_in_units_of_y_for_laws_in_large_units(tmp_path):
+    def filled(residual):
+        rule = {"count": 2, "low": 1e8, "high": 2e8, "seed": 0, "max_draws": 2, **residual}
+        path = tmp_path / "big.json"
+        path.write_text(json.dumps({"format": "bench-dataset/1", "name": "big", "version": "1", "y0_draw": rule,
+                                    "equations": [{"id": "decay", "expression": "-0.5*y"}]}))
+        assert datasets.fill_initial_values(path) == 1 and datasets.fill_initial_values(path) == 0
+        return json.loads(path.read_text())["equations"][0]
+
+    absolute = filled({})  # y' = -0.5 y from 1e8 misses the absolute FD check on the solver's rounding alone
+    assert absolute["y0_range"][1] < 1e8 and max(absolute["y0"]) < 1e8
+    relative = filled({"residual": "relative"})
+    assert relative["y0_range"] == [1e8, 2e8] and all(1e8 <= v <= 2e8 for v in relative["y0"])
+    assert filled({"residual": "relative"}) == relative  # the same rule draws the same starts
+    with pytest.raises(datasets.DatasetError, match="residual must be one of absolute, relative"):
+        (tmp_path / "big.json").write_text(json.dumps({"format": "bench-dataset/1", "name": "big", "version": "1",
+                                                       "y0_draw": {"count": 1, "low": 1, "high": 2, "seed": 0,
+                                                                   "residual": "units"},
+                                                       "equations": [{"id": "a", "expression": "-y"}]}))
+        datasets.fill_initial_values(tmp_path / "big.json")

@@ -35,6 +35,14 @@ def test_a_drawn_initial_value_is_judged_by_the_count_of_its_check(monkeypatch):
     assert not is_valid_initial_value("-y", 1.0)
 
 
+def test_a_start_in_large_units_passes_the_residual_check_judged_in_units_of_y():
+    # the solver's relative error makes the FD residual of y' = -y from 1e8 about 7, above the absolute 1
+    assert not is_valid_initial_value("-y", 1e8) and is_valid_initial_value("-y", 1e8, relative=True)
+    assert is_valid_initial_value("-y", 1e-6, relative=True)  # and small units are solved to digits of their own
+    # a decay too fast for the grid fails at y0 = 1 either way; in units of y it fails at 1e-6 too
+    assert is_valid_initial_value("-1e4*y", 1e-6) and not is_valid_initial_value("-1e4*y", 1e-6, relative=True)
+
+
 def test_the_solver_never_steps_past_the_last_time_into_where_f_is_undefined():
     # y' = -0.5 sqrt(y) from 5 is (sqrt(5) - t/4)^2: a quadratic, so LSODA's error estimate is ~0
     # and, left to overshoot the last time, one step reached y = -4.2 (sqrt undefined) well
