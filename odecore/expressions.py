@@ -74,6 +74,16 @@ def compile_scalar(expr: sympy.Expr, params: tuple[sympy.Symbol, ...] = ()):
     )
 
 
+def real_values(out) -> np.ndarray:
+    """`out` as floats, nan where it is complex. A lambdified power of a negative constant to a
+    fractional exponent is computed on Python floats, which go complex where numpy's give nan;
+    casting would keep the real part ((-8)**(1/3) read as 1)."""
+    out = np.asarray(out)
+    if np.iscomplexobj(out):
+        return np.where(out.imag == 0, out.real, np.nan)
+    return out.astype(float, copy=False)
+
+
 def compile_vector(expr: sympy.Expr):
     """A numpy callable for `expr` on arrays; out-of-domain points give nan (no warnings)."""
     fn = sympy.lambdify([Y], _with_y(expr), modules="numpy")
@@ -81,7 +91,7 @@ def compile_vector(expr: sympy.Expr):
     def evaluate(y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)
         with np.errstate(all="ignore"):
-            out = np.asarray(fn(y), dtype=float)
+            out = real_values(fn(y))
         return np.broadcast_to(out, y.shape).copy()
 
     return evaluate
@@ -125,7 +135,7 @@ def compile_parametrised(expr: sympy.Expr, params: list[sympy.Symbol]):
     def evaluate(y: np.ndarray, p: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)
         with np.errstate(all="ignore"):
-            out = np.asarray(fn(y, *p), dtype=float)
+            out = real_values(fn(y, *p))
         return np.broadcast_to(out, np.broadcast_shapes(y.shape, out.shape)).copy()
 
     return evaluate

@@ -32,7 +32,7 @@ import sympy
 from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares
 
-from odecore.expressions import Y, compile_scalar
+from odecore.expressions import Y, compile_scalar, real_values
 from odecore.solving import SolveError, relative_atol, solve
 
 RTOL = ATOL = 1e-7  # LSODA tolerances while fitting (scoring uses the protocol's 1e-9)
@@ -73,7 +73,7 @@ class Template:
         every c near its value), df/dc is 0: a record that starts from exactly 0 is fitted."""
         with np.errstate(all="ignore"):
             out = self._vector(y, *c)
-        arrays = [np.broadcast_to(np.asarray(o, dtype=float), y.shape) for o in out]
+        arrays = [np.broadcast_to(real_values(o), y.shape) for o in out]
         gradients = np.array(arrays[1:]).reshape(len(self.params), len(y))
         gradients[np.isnan(gradients) & np.isfinite(arrays[0])] = 0.0
         return arrays[0], gradients

@@ -11,7 +11,7 @@ from odecore.fitting import (Template, better_start, bin_means, fit_integral, fi
                           information_criterion, levenberg_marquardt, trajectory)
 from odecore.noise import estimate_noise, noise_profile
 from odecore.uncertainty import standard_errors
-from odecore.expressions import Y, compile_scalar
+from odecore.expressions import Y, compile_scalar, compile_vector
 from odecore.solving import solve
 
 A, B = sympy.symbols("a b", real=True)
@@ -128,6 +128,19 @@ def test_fractional_power_of_a_negative_number_is_a_failed_fit_not_a_complex_num
     template = Template(A * Y**sympy.Float(1.5), (A,))
     assert not fit_integral(template, t, y, [1.0]).ok
     assert not fit_trajectory(template, t, y, [1.0], max_nfev=5).ok
+
+
+@pytest.mark.parametrize("as_given", [list, np.array])
+def test_a_negative_constant_under_a_fractional_power_is_nan_however_the_constants_come(as_given):
+    # Python floats raise (-8.0)**(1/3) to a complex number whose real part is 1; numpy's give nan
+    template = Template(A ** sympy.Rational(1, 3) * Y + B, (A, B))
+    y = np.linspace(1, 2, 3)
+    values, gradients = template.values_and_gradients(y, as_given([-8.0, 1.0]))
+    assert np.isnan(values).all() and np.isnan(gradients[0]).all()
+    values, _ = template.values_and_gradients(y, as_given([8.0, 1.0]))
+    np.testing.assert_allclose(values, 2 * y + 1)
+    assert np.isnan(compile_vector(template.substitute([-8.0, 1.0]))(y)).all()  # sympy keeps (-1)**(1/3)
+    np.testing.assert_allclose(compile_vector(template.substitute([8.0, 1.0]))(y), 2 * y + 1)
 
 
 def test_the_trajectory_fit_starts_where_its_course_misses_least():
