@@ -188,22 +188,30 @@ def test_predict_cli_reads_several_files_only_when_asked_and_names_a_bad_file(tm
     assert "bad.csv" in err and "only 2 points" in err and err.count("\n") == 1
 
 
-def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
-    # Gompertz written c0*y + c1*y*log(c2*y) on two records: shown as c0*y + c1*y*log(y), errors finite
+def gompertz_joint_fit(y0s, t_end: float, points: int, seed: int, written: str):
+    """Records of Gompertz growth 0.2 y log(1000/y) from `y0s` (noise 1%), and the joint fit of the
+    law `written` to them: (records, template, fit, the fit as a JointFit)."""
     from odecore.fitting import Template, abstract, fit_records
-    from nsode.joint import JointFit, Record, identifiable_joint
+    from nsode.joint import JointFit, Record
 
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(seed)
     read = []
-    for y0 in (10.0, 400.0):
-        t = np.linspace(0, 30, 60)
+    for y0 in y0s:
+        t = np.linspace(0, t_end, points)
         y = solve(compile_scalar(parse_infix("0.2*y*log(1000/y)")), y0, t) * (1 + 0.01 * rng.normal(size=t.size))
         read.append(Record(t, y, 0.01 * float(np.mean(np.abs(y))), 0.01 * np.abs(y)))
     params, start = [], []
-    template = Template(abstract(parse_infix("0.7*y - 0.2*y*log(0.036*y)"), params, start), tuple(params))
-    fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start, [10.0, 400.0])
+    template = Template(abstract(parse_infix(written), params, start), tuple(params))
+    fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start, list(y0s))
+    return read, template, fit, JointFit(template.substitute(fit.values), template, fit, 0.0, (1.0,) * len(y0s), 0)
+
+
+def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
+    # Gompertz written c0*y + c1*y*log(c2*y) on two records: shown as c0*y + c1*y*log(y), errors finite
+    from nsode.joint import identifiable_joint
+
+    read, _, fit, found = gompertz_joint_fit((10.0, 400.0), 30, 60, 2, "0.7*y - 0.2*y*log(0.036*y)")
     assert sum(map(np.isinf, fit.errors)) == 2  # c0 and c2 as written
-    found = JointFit(template.substitute(fit.values), template, fit, 0.0, (1.0, 1.0), 0)
     shown = identifiable_joint(found, read)
     assert len(shown.fit.values) == 2 and np.all(np.isfinite(shown.fit.errors))
     assert sum(shown.fit.chi2) == pytest.approx(sum(fit.chi2), rel=1e-6)  # the same law
@@ -213,19 +221,9 @@ def test_a_joint_law_is_shown_with_constants_the_records_determine_one_by_one():
 def test_a_joint_law_is_printed_with_the_fewest_digits_that_fit_every_record_within_one_noise_variance():
     # Gompertz far below its K = 1000: rate and K move together, so rounding each at its own error
     # misses the records by more than a noise variance, and one digit more each is needed
-    from odecore.fitting import Template, abstract, fit_records
-    from nsode.joint import JointFit, Record, _chi2, supported_values
+    from nsode.joint import _chi2, supported_values
 
-    rng = np.random.default_rng(0)
-    read = []
-    for y0 in (1.0, 3.0):
-        t = np.linspace(0, 2, 64)
-        y = solve(compile_scalar(parse_infix("0.2*y*log(1000/y)")), y0, t) * (1 + 0.01 * rng.normal(size=t.size))
-        read.append(Record(t, y, 0.01 * float(np.mean(np.abs(y))), 0.01 * np.abs(y)))
-    params, start = [], []
-    template = Template(abstract(parse_infix("0.2*y*log(1000/y)"), params, start), tuple(params))
-    fit = fit_records(template, [(r.t, r.y, r.noise) for r in read], start, [1.0, 3.0])
-    found = JointFit(template.substitute(fit.values), template, fit, 0.0, (1.0, 1.0), 0)
+    read, template, fit, found = gompertz_joint_fit((1.0, 3.0), 2, 64, 0, "0.2*y*log(1000/y)")
     values, y0s, extra = supported_values(found, read)
     assert extra == 1 and _chi2(template, values, y0s, read) <= sum(fit.chi2) + 1
     fewer = [round_to_error(v, e) for v, e in zip([*fit.values, *fit.y0s], [*fit.errors[2:], *fit.errors[:2]])]
