@@ -24,3 +24,9 @@ def test_observation_is_128_bits_of_t_then_y():
     assert set(np.unique(enc)) <= {0.0, 1.0}
     assert np.array_equal(bits_to_float(enc[:, :64].astype(np.uint8)), t)
     np.testing.assert_array_equal(bits_to_float(enc[:, 64:].astype(np.uint8)), y)
+
+
+def test_times_are_encoded_as_full_doubles_like_the_values():
+    x = np.array([0.1, 1 / 3, 2.0 + 2**-40])  # the last bits of 2 + 2**-40 are lost in a float32
+    encoded = encode_observations(x, x)
+    assert np.array_equal(encoded[:, :64], float_bits(x)) and np.array_equal(encoded[:, :64], encoded[:, 64:])

@@ -39,3 +39,11 @@ def test_a_growth_draw_holds_gompertz_laws_in_every_unit():
             rate = sympy.simplify(u * sympy.diff(f.subs(Y, u) / u, u))  # y (f/y)' = -a for a y log(K/y)
             assert rate.is_number and rate < 0
             assert truth[-1] > y[0] and np.all(np.diff(truth) > 0)  # growth from below its level
+
+
+def test_a_draw_in_other_units_is_the_same_laws_rescaled():
+    one, hundred = simple_cases(6, 0.0, seed=3), simple_cases(6, 0.0, seed=3, scale=100.0)
+    for (truth, _, f), (truth100, _, f100) in zip(one, hundred):
+        assert np.allclose(truth100, 100 * truth)
+        for v in (0.5, 2.0):  # y' = f(y) in units 100 times smaller: 100 f(y / 100)
+            assert np.isclose(float(f100.subs(Y, 100 * v)), 100 * float(f.subs(Y, v)))

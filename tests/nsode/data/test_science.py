@@ -147,3 +147,55 @@ def test_a_law_with_a_pole_in_y_needs_positive_y():
     from odecore.expressions import Y
 
     assert science.needs_positive_y(1 / (Y + 2)) and not science.needs_positive_y(Y**2 - 3)
+
+
+SCIENCE = cfg.default().replace(family="science")
+
+
+def test_polynomial_terms_and_resampled_exponents_reach_the_largest_degree():
+    rng = np.random.default_rng(0)
+    degrees = set()
+    for _ in range(300):
+        term = science.sample_term("poly", rng, SCIENCE)
+        degrees.add(1 if term[2] == "y" else term[4])
+    assert degrees == set(range(1, SCIENCE.science_max_degree + 1))
+    slots = simplify.constant_slots(simplify.canonical(tok.parse_infix("1.5*y**3")))
+    assert {science._exponents(slots, rng, SCIENCE)[0] for _ in range(200)} == {2.0, 3.0, 4.0, 5.0}
+
+
+def test_the_number_of_terms_follows_its_configured_weights():
+    rng = np.random.default_rng(0)
+    three = SCIENCE.replace(science_terms={"poly": 1}, science_n_terms=[0, 0, 1])
+    assert all(science.sample_expression(rng, three)[:3] == ["add", "add", "mul"] for _ in range(50))
+    one = three.replace(science_n_terms=[1, 0, 0])
+    assert all(science.sample_expression(rng, one)[0] == "mul" for _ in range(50))
+
+
+def test_a_constant_asked_to_be_positive_or_negative_is():
+    rng = np.random.default_rng(0)
+    assert all(science._constant(rng, +1) > 0 for _ in range(200))
+    assert all(science._constant(rng, -1) < 0 for _ in range(200))
+
+
+def test_a_constant_of_the_dimension_of_a_squared_rate_spans_the_squared_range():
+    expr = simplify.canonical(tok.parse_infix("sqrt(3*y + 2)"))
+    dims, consistent = science.roles(expr)
+    assert consistent and (2.0, 2.0) in dims
+    k = dims.index((2.0, 2.0))
+    rng = np.random.default_rng(0)
+    ratios = []
+    for _ in range(200):
+        _, values, scale = science.draw_constants(expr, rng, SCIENCE)
+        ratios.append(abs(values[k]) / scale**2)
+    lo, hi = SCIENCE.science_rate_range
+    assert lo**2 * 0.999 <= min(ratios) and max(ratios) <= hi**2 * 1.001
+    assert min(ratios) < lo and max(ratios) > hi  # a rate squared, not a rate
+
+
+def test_initial_values_are_on_the_scale_of_a_half_saturation_constant():
+    candidate = simplify.process(["sub", 1.3, "div", "mul", 1.5, "y", "add", 1.2, "y"], SCIENCE)
+    dims, _ = science.roles(candidate.expr)
+    k = dims.index((1.0, 0.0))  # K = S * U(0.25, 4), y0 = S * U(0.1, 2)
+    sets, y0 = science.draw_sets(candidate.expr, candidate.skeleton, np.random.default_rng(0), SCIENCE)
+    ratio = np.abs(y0) / np.abs(np.array([values[k] for _, values in sets]))[:, None]
+    assert 0.1 / 4 <= ratio.min() and ratio.max() <= 2 / 0.25

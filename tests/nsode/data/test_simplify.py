@@ -135,3 +135,28 @@ def test_the_simplifier_child_dies_with_a_parent_killed_outright(process_gone):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("c", [10, -10])
+def test_constants_at_the_grid_ends_are_in_the_support(c):
+    assert tok.constants(simplify.check_support(c * Y + sympy.sin(Y), CONFIG)) == [abs(float(c))]
+
+
+def test_a_negative_power_needs_pow_not_div_in_the_configuration():
+    assert "div" in simplify.check_support(Y**-2 + Y, CONFIG.replace(binary_ops={"add": 1, "mul": 1, "pow": 1}))
+
+
+def test_an_operator_of_weight_zero_is_outside_the_support():
+    with pytest.raises(simplify.Rejected, match="unsupported"):
+        simplify.check_support(sympy.cos(Y) + Y, CONFIG.replace(unary_ops={"sin": 1, "cos": 0}))
+
+
+def test_a_complex_constant_is_refused_not_folded_to_its_real_part():
+    with pytest.raises(simplify.Rejected, match="not real"):
+        simplify.canonical(sympy.sqrt(-2) * Y + sympy.sin(Y))
+
+
+def test_a_reciprocal_square_root_is_structural_not_a_constant_exponent():
+    expr = simplify.canonical(1 / sympy.sqrt(Y) + Y)
+    assert simplify.constant_slots(expr) == []
+    assert "sqrt" in tok.encode(expr) and "pow" not in tok.encode(expr)

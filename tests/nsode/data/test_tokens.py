@@ -95,3 +95,7 @@ def test_a_skeleton_keeps_the_sign_of_a_coefficient():
 def test_tokens_left_after_a_complete_expression_are_refused():
     with pytest.raises(tok.EncodingError, match="after a complete"):
         tok.decode(["y", "y"])
+
+
+def test_a_difference_is_written_with_sub_and_the_positive_term_first():
+    assert tok.encode(tok.parse_infix("sin(y) - 3*y")) == ["sub", "sin", "y", "mul", 3.0, "y"]

@@ -95,3 +95,21 @@ def test_a_y_subtree_that_cancels_is_evaluated_as_a_float():
     with pytest.raises(trees.InvalidTree, match="not a finite real"):
         trees.to_sympy(prefix)
     assert trees.to_sympy(["add", "y", "mul", "sub", "y", "y", 3.0]) == trees.Y
+
+
+def test_an_integer_range_from_zero_never_draws_zero():
+    config = cfg.default().replace(p_int=1.0, int_range=[0, 10])
+    rng = np.random.default_rng(0)
+    assert {trees.sample_constant(rng, config) for _ in range(500)} == set(range(1, 11))
+
+
+def test_a_huge_negative_exponent_of_a_y_subtree_is_refused():
+    # y**(-9**11): sympy would work on it for ever
+    with pytest.raises(trees.InvalidTree, match="exponent"):
+        trees.to_sympy(["pow", "y", "pow", -9, 11])
+
+
+def test_operator_weights_are_normalised_and_weight_zero_is_left_out():
+    config = cfg.default().replace(binary_ops={"add": 1, "mul": 3}, unary_ops={"sin": 1, "cos": 0})
+    assert dict(config.binary_ops) == {"add": 0.25, "mul": 0.75} and "cos" not in config.unary_ops
+    trees.sample_expression(np.random.default_rng(0), config)  # rng.choice needs weights summing to 1
