@@ -270,7 +270,7 @@ def _read_csv_records(file: Path, dataset: str, reading: CsvReading) -> list[Tra
     try:
         records = read_records(file, reading.by, sort=False, columns=reading.columns, min_records=1)
     except TrajectoryFileError as err:
-        raise DatasetError(hinted(str(err))) from None
+        raise DatasetError(hinted(str(err), by=True)) from None
     empty = np.empty(0)
     return [Trajectory(dataset=dataset, equation_id=file.stem, y0_index=i, expression=None, y0=float(data.y[0]),
                        t=data.t, y=data.y, t_extra=empty, y_extra=empty, has_truth=False, record=label)

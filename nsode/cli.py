@@ -65,7 +65,7 @@ def read_records(path: Path, by: str, columns: tuple[str, str]) -> dict:
     try:
         return read(path, by, columns=columns)
     except TrajectoryFileError as err:
-        raise InputError(hinted(str(err))) from None
+        raise InputError(hinted(str(err), by=True)) from None
 
 
 def _figure_path(path: Path) -> Path:

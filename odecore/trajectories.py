@@ -59,10 +59,11 @@ def read_records(path: str | Path, by: str, *, sort: bool = True, min_points: in
     return _records(path, frame, t, y, by, sort, min_points, column_names(columns), min_records, spelled)
 
 
-def hinted(message: str) -> str:
+def hinted(message: str, by: bool = False) -> str:
     """A reader's error with the command-line option that fixes it, where one does (`nsode predict`
-    and `bench run` both name them `--columns` and `--by`)."""
-    if "duplicate time" in message:
+    and `bench run` both name them `--columns` and `--by`; `by`: the file was already read by a column,
+    so a duplicate time is within one record and `--by` is no fix)."""
+    if "duplicate time" in message and not by:
         return message + " (several runs in one file? --by COLUMN reads each run apart)"
     if "needs a first line naming columns" in message:
         return message + "; or name the file's own: --columns TIME VALUE"

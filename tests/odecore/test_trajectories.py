@@ -201,3 +201,34 @@ def test_the_fewest_points_and_finite_times_are_checked_exactly():
         check_trajectory(np.arange(9.0), np.ones(9))
     with pytest.raises(ValueError, match="NaN or infinite"):
         check_trajectory(np.r_[0, 1, np.nan, np.arange(3, 12)], np.ones(12))
+
+
+def _runs(path, labels=("a", "b"), header="t,y,run"):
+    path.write_text(header + "\n" + "".join(f"{t},{1 + t},{r}\n" for r in labels for t in range(12)))
+    return path
+
+
+def test_by_naming_the_value_column_says_it_holds_the_values(tmp_path):
+    with pytest.raises(TrajectoryFileError, match="column 'Y' holds the values"):
+        read_records(_runs(tmp_path / "runs.csv"), "Y")
+
+
+@pytest.mark.parametrize("label", ['"A\n1"', "A\x071"])
+def test_a_record_label_of_more_than_one_line_or_a_control_character_is_refused(tmp_path, label):
+    path = tmp_path / "runs.csv"
+    path.write_text("t,y,run\n" + "".join(f"{t},{1 + t},a\n" for t in range(12))
+                    + "".join(f"{t},{1 + t},{label}\n" for t in range(12)))
+    with pytest.raises(TrajectoryFileError, match="row 13 below the header has run .*printable text on one line"):
+        read_records(path, "run")
+
+
+def test_a_commented_header_above_the_real_one_is_only_a_comment(tmp_path):
+    (tmp_path / "d.csv").write_text("# t,y\nt,y\n" + ROWS)
+    read = read_trajectory(tmp_path / "d.csv")
+    assert len(read.t) == 20 and read.y[0] == 3.0
+
+
+def test_numpy_savetxt_header_is_read_without_case(tmp_path):
+    np.savetxt(tmp_path / "d.csv", np.c_[T, 2 * T], delimiter=",", header="Hours,OD600")
+    read = read_trajectory(tmp_path / "d.csv", columns=("hours", "od600"))
+    assert np.allclose(read.y, 2 * T) and read.columns == ("Hours", "OD600")
