@@ -69,6 +69,7 @@ def solve(
     The rest is a second LSODA run after the first has failed, under the same limits (each run
     counts its own evaluations of f).
     """
+    _check_times(t)
     settings = dict(rtol=rtol, atol=atol, mxstep=mxstep, time_limit=time_limit, max_rhs_calls=max_rhs_calls)
     try:
         return _integrate(rhs, y0, t, **settings)
@@ -86,6 +87,17 @@ def solve(
     except _LeftDomain as left:
         raise SolveError(str(left)) from None
     return np.where((y - edge) * side < 0, edge, y)  # a step just past the edge is at the edge
+
+
+def _check_times(t) -> None:
+    """The times LSODA can be asked for, refused as such (LSODA reports one time as a failed step and
+    times out of order as a domain error); a SolveError, as before, so every caller's handling holds."""
+    t = np.asarray(t, dtype=float)
+    if t.ndim != 1 or len(t) < 2:
+        raise SolveError(f"solve needs a 1-D array of at least two times (got shape {t.shape})")
+    steps = np.diff(t)
+    if not (np.all(steps >= 0) or np.all(steps <= 0)) or not np.all(np.isfinite(t)):
+        raise SolveError("solve needs finite times in order (increasing or decreasing; repeats allowed)")
 
 
 class _LeftDomain(SolveError):

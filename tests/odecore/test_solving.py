@@ -35,6 +35,13 @@ def test_a_drawn_initial_value_is_judged_by_the_count_of_its_check(monkeypatch):
     assert not is_valid_initial_value("-y", 1.0)
 
 
+@pytest.mark.parametrize("t, problem", [([0.0], "at least two times"), ([0.0, 2.0, 1.0], "times in order"),
+                                        ([0.0, np.nan, 1.0], "finite times")])
+def test_times_the_solver_cannot_be_asked_for_are_named_as_such(t, problem):
+    with pytest.raises(SolveError, match=problem):
+        solve(lambda v: -v, 1.0, np.array(t))
+
+
 def test_a_start_in_large_units_passes_the_residual_check_judged_in_units_of_y():
     # the solver's relative error makes the FD residual of y' = -y from 1e8 about 7, above the absolute 1
     assert not is_valid_initial_value("-y", 1e8) and is_valid_initial_value("-y", 1e8, relative=True)
