@@ -69,8 +69,16 @@ def solve(
     The rest is a second LSODA run after the first has failed, under the same limits (each run
     counts its own evaluations of f).
     """
-    _check_times(t)
     settings = dict(rtol=rtol, atol=atol, mxstep=mxstep, time_limit=time_limit, max_rhs_calls=max_rhs_calls)
+    try:
+        return _solve(rhs, y0, t, rest_at_edge, settings)
+    except SolveError:
+        _check_times(t)  # a failure the times caused is named as such, at no cost to a solve that succeeds
+        raise
+
+
+def _solve(rhs, y0, t, rest_at_edge, settings) -> np.ndarray:
+    """`solve`, with its limits in `settings`."""
     try:
         return _integrate(rhs, y0, t, **settings)
     except _LeftDomain as left:
