@@ -1,5 +1,7 @@
 import json
 import pickle
+import shutil
+import stat
 import struct
 
 import pytest
@@ -129,3 +131,100 @@ def test_a_config_whose_vocabulary_contradicts_its_weights_is_refused_at_load(tm
     _edited_vocabulary(tmp_path, edit)
     with pytest.raises(CheckpointError, match=f"config.json does not match its weights: {problem}"):
         load(tmp_path)
+
+
+def _run_folder(path, state=None):
+    torch.manual_seed(0)
+    build("tiny").save_pretrained(path)
+    if state is not None:
+        (path / "training_state.json").write_text(json.dumps(state))
+    return path
+
+
+def _dtypes(weights):
+    with open(weights, "rb") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(length))
+    return {entry["dtype"] for key, entry in header.items() if key != "__metadata__"}
+
+
+def test_export_writes_fp16_weights_readable_as_the_config(tmp_path):
+    """E1: the shipped weights are fp16 (half the bytes); E3: they get config.json's permissions."""
+    from nsode.export import export
+
+    src = _run_folder(tmp_path / "run")
+    size = export(src, tmp_path / "shipped")
+    assert _dtypes(tmp_path / "shipped" / "model.safetensors") == {"F16"}
+    assert size < 0.6 * (src / "model.safetensors").stat().st_size
+    (tmp_path / "shipped" / "config.json").chmod(0o644)
+    (tmp_path / "shipped" / "model.safetensors").chmod(0o600)
+    export(src, tmp_path / "shipped", replace=True)
+    mode = stat.S_IMODE((tmp_path / "shipped" / "model.safetensors").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "shipped" / "config.json").stat().st_mode)
+
+
+def test_a_replaced_checkpoint_does_not_keep_the_old_training_state(tmp_path):
+    """E2: --replace with weights that have no training_state.json drops the old model's state."""
+    from nsode.export import export
+
+    export(_run_folder(tmp_path / "a", {"step": 7}), tmp_path / "shipped")
+    assert (tmp_path / "shipped" / "training_state.json").is_file()
+    export(_run_folder(tmp_path / "b"), tmp_path / "shipped", replace=True)
+    assert not (tmp_path / "shipped" / "training_state.json").exists()
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    return _run_folder(tmp_path_factory.mktemp("tiny") / "ckpt")
+
+
+def _copy(saved, tmp_path, **changes):
+    folder = tmp_path / "ckpt"
+    shutil.copytree(saved, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+@pytest.mark.parametrize("suffix", [".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".PKL"])
+def test_every_pickle_suffix_is_refused(saved, tmp_path, suffix):
+    """C1: each pickle suffix is refused, not only the two the load test uses."""
+    from nsode.checkpoint_files import CheckpointError, check
+
+    folder = _copy(saved, tmp_path)
+    (folder / f"weights{suffix}").write_bytes(b"\x80\x04N.")
+    with pytest.raises(CheckpointError, match="pickle files"):
+        check(folder)
+
+
+def test_weights_cut_short_after_an_intact_header_are_refused(saved, tmp_path):
+    """C2: the tensors must end exactly at the file's end (a copy cut in its data, header whole)."""
+    from nsode.checkpoint_files import CheckpointError, check
+
+    folder = _copy(saved, tmp_path)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-64])
+    with pytest.raises(CheckpointError, match="not a whole safetensors file"):
+        check(folder)
+
+
+def _config(saved):
+    return json.loads((saved / "config.json").read_text())
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda c: {"vocab_size": c["vocab_size"] - 1}, "36 tokens and vocab_size 35"),  # C3
+    (lambda c: {"dropout": 1.0}, r"dropout 1.0 is not a rate in \[0, 1\)"),  # C4
+    (lambda c: {"constant_token_ids": c["constant_token_ids"][:1], "constant_values": c["constant_values"][:1]},
+     "two or more"),  # C5
+    (lambda c: {"pad_token_id": 36}, "pad_token_id 36 is not a token"),  # C6
+    (lambda c: {"constant_token_ids": c["constant_token_ids"][:1] + c["constant_token_ids"],
+                "constant_values": c["constant_values"][:1] + c["constant_values"]}, "do not increase"),  # C9
+])
+def test_the_pre_sweep_check_refuses_configs_no_model_runs_with(saved, tmp_path, edit, problem):
+    """The harness's check (no torch) names each problem before a sweep, not one error per task."""
+    from nsode.checkpoint_files import CheckpointError, check
+
+    folder = _copy(saved, tmp_path, **edit(_config(saved)))
+    with pytest.raises(CheckpointError, match=problem):
+        check(folder)
