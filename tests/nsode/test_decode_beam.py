@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from odecore.expressions import parse
@@ -8,7 +9,7 @@ from nsode import default_checkpoint
 from nsode.data import tokens
 from nsode.decode import arity, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
-from nsode.model import load
+from nsode.model import DecoderInput, load
 from nsode.predict import Predictor
 
 
@@ -87,3 +88,49 @@ def test_samples_are_complete_seeded_and_reach_skeletons_the_beam_does_not():
 
     beam = skeletons(beam_search(model, None, memory=memory, beam=32, branches=1))
     assert skeletons(drawn) - beam
+
+
+@pytest.fixture(scope="module")
+def decay():
+    """The shipped model's encoding of 64 clean points of y' = -0.5 y from 3."""
+    model = load(default_checkpoint("nsode-eps"), "cpu")
+    t = np.linspace(0, 2, 64)
+    memory = model.encode(torch.from_numpy(encode_observations(t, 3 * np.exp(-0.5 * t))).unsqueeze(0))
+    return model, memory
+
+
+def test_a_beam_of_one_token_trees_is_found_at_max_tokens_one(decay):
+    model, memory = decay
+    beams = beam_search(model, None, memory=memory, beam=8, max_tokens=1)
+    assert beams and all(len(b.prefix) == 1 for b in beams)
+
+
+def test_one_constant_branch_still_writes_constants(decay):
+    model, memory = decay
+    beams = beam_search(model, None, memory=memory, beam=8, branches=1)
+    assert any(isinstance(item, float) for b in beams for item in b.prefix)
+
+
+def test_beam_scores_are_the_teacher_forced_log_probabilities(decay):
+    """A constant is fed back as the mix of its interval's two grid embeddings, as in training."""
+    model, memory = decay
+    beams = [b for b in beam_search(model, None, memory=memory, beam=8)
+             if any(isinstance(i, float) for i in b.prefix)][:3]
+    assert beams
+    bos = model.config.bos_token_id
+    for b in beams:
+        rows = [(bos, bos, 1.0, 0.0)] + tokens.targets(list(b.prefix))
+        ids = torch.tensor([[r[:2] for r in rows[:-1]]])
+        weights = torch.tensor([[r[2:] for r in rows[:-1]]], dtype=torch.float32)
+        with torch.no_grad():
+            logits, _ = model.decode(DecoderInput(ids, weights), memory)
+        logp = logits[0].float().log_softmax(-1)
+        score = sum(float(torch.logaddexp(logp[k, i], logp[k, j])) if i != j else float(logp[k, i])
+                    for k, (i, j, _, _) in enumerate(rows[1:]))
+        assert abs(score - b.score) < 1e-2, (b.prefix, score, b.score)
+
+
+def test_near_zero_temperature_samples_are_greedy(decay):
+    model, memory = decay
+    drawn = sample_search(model, memory, samples=8, temperature=1e-4, seed=0)
+    assert len({b.prefix for b in drawn}) == 1

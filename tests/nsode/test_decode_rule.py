@@ -1,6 +1,6 @@
 import torch
 
-from nsode.decode import constant_from_argmax, two_hot_rule
+from nsode.decode import constant_from_argmax, decoded_constant, two_hot_rule
 
 GRID = torch.arange(-10.0, 11.0)
 
@@ -45,3 +45,14 @@ def test_a_decoded_constant_snaps_only_within_five_thousandths_of_an_integer():
     from nsode.decode import decoded_constant
 
     assert decoded_constant(1.996) == 2.0 and decoded_constant(2.03) == 2.03
+
+
+def test_a_constant_snaps_within_0_005_of_an_integer_and_keeps_four_decimals():
+    assert decoded_constant(2.006) == 2.006 and decoded_constant(-0.9951) == -1.0
+    assert decoded_constant(2.0314) == 2.0314
+
+
+def test_ties_between_neighbours_go_right():
+    assert abs(constant_from_argmax(logits_for({3: 0.5, 2: 0.2, 4: 0.2}), GRID) - (3 * 5 + 4 * 2) / 7) < 1e-5
+    valid, _, _ = two_hot_rule(logits_for({1: 0.3, 2: 0.01, 3: 0.02, 4: 0.01, 5: 0.3}), GRID)
+    assert bool(valid[13]) and not bool(valid[12])  # 3 picks 4 on the tie; nobody picks (2, 3)

@@ -69,3 +69,15 @@ def test_settings_from_python_are_checked_field_by_field_with_or_without_a_flag(
             checked(bad)
     with pytest.raises(TypeError, match="must be a Settings"):
         checked({"top_k": 8})
+
+
+def test_a_numpy_bool_is_a_switch_value():
+    import numpy as np
+
+    from nsode.options import setting_value
+
+    assert setting_value("snap", bool, np.bool_(False)) is False
+
+
+def test_changed_flags_write_numbers_as_g():
+    assert "--forecast 2" in changed_flags(parse("--forecast", "2"), values=True)

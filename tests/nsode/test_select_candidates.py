@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import sympy
 
@@ -41,3 +43,28 @@ def test_fast_evaluator_matches_the_shared_compiled_evaluator():
     for expr in TRUTHS + DISTRACTORS + [Y ** sympy.Rational(3, 2), 1 / (Y - 0.5), sympy.log(Y) * Y**-2]:
         with np.errstate(all="ignore"):
             np.testing.assert_allclose(evaluate(expr, y), compile_vector(expr)(y), rtol=1e-12, equal_nan=True)
+
+
+def _decay_record():
+    t = np.linspace(0, 2, 64)
+    return t, solve(compile_scalar(-0.5 * Y), 1.5, t)
+
+
+RATES = [-0.5 * Y, -0.45 * Y, -0.4 * Y, -0.35 * Y, -0.3 * Y, -0.25 * Y, -0.2 * Y, -0.15 * Y, -0.1 * Y, -0.05 * Y]
+
+
+def test_select_integrates_exactly_the_shortlist():
+    t, y = _decay_record()
+    assert sum(math.isfinite(s.r2) for s in select(RATES, t, y, exact=3)) == 3
+    assert sum(math.isfinite(s.r2) for s in select(RATES, t, y)) == 8  # EXACT_TOP
+
+
+def test_selection_orders_the_integrated_by_r2_not_by_proxy(monkeypatch):
+    import nsode.select as selection
+
+    t, y = _decay_record()
+    # a proxy that ranks the truth last of the shortlist: the order must still follow the exact R^2
+    monkeypatch.setattr(selection, "proxy_r2", lambda e, t, y: -abs(float(e.coeff(Y)) + 0.4))
+    out = selection.select(RATES[:4], t, y, exact=None)
+    assert out[0].expr == -0.5 * Y
+    assert [s.r2 for s in out] == sorted((s.r2 for s in out), reverse=True)

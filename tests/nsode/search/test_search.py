@@ -1062,3 +1062,22 @@ def test_one_law_in_two_spellings_is_listed_once():
              fit("2.09*y - 2.1*y**2 + 0.0561*y*log(y)", 0.9994), fit("Abs(y)", 0.5), fit("y", 0.5)]
     assert distinct_laws(found, y) == [found[0], found[1], found[4], found[5]]
     assert rivals(found, np.linspace(0, 2, 64), y, 0.01, distinct=True, settings=Settings(robust=False)) == found[1:2] + found[4:6]
+
+
+def test_supported_rounds_each_number_at_its_own_error():
+    from nsode.search.digits import supported
+    from nsode.search.funnel import search
+    from nsode.search.settings import Settings
+    from odecore.uncertainty import standard_errors
+
+    t = np.linspace(0, 30, 31)
+    law = 0.07 * Y - 4e-12 * Y**2.5  # growth to 1e6-ish: rate and level move together
+    y = solve(compile_scalar(law), 1e6, t) * (1 + 0.01 * np.random.default_rng(0).normal(size=31))
+    found, info = search([law], t, y, Settings(variants=False, combine=0))
+    found, sigma = found[0], info["noise_sigma"]
+    fit = supported(found, t, y, sigma)
+    errors = standard_errors(found.template, found.values, found.y0, t, sigma, weighted=found.weighted)
+    assert fit.y0_error == float(errors[0])
+    assert fit.y0 == round_to_error(found.y0, errors[0], extra=fit.extra)
+    values = [round_to_error(v, e, extra=fit.extra) for v, e in zip(found.values, errors[1:])]
+    assert sympy.simplify(fit.expr - found.template.substitute(values)) == 0
