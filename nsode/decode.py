@@ -129,14 +129,15 @@ def _continuations(g: _Grammar, logp, scores, slots, remaining: int, branches: i
     """Scores of every continuation (beam, vocab + grid intervals), of ending now (beam), and the
     two-hot weight and value of each interval's constant. A symbolic token is allowed when a slot
     is open and the tree can still close in time; the end token only for complete trees; with
-    `branches`, only each hypothesis's `branches` best grid intervals (ties kept)."""
+    `branches`, only each hypothesis's `branches` best grid intervals (ties kept). `remaining`
+    counts the token written now, so the tree may leave at most `remaining - 1` slots open."""
     new_slots = slots[:, None] + g.arity[None, :] - 1
-    ok = g.symbolic[None, :] & (slots[:, None] > 0) & (new_slots <= remaining)
+    ok = g.symbolic[None, :] & (slots[:, None] > 0) & (new_slots <= remaining - 1)
     tok_scores = torch.where(ok, logp, -torch.inf)
     end_scores = torch.where(slots == 0, logp[:, g.eos], -torch.inf)
     cp = logp[:, g.const_ids]
     valid, alpha, value = two_hot_rule(cp, g.const_vals)
-    int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining)
+    int_ok = valid & (slots[:, None] > 0) & ((slots - 1)[:, None] <= remaining - 1)
     int_scores = torch.where(int_ok, torch.logaddexp(cp[:, :-1], cp[:, 1:]), -torch.inf)
     if branches and int_scores.shape[1] > branches:
         kth = torch.topk(int_scores, branches, dim=1).values[:, -1:]

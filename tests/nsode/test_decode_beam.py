@@ -134,3 +134,19 @@ def test_near_zero_temperature_samples_are_greedy(decay):
     model, memory = decay
     drawn = sample_search(model, memory, samples=8, temperature=1e-4, seed=0)
     assert len({b.prefix for b in drawn}) == 1
+
+
+def test_no_continuation_leaves_more_open_slots_than_tokens_left(decay):
+    """`remaining` counts the token being written: after it, each open slot needs one more token."""
+    from nsode.decode import _continuations, _Grammar
+
+    model, _ = decay
+    g = _Grammar.of(model.config, "cpu")
+    logp = torch.zeros(3, model.config.vocab_size)
+    slots = torch.tensor([1, 2, 2])
+    total, ends, _, _ = _continuations(g, logp, torch.zeros(3), slots, remaining=1)
+    assert torch.isfinite(total[0]).any()  # one slot, one token left: a leaf or a constant closes the tree
+    assert not torch.isfinite(total[1:]).any()  # two slots, one token left: nothing can close it
+    total, _, _, _ = _continuations(g, logp, torch.zeros(3), slots, remaining=2)
+    assert torch.isfinite(total[1]).any() and not torch.isfinite(total[1, :len(g.names)][g.arity > 0]).any()
+    assert not torch.isfinite(ends).any()
