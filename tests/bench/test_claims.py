@@ -143,3 +143,28 @@ def test_verdicts_state_the_numbers_they_come_from():
 @pytest.mark.parametrize("key", list(claims.CLAIMS))
 def test_every_claim_has_a_rule(key):
     assert key in claims.RULES
+
+
+def test_claim_1_robust_needs_both_nsode_and_proged_above_the_best_fd_method():
+    def change(row):
+        if row["method"] == "proged":
+            row["r2_interp"] = 0.96
+        if row["method"] in ROLES.fd_methods and row["noise"] == 0.02:
+            row["r2_interp"] = 0.98
+    assert verdicts(table(change))["1"] == "partly"
+
+
+def test_claim_2_exactly_twice_as_slow_is_partly():
+    assert verdicts(table(when("proged", fit_time=2.0)))["2"] == "partly"
+
+
+def test_claim_4_needs_more_than_half_of_the_fd_methods_and_counts_only_a_fall():
+    assert verdicts(table(when("ffx", r2_interp=lambda r: 1.0 - r["noise"] * 20)))["4"] == "partly"  # 1 of 2
+    assert verdicts(table(when("nsode-eps", r2_interp=lambda r: 1.0 if r["n"] == 128 else 0.5)))["4"] == "holds"
+
+
+def test_claim_5_takes_the_truth_s_complexity_on_the_same_tasks_and_25_percent_is_close():
+    others = [table(methods=("sindy", "ffx", "truth")).assign(truth_complexity=30, equation_id=lambda f, s=s: f["equation_id"] + s)
+              for s in ("x", "y")]
+    assert verdicts(pd.concat([table(), *others], ignore_index=True))["5"] == "holds"
+    assert verdicts(table(when("nsode-eps", complexity=10.0)))["5"] == "holds"  # 8 against 10

@@ -131,3 +131,18 @@ def test_the_paired_figure_puts_the_first_method_on_x_and_keeps_every_point_on_i
     # a's 1 - R^2 on x (0, on the floor at 0.01; 0.01; failed: 4), b's on y (failed: 4; 0.5; failed: 4)
     assert sorted(tuple(np.round(point, 9)) for point in points) == [(0.01, 0.5), (0.01, 4.0), (4.0, 4.0)]
     assert x_low < 1 - 0.9 < x_high  # the line of the solved tasks is drawn
+
+
+def test_only_tasks_scored_for_both_methods_count_and_r2_at_the_threshold_is_unsolved():
+    frame = pd.DataFrame(rows("a", [0.99, np.nan]) + rows("b", [0.99, 0.99]))
+    cell = compare.paired(frame, "a", "b", by=()).iloc[-1]
+    assert cell["interp scored"] == 1 and cell["interp only 2"] == 0 and cell["interp solved 2"] == 1
+    frame = pd.DataFrame(rows("a", [0.9, 0.9]) + rows("b", [1.0, 1.0]))
+    cell = compare.paired(frame, "a", "b", by=()).iloc[-1]
+    assert cell["interp solved 1"] == 0 and cell["interp only 2"] == 2
+
+
+def test_the_paired_fit_time_is_a_median():
+    frame = pd.DataFrame(rows("a", [0.99] * 3) + rows("b", [0.99] * 3))
+    frame.loc[2, "fit_time"] = 10.0  # one slow task of a
+    assert compare.paired(frame, "a", "b", by=()).iloc[-1]["median fit 1 (s)"] == 1.0

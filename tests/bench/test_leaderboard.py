@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 
 from bench import report
-from bench.rows import METRIC_COLUMNS
+from bench.rows import EXTRAP_DIVERGED, METRIC_COLUMNS
 
 
 def rows(method, r2_interp, r2_extrap, status="ok", truth_kind="solution", dataset="classic", score_status="ok"):
@@ -118,3 +118,28 @@ def test_medians_count_every_task_and_failure_of_a_cell_and_keep_a_cell_without_
     assert list(table["tasks"]) == [3, 1] and list(table["failed"]) == [2, 0]
     mixed = rows.assign(status=["ok", "error", "timeout", "ok"])
     assert report.failure_counts(mixed).set_index("method").loc["m", "total"] == 2
+
+
+def test_quartile_columns_are_the_25th_and_75th_percentiles():
+    frame = pd.DataFrame(rows("m", [0.0, 1.0, 2.0, 3.0, 4.0], [np.nan] * 5))
+    q = report.quartiles(frame, metrics=("r2_interp",)).iloc[0]
+    assert (q["r2_interp_q25"], q["r2_interp_median"], q["r2_interp_q75"]) == (1.0, 2.0, 3.0)
+
+
+def test_the_leaderboard_s_median_r2_is_a_median_and_extrapolation_ranks_first():
+    board = report.leaderboard(pd.DataFrame(rows("m", [0.1, 0.2, 0.9], [0.1, 0.2, 0.9]))).iloc[0]
+    assert board["median_r2_interp"] == 0.2 and board["median_r2_extrap"] == 0.2  # not the mean, 0.4
+    frame = pd.DataFrame(rows("extrap-good", [0.0, 0.0], [0.95, 0.95]) + rows("interp-good", [0.95, 0.95], [0.95, 0.0]))
+    assert list(report.leaderboard(frame)["method"]) == ["extrap-good", "interp-good"]
+
+
+def test_r2_exactly_at_the_threshold_is_not_solved():
+    frame = pd.DataFrame(rows("a", [report.GOOD_R2] * 2, [report.GOOD_R2] * 2) + rows("b", [1.0] * 2, [1.0] * 2))
+    board = report.leaderboard(frame).set_index("method")
+    assert board.loc["a", f"interp_r2_above_{report.GOOD_R2:g}"] == 0.0  # "R^2 above 0.9"
+
+
+def test_a_prediction_that_diverges_beyond_the_data_keeps_its_law_s_skeleton_score():
+    frame = pd.DataFrame(rows("m", [0.99, 0.99], [np.nan, 0.99])).assign(skeleton=1.0, truth_expression="-y")
+    frame.loc[0, "score_status"] = EXTRAP_DIVERGED
+    assert report.leaderboard(frame).iloc[0]["true_skeleton"] == 1.0
