@@ -139,8 +139,8 @@ def _parser() -> argparse.ArgumentParser:
                           "after max_draws draws with too few), each with a solution that passes the truth's checks "
                           "up to the extrapolation window. Optionally \"residual\": \"relative\" judges the "
                           "solution's finite-difference residual in units of y, for laws in large units (y0 = 1e8 "
-                          "fails the default absolute check on rounding alone). The file is rewritten after each equation, so an "
-                          "interrupted run keeps its progress.")
+                          "fails the default absolute check on rounding alone). The file is rewritten after each "
+                          "equation, so an interrupted run keeps its progress.")
     draw.add_argument("file", metavar="DATASET.json", help="the dataset file to fill in")
     draw.set_defaults(handler=_draw_y0)
     return parser
