@@ -14,6 +14,16 @@ def write_record():
 
 
 @pytest.fixture
+def write_runs():
+    """Writes one CSV holding several runs of 12 points each (t, t + 1), told apart by the header's
+    third column, run after run in the order of `labels`."""
+    def write(path, labels=("a", "b"), header="t,y,run"):
+        path.write_text(header + "\n" + "".join(f"{t},{1 + t},{r}\n" for r in labels for t in range(12)))
+        return path
+    return write
+
+
+@pytest.fixture
 def process_gone():
     """Whether process `pid` has exited (or lingers as a zombie for init to reap) within `seconds`:
     how tests check that nothing a killed command started keeps running."""

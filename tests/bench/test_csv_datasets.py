@@ -5,11 +5,6 @@ import pytest
 from bench.datasets import CsvReading, DatasetError, load_csv
 
 
-def _runs(path, labels=("a", "b"), header="t,y,run"):
-    path.write_text(header + "\n" + "".join(f"{t},{1 + t},{r}\n" for r in labels for t in range(12)))
-    return path
-
-
 def _bad_files(folder, count):
     folder.mkdir()
     for k in range(count):
@@ -34,15 +29,15 @@ def test_the_harness_refuses_a_record_whose_times_are_not_sorted(tmp_path):
         load_csv(path, CsvReading(by="well"))
 
 
-def test_a_several_record_file_without_t_and_y_gets_the_columns_hint(tmp_path):
-    path = _runs(tmp_path / "p1.csv", header="Hours,OD600,well")
+def test_a_several_record_file_without_t_and_y_gets_the_columns_hint(tmp_path, write_runs):
+    path = write_runs(tmp_path / "p1.csv", header="Hours,OD600,well")
     with pytest.raises(DatasetError, match="naming columns t and y.*; or name the file's own: --columns TIME VALUE"):
         load_csv(path, CsvReading(by="well"))
     assert [tr.record for tr in load_csv(path, CsvReading(("hours", "od600"), "well"))] == ["a", "b"]
 
 
-def test_a_duplicate_time_within_a_record_read_by_a_column_is_not_sent_to_that_option(tmp_path):
-    path = _runs(tmp_path / "p1.csv", labels=("a", "b"))
+def test_a_duplicate_time_within_a_record_read_by_a_column_is_not_sent_to_that_option(tmp_path, write_runs):
+    path = write_runs(tmp_path / "p1.csv", labels=("a", "b"))
     path.write_text(path.read_text() + "3,9,b\n")
     with pytest.raises(DatasetError, match="duplicate time") as err:
         load_csv(path, CsvReading(by="run"))

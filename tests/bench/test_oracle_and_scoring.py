@@ -106,28 +106,28 @@ def test_a_tank_that_empties_is_a_task_and_a_law_that_empties_it_is_scored(tmp_p
 
 
 def test_a_negative_constant_truth_is_scored_as_constant():
-    """M1: the constant-truth test must use |truth| (an equilibrium at y = -3.16 scored -2e13)."""
+    """The constant-truth test must use |truth| (an equilibrium at y = -3.16 scored -2e13)."""
     flat = np.full(1024, -3.1622776601683795)
     assert np.sum((flat - flat.mean()) ** 2) > 0  # the float artifact
     assert r2(flat * (1 + 1e-9), flat) == 1.0 and r2(flat * 1.5, flat) == -np.inf
 
 
 def test_a_prediction_holding_nan_scores_minus_infinity_not_nan():
-    """M3: a NaN residual must read -inf (a NaN R^2 sorts arbitrarily in selection and reports)."""
+    """A NaN residual must read -inf (a NaN R^2 sorts arbitrarily in selection and reports)."""
     truth = np.array([1.0, 2.0, 3.0, 4.0])
     assert r2(np.array([1.0, np.nan, 3.0, 4.0]), truth) == -np.inf
     assert compare(np.array([1.0, np.nan, 3.0, 4.0]), truth)["r2"] == -np.inf
 
 
 def test_isclose_is_relative_for_small_values():
-    """M5: atol 1e-10 and rtol 0.05, not the other way round (0.05 absolute on y near 0.01 counts all close)."""
+    """Atol 1e-10 and rtol 0.05, not the other way round (0.05 absolute on y near 0.01 counts all close)."""
     truth = np.array([0.01, 0.02, 0.03, 0.04])
     assert compare(truth + 0.04, truth)["isclose"] == 0.0
     assert compare(truth * 1.04, truth)["isclose"] == 1.0
 
 
 def test_a_record_without_a_true_law_has_no_skeleton_score():
-    """S6: user data with no known law must score skeleton nan (not 0, which the leaderboard would count)."""
+    """User data with no known law must score skeleton nan (not 0, which the leaderboard would count)."""
     t = protocol.interpolation_grid()
     tr = Trajectory("csv", "decay", 0, None, 3.0, t, 3.0 * np.exp(-0.5 * t), np.empty(0), np.empty(0))
     result = score("-0.5*y", tr)

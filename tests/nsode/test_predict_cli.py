@@ -315,11 +315,6 @@ def test_a_rising_record_read_as_y_prime_zero_is_not_called_a_steady_state(tmp_p
     assert "holds its level" not in out
 
 
-def _runs(path, labels=("a", "b"), header="t,y,run"):
-    path.write_text(header + "\n" + "".join(f"{t},{1 + t},{r}\n" for r in labels for t in range(12)))
-    return path
-
-
 def test_predict_reads_a_file_of_unsorted_times_sorted(tmp_path):
     from nsode.cli import read_trajectory as read
 
@@ -329,21 +324,21 @@ def test_predict_reads_a_file_of_unsorted_times_sorted(tmp_path):
     assert np.array_equal(data.t, np.arange(12.0)) and np.allclose(data.y, np.exp(-np.arange(12.0)))
 
 
-def test_predict_by_reads_the_records_from_the_columns_named(tmp_path):
+def test_predict_by_reads_the_records_from_the_columns_named(tmp_path, write_runs):
     from nsode.cli import read_records as read
 
-    path = _runs(tmp_path / "runs.csv", header="Hours,OD600,well")
+    path = write_runs(tmp_path / "runs.csv", header="Hours,OD600,well")
     records = read(path, "well", ("hours", "od600"))
     assert list(records) == ["a", "b"] and records["b"].columns == ("Hours", "OD600")
 
 
-def test_predict_by_names_each_record_by_its_label(tmp_path, monkeypatch):
+def test_predict_by_names_each_record_by_its_label(tmp_path, monkeypatch, write_runs):
     import nsode.cli
     from nsode.predict import Predictor
 
     seen = []
     monkeypatch.setattr(Predictor, "searching", classmethod(lambda cls, *a, **k: None))  # no model: only the names
     monkeypatch.setattr(nsode.cli, "predict_jointly", lambda predictor, records, names, args: seen.append(names) or 0)
-    path = _runs(tmp_path / "runs.csv", labels=("B1", "A1"), header="Hours,OD600,Well")
+    path = write_runs(tmp_path / "runs.csv", labels=("B1", "A1"), header="Hours,OD600,Well")
     assert nsode.cli.main(["predict", str(path), "--by", "well", "--columns", "hours", "od600"]) == 0
     assert seen == [["well B1", "well A1"]]  # the file's order and labels, not places

@@ -203,14 +203,9 @@ def test_the_fewest_points_and_finite_times_are_checked_exactly():
         check_trajectory(np.r_[0, 1, np.nan, np.arange(3, 12)], np.ones(12))
 
 
-def _runs(path, labels=("a", "b"), header="t,y,run"):
-    path.write_text(header + "\n" + "".join(f"{t},{1 + t},{r}\n" for r in labels for t in range(12)))
-    return path
-
-
-def test_by_naming_the_value_column_says_it_holds_the_values(tmp_path):
+def test_by_naming_the_value_column_says_it_holds_the_values(tmp_path, write_runs):
     with pytest.raises(TrajectoryFileError, match="column 'Y' holds the values"):
-        read_records(_runs(tmp_path / "runs.csv"), "Y")
+        read_records(write_runs(tmp_path / "runs.csv"), "Y")
 
 
 @pytest.mark.parametrize("label", ['"A\n1"', "A\x071"])

@@ -135,19 +135,19 @@ def test_a_number_the_data_cannot_tell_from_zero_keeps_one_digit():
 
 
 def test_a_zero_standard_error_keeps_max_digits():
-    """U2: noise-free data give error 0: the number keeps max_digits (log10(0) raised ValueError)."""
+    """Noise-free data give error 0: the number keeps max_digits (log10(0) raised ValueError)."""
     assert round_to_error(0.123456789, 0.0) == 0.123457
     assert written_to_error(0.123456789, 0.0) == "0.123457"
 
 
 def test_an_extra_digit_is_added_to_the_one_kept_digit():
-    """U4: a number the data cannot tell from zero keeps one digit, plus `extra` (the CLI's extra=1)."""
+    """A number the data cannot tell from zero keeps one digit, plus `extra` (the CLI's extra=1)."""
     assert round_to_error(0.0312, 50.0, extra=1) == 0.031
     assert written_to_error(0.0312, 50.0, extra=1) == "0.031"
 
 
 def test_a_weakly_determined_level_keeps_its_own_uncertainty_in_the_predictive_error():
-    """U7: singular values are floored at CONDITION_LIMIT (1e-7) of the largest, no higher: a capacity
+    """Singular values are floored at CONDITION_LIMIT (1e-7) of the largest, no higher: a capacity
     1000 seen from y = 0.2 (ratio 9e-6) keeps the dense formula's value."""
     a, b = sympy.symbols("a b", real=True)
     law, values, y0, cut, sigma = Template(a * Y * (1 - Y / b), (a, b)), (1.5, 1000.0), 0.2, 40, 0.01
