@@ -181,8 +181,11 @@ class DaskExecutor:
                     yield j, not_tried_again(result)
 
     def _cancel(self, jobs: list[Job], label: str, answered: set[int]) -> list[int]:
-        """Cancel the unanswered tasks of method `label`; their indices."""
-        chosen = [j for j, job in enumerate(jobs) if job.spec.label == label and j not in answered]
+        """Cancel the unanswered, unfinished tasks of method `label`; their indices. A task that has
+        already finished (on a worker whose setup did not overrun) keeps its result: `as_completed`
+        yields it later."""
+        chosen = [j for j, job in enumerate(jobs) if job.spec.label == label and j not in answered
+                  and self.futures[j].status == "pending"]
         self.client.cancel([self.futures[j] for j in chosen])
         return chosen
 

@@ -39,6 +39,8 @@ from odecore.cluster import ClusterError, check_address
 from odecore.files import write_text_atomic
 from odecore.trajectories import TY
 
+MIN_MEMORY_LIMIT = 2**26  # bytes: below 64 MiB of address space no Python worker starts (a unit slip)
+
 
 @dataclass(frozen=True)
 class Sweep:
@@ -78,6 +80,14 @@ class Sweep:
         for name, value in limits.items():
             if value is not None and not (is_finite_number(value) and value > 0):
                 raise SweepError(f"Sweep {name}={value!r}: expected a number of seconds > 0")
+        if not isinstance(self.subset, dict) or not all(is_whole(v, 1) for v in self.subset.values()):
+            raise SweepError(f"Sweep subset={self.subset!r}: expected {{dataset: whole number >= 1}}")
+        if unknown := sorted(set(self.subset) - set(self.datasets)):
+            raise SweepError(f"Sweep subset={self.subset!r}: names {', '.join(map(repr, unknown))}, not among "
+                             f"its datasets {list(self.datasets)}")
+        if self.memory_limit is not None and not is_whole(self.memory_limit, MIN_MEMORY_LIMIT):
+            raise SweepError(f"Sweep memory_limit={self.memory_limit!r}: expected None or a whole number of bytes "
+                             f">= {MIN_MEMORY_LIMIT} (64 MiB; 2 GB is 2 * 2**30, as --memory-limit 2 gives)")
         if self.backend not in ("joblib", "dask"):
             raise SweepError(f"Sweep backend={self.backend!r}: expected 'joblib' or 'dask'")
         for spec in self.methods:
@@ -312,7 +322,7 @@ def _run(sweep: Sweep, digests: dict, progress: bool) -> ResultStore:
             print(f"resuming {sweep.out}: {len(pending)} (task, method) pairs to run, the rest already stored "
                   "(a longer time limit reruns only the results it cut short; a new method version reruns its "
                   "rows)", file=sys.stderr)
-            longer = store.under_longer_limits(*budgets(sweep))
+            longer = store.under_longer_limits(*budgets(sweep), sweep_rows(sweep, store.read()))
             if longer:
                 print(f"note: {longer} stored row{'s' * (longer != 1)} ran under a longer time limit than now and "
                       f"{'are' if longer != 1 else 'is'} kept (the time_limit column says which; a new --out runs "

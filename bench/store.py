@@ -136,11 +136,13 @@ class ResultStore:
                                 in zip(frame["status"], frame["reason"])], index=frame.index, dtype=bool)
         return set(frame.loc[keep, KEY].itertuples(index=False, name=None))
 
-    def under_longer_limits(self, versions: dict[str, str], limits: dict[str, float]) -> int:
+    def under_longer_limits(self, versions: dict[str, str], limits: dict[str, float],
+                            frame: pd.DataFrame | None = None) -> int:
         """How many stored rows of the current method versions ran under a longer time limit than
         `limits` now gives: `finished` keeps them (a shorter limit does not redo a finished result),
-        so a resume says how many it keeps."""
-        frame = self.read()
+        so a resume says how many it keeps. `frame`: the rows to count (default: the folder's; a
+        resume passes its own grid's, as the folder may hold other sweeps' rows)."""
+        frame = self.read() if frame is None else frame
         if frame.empty or "time_limit" not in frame:
             return 0
         current = frame["method_version"] == frame["method"].map(versions)

@@ -134,6 +134,7 @@ class Child:
             self.process.start()
         child_end.close()
         self._clock = None
+        self._led_group = False  # seen leading its own process group: close() kills the group
 
     @property
     def alive(self) -> bool:
@@ -146,7 +147,9 @@ class Child:
         """The child's next message; raises `Deadline` (child killed) or `ChildDied`."""
         try:
             if self._answered(seconds, cpu):
-                return self.conn.recv()
+                message = self.conn.recv()
+                self._led_group = self._led_group or self._leads_group()  # seen before it can exit
+                return message
         except (EOFError, OSError):  # the child closed its end: it is exiting
             self.process.join(timeout=5)
         if not self._exited():
@@ -189,8 +192,9 @@ class Child:
     def close(self, grace: float = 0.0) -> None:
         """Kill the child; with `grace`, first send None (please exit) and wait that long. A child
         that leads its own process group takes the group with it, even when it exited by itself
-        (a method's background children must not outlive the sweep)."""
-        leads = self._leads_group()
+        (a method's background children must not outlive the sweep): whether it leads one is read
+        when it answers, as a child that has exited can no longer be asked."""
+        leads = self._led_group or self._leads_group()
         if grace and self.alive:
             try:
                 self.conn.send(None)

@@ -611,3 +611,24 @@ def test_the_stop_handler_is_the_callers_again_after_main_returns(tmp_path):
         assert signal.getsignal(signal.SIGTERM) is callers_own
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_scheduler_without_the_dask_backend_is_refused(tmp_path):
+    """Else the sweep runs on this machine and the cluster named is silently ignored."""
+    assert_one_line_error(refused("run", "--methods", "truth", "--scheduler", "tcp://127.0.0.1:8786",
+                                  "--out", tmp_path / "o"), "--scheduler needs --backend dask")
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_memory_limit_is_given_in_gigabytes(tmp_path, monkeypatch):
+    from bench import runner
+
+    seen = []
+
+    def stop(sweep, progress=True):
+        seen.append(sweep)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run", stop)
+    refused("run", "--methods", "truth", "--memory-limit", "1.5", "--out", tmp_path / "o")
+    assert seen[0].memory_limit == int(1.5 * 2**30)

@@ -240,3 +240,43 @@ def test_a_job_still_running_when_its_sweep_stops_closes_its_warm_worker(monkeyp
     release.set()
     finishing.join(10)
     assert not made[1].closed and dask_backend._idle[None].get_nowait() is made[1]
+
+
+def test_a_dask_job_s_bench_worker_gets_the_sweep_s_memory_limit(monkeypatch):
+    """--memory-limit on Dask: each warm bench worker is started with it, and one per limit is kept."""
+    from bench import dask_backend
+
+    class FakeWorker:
+        def __init__(self, memory_limit):
+            self.memory_limit, self.alive = memory_limit, True
+
+        def execute(self, job):
+            return {"status": "ok"}
+
+        def close(self):
+            self.alive = False
+
+    made = []
+    monkeypatch.setattr(dask_backend, "Worker", lambda limit: made.append(FakeWorker(limit)) or made[-1])
+    monkeypatch.setattr(dask_backend, "_idle", {})
+    monkeypatch.setattr(dask_backend, "atexit", SimpleNamespace(register=lambda fn: None))
+    for limit in (2 * 2**30, 2 * 2**30, None):
+        assert dask_backend.run_job(None, limit) == {"status": "ok"}
+    assert [worker.memory_limit for worker in made] == [2 * 2**30, None]  # the first kept warm for the second job
+
+
+def test_a_setup_overrun_cancels_only_the_method_s_unfinished_tasks():
+    """A task of that method already finished on another Dask worker keeps its real result (the
+    futures `as_completed` has not yet yielded): it was once cancelled and stored as not tried."""
+    from bench.dask_backend import DaskExecutor
+
+    cancelled = []
+    executor = DaskExecutor(jobs=2, memory_limit=None, scheduler=None)
+    executor.client = SimpleNamespace(cancel=cancelled.extend)
+    executor.futures = [SimpleNamespace(status=status) for status in ("finished", "finished", "pending", "error",
+                                                                      "pending", "pending")]
+    labels = ["m", "m", "m", "m", "other", "m"]
+    jobs = [SimpleNamespace(spec=SimpleNamespace(label=label)) for label in labels]
+    assert executor._cancel(jobs, "m", answered={0}) == [2, 5]
+    assert cancelled == [executor.futures[2], executor.futures[5]]
+    executor.client = None  # nothing to close

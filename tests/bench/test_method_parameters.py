@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import registry
+from bench import Method, registry
 from bench.method import Prediction
 from nsode.options import SEARCH_OPTIONS
 
@@ -185,3 +185,19 @@ def test_a_prediction_writes_a_sympy_law_or_a_number_as_text_and_refuses_anythin
     for wrong in (None, True, ["-y"]):
         with pytest.raises(TypeError, match="expression must be an expression string such as '-0.5\\*y'"):
             Prediction(wrong)
+
+
+def test_a_flag_parameter_refuses_a_number_and_a_number_parameter_refuses_a_flag():
+    """True is an int to Python: `search=1` or `rate=true` must not pass the kind check."""
+
+    class Knobs(Method):
+        name = "knobs"
+
+        def __init__(self, search=True, rate=0.5):
+            self.search, self.rate = search, rate
+
+    with pytest.raises(ValueError, match=r"search=1 is not a flag \(True or False\)"):
+        Knobs(search=1).check_params()
+    with pytest.raises(ValueError, match="rate=True is not a number"):
+        Knobs(rate=True).check_params()
+    Knobs(search=False, rate=2).check_params()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import registry
+from bench import registry, runner
 
 HEADER = "from bench import Method, Prediction\nfrom bench.method import Variant\n"
 
@@ -175,3 +175,28 @@ def test_a_class_defined_in_a_notebook_is_refused_before_the_sweep(tmp_path):
         """)], capture_output=True, text=True, timeout=120)
     assert "defined in __main__ without a file" in ran.stdout and "discover(extra_files=" in ran.stdout, ran.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_variant_s_own_version_and_time_limit_override_its_class_s(tmp_path):
+    """A variant whose version is bumped reruns its rows and no other; its time limit is its tasks' default."""
+    _write(tmp_path / "plugin.py", """
+        class Fits(Method):
+            name = "fits"
+            version = "1"
+            time_limit = 60.0
+            variants = {"fits-fast": Variant({}, "fewer restarts", version="3", time_limit=7.0)}
+            def run(self, observations, budget):
+                return Prediction("-y")
+        """)
+    specs = registry.discover((str(tmp_path / "plugin.py"),), only=("fits",))
+    assert (specs["fits"].version, specs["fits-fast"].version) == ("1", "3")
+    assert (specs["fits"].time_limit, specs["fits-fast"].time_limit) == (60.0, 7.0)
+    sweep = runner.Sweep(datasets=("textbook",), methods=(specs["fits-fast"],), out=str(tmp_path / "out"))
+    assert runner.budgets(sweep) == ({"fits-fast": "3"}, {"fits-fast": 7.0})
+
+
+def test_a_label_lists_its_parameters_in_key_order_however_they_were_typed():
+    """`bench compare --methods sindy:fd_window=5,fd_degrees=(3,)` finds the rows stored under the label."""
+    stored, = registry.select(["sindy:fd_window=5,fd_degrees=(3,)"], registry.discover(only=("sindy",)))
+    assert stored.label == "sindy:fd_degrees=(3,),fd_window=5"
+    assert registry.canonical_label("sindy:fd_window=5,fd_degrees=(3,)") == stored.label

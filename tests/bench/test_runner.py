@@ -1,5 +1,6 @@
 """The runner survives misbehaving methods, resumes after a hard kill, and loads plugins."""
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -7,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -142,6 +144,16 @@ def test_a_resume_under_a_shorter_limit_keeps_the_rows_and_says_so(tmp_path, cap
     shorter = sweep(tmp_path, "truth", subset={"textbook": 2}, time_limit=5)
     assert set(runner.run(shorter, progress=True).read()["time_limit"]) == {30}
     assert "note: 2 stored rows ran under a longer time limit than now and are kept" in capsys.readouterr().err
+
+
+def test_the_note_on_longer_limits_counts_only_this_sweep_s_rows(tmp_path, capsys):
+    """The folder's rows of another noise level, under a longer limit, are not this sweep's to keep."""
+    runner.run(sweep(tmp_path, "truth", subset={"textbook": 2}, time_limit=30), progress=False)
+    capsys.readouterr()
+    other = sweep(tmp_path, "truth", subset={"textbook": 2}, noise=(0.01,), time_limit=5)
+    assert len(runner.pending_jobs(other, ResultStore(other.out))) == 2
+    runner.run(other, progress=True)
+    assert "ran under a longer time limit" not in capsys.readouterr().err
 
 
 def test_a_task_lost_with_its_dask_workers_is_run_again_on_resume(tmp_path):
@@ -296,7 +308,9 @@ def test_a_method_name_that_cannot_be_typed_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [dict(methods=("truth",)), dict(noise=(-1.0,)), dict(noise=0.01), dict(seeds=(-1,)),
-                                 dict(jobs=0), dict(n=(0,)), dict(time_limit=-1), dict(datasets="textbook")])
+                                 dict(jobs=0), dict(n=(0,)), dict(time_limit=-1), dict(datasets="textbook"),
+                                 dict(subset={"textbook": 0}), dict(subset={"textbok": 2}), dict(memory_limit=-1),
+                                 dict(memory_limit=2)])
 def test_a_sweep_built_from_python_names_a_bad_field_before_anything_runs(tmp_path, bad):
     field = next(iter(bad))
     with pytest.raises(runner.SweepError, match=f"Sweep {field}="):
@@ -354,3 +368,185 @@ def test_a_new_method_version_reruns_its_stored_rows(tmp_path):
     store.flush()
     assert store.finished({"m": "1"}) == {("d", "e", 0, 0.0, 128, 0, "m")}
     assert store.finished({"m": "2"}) == set()
+
+
+# Session 105's mutation review of the harness: resume, limits, seeds and the warm worker
+
+def _stored(store, sweep, **fields):
+    """Rows for every (task, method) of `sweep`, as a finished run stores them, without running it."""
+    from bench.rows import COLUMNS
+
+    for task in runner.build_tasks(sweep):
+        for spec in sweep.methods:
+            row = dict.fromkeys(COLUMNS)
+            row.update(zip(KEY, (*task.key, spec.label)), method_version=spec.version, status="ok",
+                       time_limit=runner.method_time_limit(sweep, spec), n_observed=task.n)
+            row.update(fields)
+            store.append(row)
+    store.flush()
+
+
+def test_a_sweeps_summary_leaves_out_the_folders_rows_of_other_methods(tmp_path):
+    """The summary printed after `bench run` names this sweep's methods only, on the same tasks too."""
+    mine = sweep(tmp_path, "truth", subset={"textbook": 2})
+    other = sweep(tmp_path, "slow", subset={"textbook": 2})
+    store = ResultStore(tmp_path / "rows")
+    _stored(store, mine)
+    _stored(store, other)
+    rows = store.read()
+    assert len(rows) == 4 and set(runner.sweep_rows(mine, rows)["method"]) == {"truth"}
+
+
+def test_a_resume_finds_the_stored_rows_of_a_method_run_with_parameters(tmp_path):
+    """Rows are keyed by the label (`scaled:rate=0.25`), not the name: looked up by the name, every
+    stored row of a method given parameters would be run again on each resume."""
+    config = sweep(tmp_path, "scaled:rate=0.25", subset={"textbook": 2})
+    _stored(ResultStore(config.out), config)
+    assert runner.pending_jobs(config, ResultStore(config.out)) == []
+
+
+def test_each_job_s_budget_carries_its_task_s_seed():
+    """`--seeds 0 3`: the seed reaches the method (`budget.seed`), not only the noise draw."""
+    config = runner.Sweep(datasets=("textbook",), methods=(registry.discover()["truth"],), seeds=(0, 3),
+                          subset={"textbook": 1}, out="unused")
+    pending = runner.pending_jobs(config, ResultStore("/nonexistent/folder"))
+    assert sorted((p.task.seed, p.job.budget.seed) for p in pending) == [(0, 0), (3, 3)]
+
+
+def test_a_time_limit_for_a_label_wins_over_one_for_its_name(tmp_path):
+    config = sweep(tmp_path, "scaled:rate=0.25", "scaled", time_limits={"scaled": 5, "scaled:rate=0.25": 9})
+    assert [runner.method_time_limit(config, spec) for spec in config.methods] == [9.0, 5.0]
+
+
+def test_a_start_whose_rows_were_all_stored_before_its_kill_is_marked_finished_by_the_next(tmp_path):
+    """Killed after its last row was stored, before its end was recorded: the same command again has
+    nothing to run, and says the start is complete rather than leaving the report to call it stopped."""
+    config = sweep(tmp_path, "truth", subset={"textbook": 2})
+    runner.run(config, progress=False)
+    file = Path(config.out) / "sweep.json"
+    record = json.loads(file.read_text())
+    del record["runs"][-1]["finished_at"]  # as a kill between the last row and the end leaves it
+    file.write_text(json.dumps(record))
+    assert len(runner.unfinished_starts(config.out)) == 1
+    runner.run(config, progress=False)
+    assert runner.unfinished_starts(config.out) == []
+
+
+def test_a_start_with_nothing_to_do_leaves_another_grid_s_interrupted_start_unfinished(tmp_path):
+    config = sweep(tmp_path, "truth", subset={"textbook": 2})
+    runner.run(config, progress=False)
+    file = Path(config.out) / "sweep.json"
+    record = json.loads(file.read_text())
+    other = {**record["runs"][-1]["grid"], "noise": [0.01]}
+    interrupted = {"grid": other, "pending": 2, "started_at": 1.0}  # a sweep at another noise level, killed
+    record["runs"].append(interrupted)
+    file.write_text(json.dumps(record))
+    runner.run(config, progress=False)  # the first grid again: nothing to run
+    assert runner.unfinished_starts(config.out) == [interrupted]
+
+
+def test_the_newest_row_of_a_task_counts_whatever_its_part_is_named(tmp_path):
+    """Parts written within one second sort by a random suffix: the row finished last wins, not the
+    one in the part whose name sorts last."""
+    from bench.rows import COLUMNS
+
+    def part(name, finished_at, status):
+        row = dict.fromkeys(COLUMNS)
+        row.update(zip(KEY, ("d", "e", 0, 0.0, 128, 0, "m")), method_version="1", status=status, time_limit=10.0,
+                   n_observed=128, finished_at=finished_at)
+        (tmp_path / "parts").mkdir(exist_ok=True)
+        pd.DataFrame([row]).to_parquet(tmp_path / "parts" / name)
+
+    part("part-20261207T000000-aaaaaaaa.parquet", 2.0, "ok")  # the rerun under a longer limit
+    part("part-20261207T000000-ffffffff.parquet", 1.0, "timeout")
+    assert list(ResultStore(tmp_path).read()["status"]) == ["ok"]
+
+
+def test_only_a_task_lost_with_its_dask_workers_is_run_again_not_any_dask_failure(tmp_path):
+    """A Dask failure of the task itself (a result that could not be sent back) is the method's row:
+    rerunning it on every resume would never end."""
+    config = sweep(tmp_path, "truth", subset={"textbook": 1})
+    _stored(ResultStore(config.out), config, status="error", reason="dask task failed: CancelledError: bench-1")
+    assert runner.pending_jobs(config, ResultStore(config.out)) == []
+
+
+# the worker (bench.workers): one process, one method instance per label, its own output and limits
+
+def _plugin(tmp_path, body):
+    """A method file `plugin.py` in tmp_path; its specs."""
+    path = tmp_path / "plugin.py"
+    path.write_text("import os, sys, time\nfrom bench import Method, Prediction\n\n" + body)
+    return registry.discover((str(path),))
+
+
+def _job(spec, time_limit=30.0):
+    from bench.method import Budget, Observations
+    from bench.workers import Job
+
+    t = np.linspace(0, 1, 20)
+    return Job(spec, Observations(t, np.exp(-t)), Budget(time_limit=time_limit))
+
+
+def test_a_worker_sets_a_method_up_once_for_all_its_tasks(tmp_path):
+    from bench.workers import _run_job
+
+    spec = _plugin(tmp_path, "class Counts(Method):\n    name = 'counts'\n    setups = 0\n\n"
+                             "    def setup(self):\n        type(self).setups += 1\n\n"
+                             "    def run(self, observations, budget):\n        return Prediction(f'{self.setups}*y')\n")["counts"]
+    methods = {}
+    first, second = (list(_run_job(_job(spec), methods)) for _ in range(2))
+    assert second[0] == {"phase": "started", "setup_time": 0.0}
+    assert first[-1]["expression"] == second[-1]["expression"] == "y"  # one setup for both tasks
+
+
+def test_a_setup_longer_than_the_task_s_limit_is_not_a_timeout(tmp_path):
+    """Setup (imports, loading a model) has its own limit, SETUP_TIME_LIMIT: a task limit of 1 s must
+    not kill a method whose first setup takes 1.5 s."""
+    from bench.workers import Worker
+
+    spec = _plugin(tmp_path, "class SlowSetup(Method):\n    name = 'slow-setup'\n\n"
+                             "    def setup(self):\n        time.sleep(1.5)\n\n"
+                             "    def run(self, observations, budget):\n        return Prediction('-y')\n")["slow-setup"]
+    worker = Worker()
+    try:
+        result = worker.execute(_job(spec, time_limit=1.0))
+    finally:
+        worker.close()
+    assert result["status"] == "ok" and result["setup_time"] >= 1.5, result
+
+
+def test_a_row_keeps_only_what_the_method_printed_during_its_own_task(tmp_path):
+    from bench.workers import Worker
+
+    spec = _plugin(tmp_path, "class Counter(Method):\n    name = 'counter'\n    calls = 0\n\n"
+                             "    def run(self, observations, budget):\n        type(self).calls += 1\n"
+                             "        print(f'task {self.calls}')\n        return Prediction('-y')\n")["counter"]
+    worker = Worker()
+    try:
+        outputs = [worker.execute(_job(spec))["output"] for _ in range(2)]
+    finally:
+        worker.close()
+    assert outputs == ["task 1\n", "task 2\n"]
+
+
+def test_a_method_that_returns_no_prediction_is_an_invalid_row():
+    """Not an AttributeError that kills the worker (the row would read "worker process died")."""
+    from bench.workers import _check_prediction
+
+    assert _check_prediction(None) == {"status": "invalid", "reason": "method returned NoneType, not a Prediction"}
+    assert _check_prediction("-y")["status"] == "invalid"  # a bare string is not a Prediction either
+
+
+def test_a_worker_that_dies_is_reported_with_the_last_line_it_printed(tmp_path):
+    from bench.workers import Worker
+
+    spec = _plugin(tmp_path, "class Dies(Method):\n    name = 'dies-loudly'\n\n"
+                             "    def run(self, observations, budget):\n        print('loading libfoo.so')\n"
+                             "        print('   ')\n        sys.stdout.flush()\n        os._exit(3)\n")["dies-loudly"]
+    worker = Worker()
+    try:
+        result = worker.execute(_job(spec))
+    finally:
+        worker.close()
+    assert result["status"] == "error"
+    assert result["reason"] == "worker process died during fit: exit code 3; it last printed: loading libfoo.so"

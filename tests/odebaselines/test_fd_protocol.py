@@ -147,3 +147,44 @@ def test_the_setting_and_the_fd_degree_with_the_least_validation_error_win():
     alone = {d: Offset(fd_degrees=(d,)).run(obs, Budget(time_limit=60.0)).metadata["validation_mse"] for d in (1, 3)}
     both = Offset(fd_degrees=(1, 3)).run(obs, Budget(time_limit=60.0))
     assert alone[1] != alone[3] and both.metadata["best_params"]["fd_degree"] == min(alone, key=alone.get)
+
+
+def test_five_points_on_a_side_of_t_1_are_enough_to_split_there():
+    """MIN_SPLIT_POINTS is a minimum: exactly five training points at t <= 1 split at 1 (not at the
+    middle of the times, nor half by count)."""
+    t = np.array([0.2, 0.4, 0.6, 0.8, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 3.0])
+    ((train, valid),) = list(fd.split(t).split())
+    assert train.tolist() == [0, 1, 2, 3, 4] and valid.tolist() == list(range(5, 12))
+
+
+def test_of_fd_degrees_that_validate_equally_the_first_listed_wins(monkeypatch):
+    """Ties keep the earlier degree (one derivative for every degree makes the two searches equal)."""
+    obs = exponential_observations()
+    monkeypatch.setattr(fd, "derivative", lambda t, y, window, degree: -0.5 * y)
+    for degrees in ((3, 1), (1, 3)):
+        assert Offset(fd_degrees=degrees).run(obs, Budget(time_limit=60.0)).metadata["best_params"]["fd_degree"] == degrees[0]
+
+
+class LimitRecorded(Offset):
+    """`Offset` with a per-run limit; records the limit each search's regressor is made with."""
+    run_time_limit = 180.0
+    limits: list = []
+
+    def make_regressor(self, seed, time_limit=None):
+        LimitRecorded.limits.append(time_limit)
+        return OffsetRegressor(random_state=seed)
+
+
+def test_each_fd_degree_plans_its_runs_within_its_share_of_the_task():
+    """Two degrees share a task of 8 s: each search of 3 settings and a refit plans runs of at most
+    SAFETY x 4 s / 4, so the whole run ends before the task's limit."""
+    LimitRecorded.limits = []
+    LimitRecorded(fd_degrees=(1, 3)).run(exponential_observations(), Budget(time_limit=8.0))
+    assert LimitRecorded.limits == [pytest.approx(fd.SAFETY * 4.0 / 4)] * 2
+
+
+def test_fd_degrees_given_as_a_list_are_a_tuple():
+    """`--methods sindy:fd_degrees=[3,5]` reads a list; the method keeps it as the tuple its checks expect."""
+    method = Offset(fd_degrees=[1, 3])
+    method.check_params()
+    assert method.fd_degrees == (1, 3) and method.get_params()["fd_degrees"] == (1, 3)

@@ -6,7 +6,7 @@ import pytest
 import sympy
 
 from odebaselines import grammar
-from odecore.expressions import parse
+from odecore.expressions import parse, Y
 from baselines_support import load, r2_on, run
 
 
@@ -102,3 +102,14 @@ def test_proged_answers_the_best_ranked_fit_within_085_of_its_limit(monkeypatch)
     t = np.linspace(0, 2, 16)
     answer = module.ProGED().run(Observations(t, np.exp(-0.5 * t)), Budget(time_limit=100.0, seed=0))
     assert answer.expression == best.expression and limits == [pytest.approx(85.0)]
+
+
+def test_a_skeletons_first_start_has_every_constant_at_one():
+    """ProGED's first start is C = 1, the random ones follow: with one restart only C = 1 is tried.
+    Here it is the start from which y' = C y**2 fits (this seed's first random start, 4.4, blows up
+    before t = 1 and fails)."""
+    C0 = sympy.Symbol("C0", real=True)
+    t = np.linspace(0, 1, 32)
+    fit = grammar.fit_skeleton(grammar.Skeleton(C0 * Y**2, (C0,)), t, 0.5 / (1 - 0.5 * t),
+                               np.random.default_rng(4), restarts=1)
+    assert fit.values == pytest.approx((1.0,), rel=1e-4) and fit.rmse < 1e-6

@@ -161,3 +161,16 @@ def test_the_criteria_and_the_parsimony_rule_count_terms_as_documented():
         three, one = (family.Candidate(np.array(c), ("1", "y", "y^2"), rss)
                       for c, rss in (([1.0, 1.0, 1.0], big), ([0.0, 1.0, 0.0], small)))
         assert family.most_parsimonious([three, one], 0.1, y)[0] is one
+
+
+def test_seeding_for_pysindy_leaves_the_callers_global_generator_as_it_was():
+    """pysindy draws from np.random: the block is seeded, and the caller's stream goes on after it
+    as if the block had not run."""
+    np.random.seed(11)
+    expected = np.random.rand(3)
+    np.random.seed(11)
+    with family.seeded(5):
+        inside = np.random.rand(2)
+    assert np.array_equal(np.random.rand(3), expected)
+    np.random.seed(5)
+    assert np.array_equal(inside, np.random.rand(2))

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from odecore.files import write_text_atomic
+from odecore.files import write_text_atomic, why_unwritable
 
 
 def test_a_link_is_written_through_to_its_target_and_stays_a_link(tmp_path):
@@ -26,3 +26,18 @@ def test_a_pipe_or_device_is_refused_not_replaced_by_a_file(tmp_path):
         with pytest.raises(OSError, match="not a regular file"):
             write_text_atomic("x\n", Path("/dev/full"))
         assert Path("/dev/full").is_char_device()
+
+
+def test_the_probe_of_a_link_to_a_file_not_yet_written_keeps_the_link(tmp_path):
+    """A link is probed at its target: the probe's file there is removed again, and the link stays."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "link.json").symlink_to(tmp_path / "out" / "fit.json")
+    assert why_unwritable(tmp_path / "link.json") is None
+    assert (tmp_path / "link.json").is_symlink() and not (tmp_path / "out" / "fit.json").exists()
+    assert "does not exist" in why_unwritable(tmp_path / "missing" / "fit.json")
+
+
+def test_a_file_is_written_into_folders_made_for_it(tmp_path):
+    write_text_atomic("x\n", tmp_path / "a" / "b" / "sweep.json")
+    assert (tmp_path / "a" / "b" / "sweep.json").read_text() == "x\n"
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["sweep.json"]  # no temporary file left

@@ -7,11 +7,11 @@ import sympy
 
 from scipy.optimize import least_squares
 
-from odecore.fitting import (Template, better_start, bin_means, fit_integral, fit_records, fit_trajectory,
-                          information_criterion, levenberg_marquardt, trajectory)
+from odecore.fitting import (Template, abstract, better_start, bin_means, fit_integral, fit_records, fit_trajectory,
+                          information_criterion, levenberg_marquardt, refit_numbers, trajectory)
 from odecore.noise import estimate_noise, noise_profile
 from odecore.uncertainty import standard_errors
-from odecore.expressions import Y, compile_scalar, compile_vector
+from odecore.expressions import Y, compile_scalar, compile_vector, parse
 from odecore.solving import solve
 
 A, B = sympy.symbols("a b", real=True)
@@ -226,3 +226,33 @@ def test_the_criterion_counts_the_residual_in_noise_variances():
     from odecore.fitting import information_criterion
 
     assert information_criterion(1.0, 100, 2, 0.5) == pytest.approx(1.0 / 0.5**2 + 2 * math.log(100))
+
+
+def test_the_truths_refit_answers_its_fitted_initial_value_not_the_first_observation():
+    """`refit_numbers` (the truth-refit reference) fits y0 with the numbers: a first observation
+    0.2 off the course does not become the answer's start."""
+    t = np.linspace(0, 2, 64)
+    y = solve(compile_scalar(-0.7 * Y), 2.0, t)
+    y[0] += 0.2
+    law, y0 = refit_numbers(parse("-0.5*y"), t, y)
+    assert y0 == pytest.approx(2.0, abs=0.05) and float(law.coeff(Y)) == pytest.approx(-0.7, abs=0.02)  # not 2.2
+
+
+def test_sqrt_and_its_reciprocal_stay_structure_when_numbers_become_constants():
+    """`abstract` makes every number a constant but integer exponents and those of sqrt(y) and
+    1/sqrt(y): a free 1.5 exponent is a constant, a square root is not."""
+    params, start = [], []
+    expr = abstract(parse("-0.8*sqrt(y) + 2/sqrt(y) + 0.3*y**1.5"), params, start)
+    assert sorted(start) == [-0.8, 0.3, 1.5, 2.0] and len(params) == 4
+    assert expr.has(sympy.sqrt(Y)) and expr.has(1 / sympy.sqrt(Y))
+
+
+def test_a_fit_without_constants_whose_course_fails_is_a_failed_fit():
+    """With nothing to fit and y0 fixed, a law that cannot be integrated along the record (sqrt of
+    a negative y) has no residual: rss inf, not the penalty's finite sum."""
+    t = np.linspace(0, 2, 32)
+    y = -1 - t
+    fit = fit_trajectory(Template(sympy.sqrt(Y), ()), t, y, [], y0=-1.0, fit_y0=False)
+    assert not fit.ok and fit.rss == np.inf
+    fine = fit_trajectory(Template(1 + 0 * Y, ()), t, -1 + t, [], y0=-1.0, fit_y0=False)
+    assert fine.ok and fine.rss < 1e-12

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from odecore.noise import estimate_noise, isolated_glitches, noise_profile, pooled_levels
+from odecore.noise import estimate_noise, isolated_glitches, noise_profile, pooled_levels, noise_floor
 
 
 def test_noise_estimate_reads_the_noise_level_of_irregular_samples():
@@ -96,3 +96,29 @@ def test_a_sharp_turn_on_irregular_times_is_not_a_glitch():
     for seed in range(40):
         t = np.sort(np.random.default_rng(seed).uniform(0, 2, 32))
         assert isolated_glitches(t, 3 / (1 + 50 * np.exp(-10 * t))) == [], seed
+
+
+def test_the_noise_floor_of_a_flat_record_is_a_share_of_its_size():
+    """A record at rest (no spread) still has a scale, a thousandth of its largest |y|; all zeros: 1."""
+    assert noise_floor(np.full(16, 5.0)) == pytest.approx(1e-4 * 5e-3)
+    assert noise_floor(np.full(16, -2000.0)) == pytest.approx(1e-4 * 2.0)
+    assert noise_floor(np.zeros(16)) == pytest.approx(1e-4)
+
+
+def test_a_bump_below_the_noise_floor_of_a_clean_record_is_not_a_glitch():
+    """On a clean decay the cubic's misses are round-off and curvature (~1e-8); a reading 1e-6 off
+    stands 100 such misses apart, but is far below the noise floor: not a glitch to drop."""
+    t = np.linspace(0, 2, 64)
+    y = 2 * np.exp(-0.5 * t)
+    y[30] += 1e-6
+    assert isolated_glitches(t, y) == []
+    y[30] += 0.5  # a real glitch is found
+    assert isolated_glitches(t, y) == [30]
+
+
+def test_on_ten_points_the_cubic_overrules_the_line_only_past_the_bar_its_few_misses_set():
+    """Six cubic misses scatter, so pure noise sometimes reads a line estimate over twice the
+    cubic's: here 2.37 times, below 1 + 4/sqrt(6) = 2.63, so the line's estimate stands."""
+    t = np.linspace(0, 2, 10)
+    y = np.random.default_rng(245).normal(size=10)
+    assert estimate_noise(t, y, curvature=True) == estimate_noise(t, y)

@@ -1,9 +1,13 @@
 """Children under a deadline: a child that dies is told from one that overran its limit."""
+import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 
+import psutil
 import pytest
 
 from odecore.processes import Child, ChildDied, Deadline
@@ -69,3 +73,101 @@ def test_a_child_stopped_under_a_sigterm_handler_stops_without_a_traceback():
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0 and ran.stdout.strip() == "y", ran.stderr
     assert "Traceback" not in ran.stderr, ran.stderr
+
+
+def _answer_after_sleeping(conn, seconds):
+    time.sleep(seconds)
+    conn.send("done")
+
+
+def _spin(conn, used):
+    start = time.process_time()
+    while True:  # until killed; `used` tells the parent how much CPU time it had
+        used.value = time.process_time() - start
+
+
+def _lead_a_group_with_a_sleeper(conn):
+    os.setpgrp()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    conn.send(sleeper.pid)
+    conn.recv()  # None: close()'s request to exit
+    os._exit(0)
+
+
+def _gone(pid: int, seconds: float = 5.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_cpu_time_deadline_waits_for_a_child_that_sleeps_up_to_its_wall_clock_safety_net():
+    """A child that waits (I/O, a lock) uses no CPU: under a CPU-time deadline it may take WALL_FACTOR
+    times the limit in wall clock, and past that it is killed."""
+    child = Child(_answer_after_sleeping, (0.4,))
+    try:
+        assert child.receive(0.2, cpu=True) == "done"  # 0.4 s asleep: past the limit, inside 5 x 0.2 s
+    finally:
+        child.close()
+    child = Child(_answer_after_sleeping, (30.0,))
+    try:
+        with pytest.raises(Deadline):
+            child.receive(0.1, cpu=True)
+    finally:
+        child.close()
+
+
+def test_a_cpu_time_deadline_kills_a_busy_child_at_its_cpu_limit_not_at_the_safety_net():
+    """A child that computes is killed once it has used the limit in CPU seconds, not later at the
+    wall-clock net of WALL_FACTOR times the limit (where it would have used up to 5 times as much)."""
+    used = multiprocessing.RawValue("d", 0.0)  # no lock: the child dies mid-write
+    child = Child(_spin, (used,))
+    try:
+        with pytest.raises(Deadline):
+            child.receive(0.2, cpu=True)
+    finally:
+        child.close()
+    assert used.value < 0.27  # killed at 0.2 s of CPU (plus a poll), not at the net of 1 s of wall clock
+
+
+def test_closing_a_child_that_leads_a_process_group_stops_what_it_left_running():
+    """A method's background processes must not outlive the sweep: a child that leads its own group
+    and exits when asked (close with grace) takes the group with it."""
+    child = Child(_lead_a_group_with_a_sleeper)
+    sleeper = child.receive(30)
+    try:
+        child.close(grace=5)
+        assert _gone(sleeper)
+    finally:
+        try:
+            os.kill(sleeper, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _lead_a_group_and_exit(conn):
+    os.setpgrp()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    conn.send(sleeper.pid)
+    os._exit(0)  # by itself, before anyone asks: a warm worker that crashed mid-task
+
+
+def test_closing_a_child_that_led_a_group_and_exited_by_itself_stops_what_it_left_running():
+    """Once the leader has exited it can no longer be asked whether it led a group: close() goes by
+    what was seen when it answered."""
+    child = Child(_lead_a_group_and_exit)
+    sleeper = child.receive(30)
+    try:
+        child.process.join(10)  # the leader is gone before close()
+        child.close()
+        assert _gone(sleeper)
+    finally:
+        try:
+            os.kill(sleeper, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -6,7 +6,7 @@ import pytest
 
 from odecore import protocol
 from odecore.expressions import compile_scalar, parse
-from odecore.solving import SolveError, is_valid_initial_value, solve
+from odecore.solving import SolveError, is_valid_initial_value, solve, relative_atol
 
 FAST_TURNS = "y - sin(0.8*y**3)"  # from y0 = -3 it turns ever faster: 52,760 evaluations on [0, 2]
 
@@ -101,3 +101,11 @@ def test_a_course_that_leaves_its_domain_or_blows_up_still_fails_with_rest_at_th
 def test_rest_at_the_edge_changes_no_solve_that_succeeds_without_it():
     f, t = compile_scalar(parse("-0.5*sqrt(y)")), protocol.truth_grid()  # from 5 it empties at t = 8.9
     np.testing.assert_array_equal(solve(f, 5.0, t), solve(f, 5.0, t, rest_at_edge=True))
+
+
+def test_the_absolute_tolerance_shrinks_with_the_size_of_y_below_one_only():
+    """A trajectory in tiny units is integrated to digits of its own; from |y| = 1 up the protocol's
+    tolerance stands, so solutions in ordinary and large units are as before; 0 keeps it too."""
+    assert relative_atol(1e-9, 1e-3) == 1e-9 * 1e-3 and relative_atol(1e-9, -0.25) == 1e-9 * 0.25
+    for size in (1.0, 7.5, -3e4, 1e8, 0.0):
+        assert relative_atol(1e-9, size) == 1e-9, size

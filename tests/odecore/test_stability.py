@@ -170,3 +170,10 @@ def test_a_start_within_the_noise_that_falls_only_to_a_stable_rest_inside_it_doe
     t = np.linspace(0, 2, 128)
     law = Template(200 * (Y - A) * (Y - 0.99) * (3 - Y), (A,))
     assert unstable_reason(law, [1.0], 1.005, t, 0.005, turn_back=True) is None
+
+
+def test_a_short_records_early_size_is_the_median_of_at_least_three_values():
+    """40 observations: 5% is 2, but three are read, so one reading near 0 at the start does not
+    double the growth."""
+    y = np.r_[1e-3, 1.0, 1.0, np.linspace(1.0, 100.0, 37)]
+    assert record_growth(y) == pytest.approx(100.0)

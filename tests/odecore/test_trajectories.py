@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from odecore.trajectories import TrajectoryFileError, read_records, read_trajectory
+from odecore.trajectories import TrajectoryFileError, read_records, read_trajectory, check_trajectory
 
 T = np.linspace(0, 2, 20)
 ROWS = "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(T, 3 * np.exp(-0.5 * T)))
@@ -227,3 +227,14 @@ def test_numpy_savetxt_header_is_read_without_case(tmp_path):
     np.savetxt(tmp_path / "d.csv", np.c_[T, 2 * T], delimiter=",", header="Hours,OD600")
     read = read_trajectory(tmp_path / "d.csv", columns=("hours", "od600"))
     assert np.allclose(read.y, 2 * T) and read.columns == ("Hours", "OD600")
+
+
+def test_a_record_of_zeros_is_a_record_and_a_tiny_one_or_a_tiny_span_is_refused():
+    """Sizes are checked where squares underflow: all zeros (a record at rest at 0) pass, |y| all
+    below 1e-100 does not; nor do times spanning less than 1e-100."""
+    t = np.arange(10.0)
+    check_trajectory(t, np.zeros(10))
+    with pytest.raises(ValueError, match="largest \\|y\\| is 1e-101"):
+        check_trajectory(t, np.full(10, 1e-101))
+    with pytest.raises(ValueError, match="the times span 9e-102"):
+        check_trajectory(t * 1e-102, np.ones(10))
