@@ -8,7 +8,7 @@ import sympy
 from odecore.expressions import Y, compile_scalar, evaluate
 from odecore.solving import solve
 from nsode.predict import Predictor
-from nsode.search.readings import transformed, written_back
+from nsode.search.readings import RECIPROCAL_RANGE, transformed, written_back
 from nsode.search.terms import skeleton_key
 
 
@@ -77,3 +77,10 @@ def test_the_log_reading_of_a_record_below_zero_writes_its_law_back_with_the_rec
     monkeypatch.setattr(predictor, "candidates", lambda t, z, timings=None, beam=None: [(-0.4 * sympy.exp(Y), 0.0)])
     [(label, [law])] = predictor.transformed_readings(t, y)
     assert label == "log-reading" and np.allclose(evaluate(law, y), 0.4 * y**2)
+
+
+def test_1_over_y_is_read_where_the_record_spans_up_to_a_thousandfold():
+    """transformed: the reciprocal reading applies up to RECIPROCAL_RANGE (1e3), a 500-fold record included."""
+    assert RECIPROCAL_RANGE == 1e3
+    assert np.allclose(transformed(np.array([0.002, 0.1, 1.0]), "reciprocal"), [500.0, 10.0, 1.0])
+    assert transformed(np.array([0.0009, 1.0]), "reciprocal") is None

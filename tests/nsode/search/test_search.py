@@ -13,7 +13,7 @@ import sympy
 import torch
 
 from odecore.expressions import Y, compile_scalar, complexity, evaluate, nested_functions, parse
-from odecore.fitting import Template, abstract, trajectory, trajectory_rss
+from odecore.fitting import Template, abstract, fit_trajectory, trajectory, trajectory_rss
 from odecore.metrics import r2
 from odecore.uncertainty import round_to_error, written_to_error
 from odecore import protocol
@@ -1081,3 +1081,380 @@ def test_supported_rounds_each_number_at_its_own_error():
     assert fit.y0 == round_to_error(found.y0, errors[0], extra=fit.extra)
     values = [round_to_error(v, e, extra=fit.extra) for v, e in zip(found.values, errors[1:])]
     assert sympy.simplify(fit.expr - found.template.substitute(values)) == 0
+
+
+def test_only_the_refit_best_integral_fits_are_fitted_on_the_trajectory():
+    """fit_candidates: exactly `refit` skeletons (the best by criterion) get least squares on the trajectory."""
+    from nsode.search.funnel import fit_candidates
+    from nsode.search.proposals import propose
+
+    y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
+    skeletons = list(propose([-0.4 * Y, -0.3 * Y + 0.01 * Y**2, sympy.sin(Y), sympy.exp(-Y)], T, y, 0.01,
+                             variants=False).values())
+    assert len(skeletons) == 4
+    for refit in (0, 1, 2):
+        found = fit_candidates(skeletons, T, y, 0.01, Settings(refit=refit))
+        assert len(found) == 4 and sum(f.nfev > 0 for f in found) == refit
+        assert sum(f.stage == "trajectory" for f in found) <= refit
+
+
+def test_the_fallback_fits_the_next_tiers_of_skeletons_and_y_prime_zero():
+    """fallback_fits: FALLBACK_TIERS * top_k more skeletons by the cheap score, and y' = 0 beside them."""
+    from nsode.search.funnel import FALLBACK_TIERS, fallback_fits
+    from nsode.search.proposals import propose
+
+    exprs = [-0.4 * Y, -0.3 * Y + 0.01 * Y**2, sympy.sin(Y), sympy.exp(-Y), sympy.sqrt(Y), Y**2, sympy.cos(Y)]
+    skeletons = propose(exprs, T, DECAY, 0.01, variants=False, steady=True)
+    assert len(skeletons) > FALLBACK_TIERS + 1  # more than one tier, and y' = 0 ranks last on a decay
+    found = fallback_fits(skeletons, [], T, DECAY, 0.01, Settings(top_k=1))
+    assert len(found) == FALLBACK_TIERS + 1
+    assert [f.source for f in found].count("trivial") == 1
+
+
+def test_without_snap_fitted_no_pruned_fit_is_snapped():
+    """snap_pruned acts only with snap_fitted: switching snap_fitted off leaves every fit's exponents free."""
+    law = -1.3 * Y**3
+    y = solve(compile_scalar(law), 1.5, T) * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
+    proposals = [-1.1 * Y ** sympy.Float(2.6) + 0.05 * sympy.sin(Y)]
+    found, _ = search(proposals, T, y, Settings(variants=False, combine=0, per_capita=0, snap_fitted=False))
+    assert any(f.source == "pruned" for f in found) and not any(f.source == "snapped" for f in found)
+
+
+def test_each_skeleton_is_fitted_once_though_pruning_reaches_it_again():
+    """_fitted_anew: a pruned or snapped skeleton already among the fits is not fitted a second time."""
+    t = np.linspace(0, 2, 128)
+    y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    proposed = [parse("-0.5*y + 0.01*y**2 - 0.001*y**3"), -0.4 * Y, 0.01 * Y**2 - 0.5 * Y]
+    found, _ = search(proposed, t, y, Settings(variants=False, combine=0, per_capita=0, steady=False))
+    keys = [skeleton_key(f.expr) for f in found]
+    assert any(f.source == "pruned" for f in found) and len(keys) == len(set(keys))
+
+
+def test_another_proposer_s_better_instance_of_a_skeleton_replaces_the_model_s():
+    """search(extra=...): per skeleton the instance with the better cheap score is kept, whoever proposed it."""
+    y = solve(compile_scalar(sympy.exp(-0.5 * Y)), 1.0, T)
+    settings = Settings(variants=False, combine=0, per_capita=0, read_reciprocal=0, prune=0, steady=False)
+    for model, other, winner in ((sympy.exp(-2 * Y), sympy.exp(-0.5 * Y), "grammar"),
+                                 (sympy.exp(-0.5 * Y), sympy.exp(-2 * Y), "model")):
+        found, _ = search([model], T, y, settings, extra=[("grammar", [other])])
+        assert found[0].source == winner, (model, other)
+
+
+def test_the_prune_best_trajectory_fits_each_have_their_terms_dropped():
+    """_pruned_fits: not only the best fit, each of the `prune` best has its terms dropped in turn."""
+    from nsode.search.funnel import _pruned_fits
+
+    found = [candidate(-0.5 * Y + 0.01 * Y**2, 100.0), candidate(-0.5 * Y + 0.02 * sympy.sin(Y), 101.0)]
+    keys = {skeleton_key(f.expr) for f in _pruned_fits(found, T, DECAY, 0.01, Settings(prune=2))}
+    assert keys == {skeleton_key(Y), skeleton_key(Y**2), skeleton_key(sympy.sin(Y))}
+    keys = {skeleton_key(f.expr) for f in _pruned_fits(found, T, DECAY, 0.01, Settings(prune=1))}
+    assert keys == {skeleton_key(Y), skeleton_key(Y**2)}
+
+
+def test_stability_noise_checks_the_pick_at_the_noise_with_the_curvature_removed():
+    """select: with stability_noise, the check's level (info['stability_sigma']) is that level, not the search's."""
+    from odecore.noise import noise_level
+
+    y = DECAY  # exact: the curvature sets the plain level (2e-4), not the noise (5.6e-5 with it removed)
+    settings = Settings(variants=False, combine=0, per_capita=0)
+    _, info = search([-0.4 * Y], T, y, settings)
+    assert info["stability_sigma"] == info["noise_sigma"]
+    _, info = search([-0.4 * Y], T, y, Settings(variants=False, combine=0, per_capita=0, stability_noise=True))
+    assert info["stability_sigma"] == noise_level(T, y, curvature=True) != info["noise_sigma"]
+
+
+def test_without_robust_the_best_fit_wins_even_with_a_pole_beside_the_data():
+    """select: `robust=False` checks nothing; the pole law that fits best is picked, none rejected."""
+    y = solve(compile_scalar(1 / (3.2 - Y)), 1.0, T)
+    settings = Settings(variants=False, combine=0, robust=False, forecast=0)
+    found, info = search([1 / (3.3 - Y), 0.5 + 0.3 * Y], T, y, settings)
+    assert skeleton_key(found[0].expr) == skeleton_key(1 / (3.3 - Y)) and found[0].rejected is None
+    assert info["rejected"] == 0
+
+
+def test_a_record_over_many_decades_has_its_noise_profile_reweighted():
+    """choice_profile: decade_reweight fits the unclipped profile by reweighted least squares (PROFILE_ROUNDS)."""
+    from odecore.noise import noise_profile
+    from nsode.search.choice import PROFILE_ROUNDS, choice_profile
+
+    t = np.linspace(0, 2, 128)
+    y = np.exp(10 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    reweighted = choice_profile(t, y, Settings())
+    plain = choice_profile(t, y, Settings(decade_reweight=False))
+    assert np.allclose(reweighted, noise_profile(t, y, math.inf, reweight=PROFILE_ROUNDS))
+    assert np.allclose(plain, noise_profile(t, y, math.inf, reweight=0)) and not np.allclose(reweighted, plain)
+
+
+def test_sqrt_nodes_counts_a_square_root_as_one_function_in_the_tie_break(monkeypatch):
+    """select: with sqrt_nodes the tie-break charges sqrt(y) as log(y), one node less than the paper's count."""
+    from nsode.search.choice import select
+
+    monkeypatch.setattr("nsode.search.choice.forecast_error", lambda *args, **kwargs: 0.0)  # forecasts tie
+    assert complexity(-0.6 * sympy.sqrt(Y)) == complexity(-0.8 * sympy.log(Y)) + 1
+    for sqrt_nodes, winner in ((False, "log"), (True, "sqrt")):
+        root, log = candidate(-0.6 * sympy.sqrt(Y), 100.0), candidate(-0.8 * sympy.log(Y), 102.0)
+        found, _ = select([root, log], T, DECAY, 0.01, Settings(robust=False, sqrt_nodes=sqrt_nodes), None, 2)
+        assert found[0] is (log if winner == "log" else root), sqrt_nodes
+
+
+def test_likelihood_weights_are_exp_of_minus_half_the_criterion_difference():
+    """likelihood_weights: exp(-delta/2), what the vote and the consensus weigh tied fits by."""
+    from nsode.search.choice import likelihood_weights
+
+    weights = likelihood_weights([candidate(-0.5 * Y, 102.0), candidate(-0.4 * Y, 100.0), candidate(-0.3 * Y, 106.0)])
+    assert weights == pytest.approx([math.exp(-1), 1.0, math.exp(-3)])
+
+
+def test_the_forecast_error_weighs_each_point_by_the_noise_profile():
+    """forecast_error: the squared error counts each residual in its own point's noise (`profile`)."""
+    from nsode.search.choice import FORECAST_SHARE, forecast_error
+
+    cut = int(FORECAST_SHARE * T.size)
+    y = DECAY.copy()
+    y[cut:] += 0.1
+    f = candidate(-0.4 * Y, 100.0)
+    profile = np.full(T.size, 2.0)  # every point twice as noisy: a quarter of the error in noise variances
+    assert forecast_error(f, T, y, 0.01, Settings(), profile) == pytest.approx((T.size - cut) * 25, rel=1e-4)
+
+
+def test_the_predictive_forecast_score_is_the_log_predictive_error():
+    """forecast_error with forecast_score='predictive': odecore.uncertainty.predictive_error of the first part's fit."""
+    from odecore.uncertainty import predictive_error
+    from nsode.search.choice import FORECAST_SHARE, forecast_error
+
+    cut = int(FORECAST_SHARE * T.size)
+    y = DECAY * (1 + 0.01 * np.random.default_rng(3).normal(size=T.size))
+    f = candidate(-0.4 * Y, 100.0)
+    part = fit_trajectory(f.template, T[:cut], y[:cut], f.values, f.y0, max_nfev=Settings().max_nfev)
+    expected = predictive_error(f.template, part.values, part.y0, T, y, cut, 0.01)
+    predictive = forecast_error(f, T, y, 0.01, Settings(forecast_score="predictive"))
+    assert predictive == pytest.approx(expected) and predictive != forecast_error(f, T, y, 0.01, Settings())
+
+
+def test_the_backcast_adds_the_miss_of_the_first_points_by_a_fit_of_the_last():
+    """forecast_error with backcast: the last share is fitted too, its error on the first points added."""
+    from nsode.search.choice import FORECAST_SHARE, forecast_error
+
+    cut = int(FORECAST_SHARE * T.size)
+    skip = T.size - cut
+    y = DECAY.copy()
+    y[:skip] += 0.1  # ten noise levels off on the first 20 points; the last 44 follow the law
+    f = candidate(-0.4 * Y, 100.0)
+    forward = forecast_error(f, T, y, 0.01, Settings())
+    both = forecast_error(f, T, y, 0.01, Settings(backcast=True))
+    assert both - forward == pytest.approx(skip * 10**2, rel=1e-3)
+
+
+def test_the_turn_back_and_origin_checks_reach_the_search_s_safety_check():
+    """unsafe_reason passes `turn_back` and `origin` to odecore.stability (both on since version 31)."""
+    from nsode.search.choice import unsafe_reason
+
+    a = sympy.Symbol("a", real=True)
+    law = Template(Y * (Y - a) * (2 - Y), (a,))  # unstable equilibrium at a = 1
+    t = np.linspace(0, 2, 128)
+    y = solve(compile_scalar(Y * (Y - 1) * (2 - Y)), 0.99, t)
+    assert "turns back" in unsafe_reason(law, [1.0], 0.99, t, y, 0.01, Settings())
+    assert unsafe_reason(law, [1.0], 0.99, t, y, 0.01, Settings(turn_back=False)) is None
+    t = np.linspace(0.04, 2, 128)  # first seen at t = 0.04, at 0.99; at t = 0 the record was above 1
+    y = 1.03 - t
+    assert "turns back" in unsafe_reason(law, [1.0], 0.99, t, y, 0.001, Settings(hidden_pause=False))
+    assert unsafe_reason(law, [1.0], 0.99, t, y, 0.001, Settings(hidden_pause=False, origin=False)) is None
+
+
+def test_flat_courses_agree_within_the_tolerance_of_one_percent_of_their_size():
+    """same_course: where both courses are flat, the spread is 1% of their largest magnitude."""
+    from nsode.search.choice import same_course
+
+    flat = np.full(16, 1.0)
+    assert same_course(flat, flat * 1.0005, 0.1)
+    assert not same_course(flat, flat * 1.005, 0.1)
+
+
+def test_equal_criteria_rank_the_fit_with_fewer_constants_first():
+    """select: ties on the criterion are broken by fewer constants."""
+    from nsode.search.choice import select
+
+    more, fewer = candidate(-0.5 * Y + 1e-9 * Y**2, 100.0), candidate(-0.5 * Y, 100.0)
+    assert (more.constants, fewer.constants) == (2, 1)
+    found, _ = select([more, fewer], T, DECAY, 0.01, Settings(robust=False, forecast=0), None, 2)
+    assert found[0] is fewer
+
+
+def test_seven_free_constants_are_scored_and_eight_are_not():
+    """linear_fits: a sum with MAX_CONSTANTS (7) free constants gets a finite cheap score, one with more inf."""
+    from nsode.search.integral_fits import linear_fits
+    from nsode.search.terms import MAX_CONSTANTS, term_of
+
+    cache: dict = {}
+    terms = [term_of(Y**k, T, DECAY, cache) for k in range(1, 9)]
+    (_, seven), (_, eight) = linear_fits([terms[:MAX_CONSTANTS], terms[:MAX_CONSTANTS + 1]], DECAY, 0.01)
+    assert MAX_CONSTANTS == 7 and math.isfinite(seven) and eight == math.inf
+
+
+def test_a_log_without_a_scale_fixes_the_unit_when_unit_logs_is_asked():
+    """Skeleton.unit_charge: with unit_logs, c*log(y) (no scale, no term to absorb log(lambda)) is charged."""
+    from nsode.search.terms import Skeleton, Term, term_key
+
+    def skeleton(*rests):
+        terms = [Term(term_key(rest), rest, np.zeros(3), 0) for rest in rests]
+        return Skeleton(tuple(t.key for t in terms), terms, np.zeros(len(terms)), 0.0, 10.0, "model")
+
+    bare, absorbed = skeleton(sympy.log(Y)), skeleton(sympy.log(Y), sympy.S.One)
+    assert bare.unit_charge(Settings()) == 0.0  # off by default (measured, not kept)
+    assert bare.unit_charge(Settings(unit_logs=True)) == Settings().unit_cost
+    assert absorbed.unit_charge(Settings(unit_logs=True)) == 0.0
+
+
+def test_a_skeleton_s_size_is_the_paper_s_complexity_of_its_sum():
+    """Term.size and Skeleton.size: the nodes of the sum with its numbers (what pareto and node_listed count)."""
+    from nsode.search.proposals import propose
+
+    expr = 0.3 * Y + 0.2 * Y**2 + 0.1 * sympy.sin(Y)
+    (skeleton,) = propose([expr], T, DECAY, 0.01, variants=False).values()
+    assert [term.size for term in skeleton.terms] == [complexity(0.7 * term.rest) for term in skeleton.terms]
+    assert skeleton.size == complexity(expr)
+
+
+def test_a_two_term_sum_is_also_proposed_as_each_term_alone():
+    """_subsets: with variants, a sum of two terms proposes each of them alone (the spurious term dropped)."""
+    from nsode.search.proposals import propose
+
+    skeletons = propose([-0.5 * Y + 1.13 / sympy.sqrt(Y)], T, DECAY, 0.01)
+    assert skeletons[skeleton_key(-0.5 * Y)].source == "variant"
+    assert skeleton_key(1 / sympy.sqrt(Y)) in skeletons
+
+
+def test_dropping_terms_never_proposes_a_constant_alone():
+    """_subsets: a sub-sum left without y is no candidate (y' = c only with `drift`)."""
+    from nsode.search.proposals import propose
+
+    const = skeleton_key(sympy.Integer(1) + 0 * Y)
+    assert const not in propose([0.3 - 0.5 * Y], T, DECAY, 0.01)
+    assert const in propose([0.3 - 0.5 * Y], T, DECAY, 0.01, drift=True)
+
+
+def test_exponents_near_minus_one_half_snap_to_it():
+    """snapped: -1/2 is a structural exponent as +1/2 is (1/sqrt(y))."""
+    from nsode.search.proposals import snapped
+
+    assert snapped(2 * Y ** sympy.Float(-0.47)) == 2 / sympy.sqrt(Y)
+
+
+def test_only_the_first_per_capita_expressions_are_read_per_capita():
+    """propose: `per_capita` N reads only the first N beam expressions g as y' = y*g."""
+    from nsode.search.proposals import propose
+
+    skeletons = propose([sympy.sin(Y), sympy.cos(Y)], T, DECAY, 0.01, variants=False, per_capita=1)
+    assert skeletons[skeleton_key(Y * sympy.sin(Y))].source == "per-capita"
+    assert skeleton_key(Y * sympy.cos(Y)) not in skeletons
+
+
+def test_recombination_uses_the_first_combine_terms_in_sums_of_up_to_combine_size():
+    """propose: `combine` distinct beam terms (first proposed first), recombined `combine_size` at a time."""
+    from nsode.search.proposals import propose
+
+    exprs = [sympy.sin(Y), Y**2, sympy.cos(Y)]
+    pair, triple = skeleton_key(sympy.sin(Y) + Y**2), skeleton_key(sympy.sin(Y) + Y**2 + sympy.cos(Y))
+    one = propose(exprs, T, DECAY, 0.01, variants=False, combine=1)
+    assert pair not in one and skeleton_key(sympy.sin(Y) + 1) in one
+    two = propose(exprs, T, DECAY, 0.01, variants=False, combine=3, combine_size=2)
+    assert two[pair].source == "combination" and triple not in two
+    assert triple in propose(exprs, T, DECAY, 0.01, variants=False, combine=3, combine_size=3)
+
+
+def test_the_search_s_stage_one_snaps_beam_exponents_by_default():
+    """propose_with passes `snap`: the beam's y**2.03 is also proposed as y**2."""
+    from nsode.search.proposals import propose_with
+
+    assert skeleton_key(Y**2) in propose_with([-0.4 * Y ** sympy.Float(2.03)], T, DECAY, 0.01, Settings())
+    assert skeleton_key(Y**2) not in propose_with([-0.4 * Y ** sympy.Float(2.03)], T, DECAY, 0.01, Settings(snap=False))
+
+
+def test_denominators_are_fitted_for_no_more_than_the_limit_of_numerator_sets():
+    """with_denominators: only the first `limit` sets of numerators get a fitted copy."""
+    from nsode.search.denominators import with_denominators
+
+    y = solve(compile_scalar(-3 * Y / (2 + Y)), 5.0, T)
+    readings = [(Y / (Y - 8.58), "model"), (Y**2 / (Y - 8.58), "model")]
+    assert len(list(with_denominators(readings, T, y, 2))) == 4  # each preceded by its fitted copy
+    assert len(list(with_denominators(readings, T, y, 1))) == 3  # the second set left as written
+
+
+def test_a_denominator_that_also_appears_outside_the_division_is_left_as_written():
+    """denominator_fitted: None where a term holds the denominator's polynomial elsewhere (log(y + 2))."""
+    from nsode.search.denominators import denominator_fitted
+
+    y = solve(compile_scalar(-3 * Y / (2 + Y)), 5.0, T)
+    assert denominator_fitted(Y / (Y + 2) + sympy.log(Y + 2), T, y) is None
+
+
+def test_fits_that_differ_by_a_millionth_are_distinct_laws():
+    """distinct_laws: only laws equal to 1e-9 at every observed y are one law."""
+    from nsode.search.fits import Found, distinct_laws
+
+    y = np.linspace(0.1, 0.99, 64)
+    found = [Found(-0.5 * Y, 1.0, 0.99, -100.0, 1, "model"), Found(-0.5000005 * Y, 1.0, 0.99, -100.0, 1, "model"),
+             Found(-0.5 * (1 + 1e-12) * Y, 1.0, 0.99, -100.0, 1, "model")]
+    assert distinct_laws(found, y) == found[:2]
+
+
+def test_pruning_runs_in_rounds_by_default():
+    """Settings: prune_rounds defaults to 3 (version 24); the default search reaches a law under two spare terms."""
+    t = np.linspace(0, 2, 128)
+    y = 3 * np.exp(-0.5 * t) * (1 + 0.01 * np.random.default_rng(0).normal(size=t.size))
+    settings = Settings(variants=False, combine=0, per_capita=0, steady=False, snap=False, snap_fitted=False)
+    found, _ = search([parse("-0.5*y + 0.01*y**2 - 0.001*y**3")], t, y, settings)
+    assert found[0].constants == 1 and float(found[0].expr.coeff(Y)) == pytest.approx(-0.5, abs=0.01)
+
+
+def test_a_second_look_fits_only_skeletons_the_first_did_not():
+    """second_look: the new skeletons are those stage 1 had not scored; none is fitted twice."""
+    from dataclasses import replace
+
+    from odecore.noise import noise_level
+    from nsode.search.proposals import propose_with
+
+    y = solve(compile_scalar(0.5 * Y**2 - 0.05 * Y**3), 1.0, T)
+    proposals = [sympy.sin(Y), sympy.exp(Y), Y**1.3 + sympy.cos(Y)]
+    settings = Settings(clean_powers=3, top_k=4, refit=4, prune=0, snap_fitted=False, per_capita=0)
+    found, info = search(proposals, T, y, settings)
+    first, again = (set(propose_with(proposals, T, y, noise_level(T, y), replace(settings, basis=basis)))
+                    for basis in (0, 3))
+    assert info["second_look"]["gate"] == "clean" and info["second_look"]["skeletons"] == len(again - first) > 0
+    keys = [skeleton_key(f.expr) for f in found]
+    assert len(keys) == len(set(keys))
+
+
+def test_a_pick_that_misses_the_data_by_more_than_three_noise_levels_is_noted():
+    """fit_notes: the curve-fit note from MISFIT_NOISES (3) noise levels, root mean square, on."""
+    from types import SimpleNamespace
+
+    from nsode.report import fit_notes
+
+    result = SimpleNamespace(info={}, expression="-0.5*y", r2=0.99, candidates=[], rejected={})
+    y = 3 * np.exp(-0.5 * T)
+    assert any("misses the data by 3.5 times their noise" in note for note in fit_notes(result, T, y, 3.5, str))
+    assert not any("misses the data" in note for note in fit_notes(result, T, y, 2.9, str))
+
+
+def test_the_digits_kept_are_the_fewest_that_hold_the_law_within_one_noise_variance():
+    """supported: the fewest extra digits with which the rounded law scores within 1 criterion unit (one noise
+    variance) of the fit (a logistic at 1% noise: rounded at its errors it costs 4.5 units, a digit more 0.03)."""
+    from odecore.uncertainty import standard_errors
+    from nsode.search.digits import supported
+    from nsode.search.fits import trajectory_score
+
+    y = solve(compile_scalar(1.3 * Y * (1 - Y / 7)), 0.5, T) * (1 + 0.01 * np.random.default_rng(0).normal(size=T.size))
+    settings = Settings(variants=False, combine=0, per_capita=0, steady=False, prune=0)
+    (found, *_), info = search([1.3 * Y * (1 - Y / 7)], T, y, settings)
+    sigma = info["noise_sigma"]
+    errors = standard_errors(found.template, found.values, found.y0, T, sigma, weighted=found.weighted)
+    unrounded = trajectory_score(found.template, found.values, found.y0, T, y, sigma)[1]
+
+    def cost(extra):
+        values = [round_to_error(v, e, extra=extra) for v, e in zip(found.values, errors[1:])]
+        y0 = round_to_error(found.y0, errors[0], extra=extra)
+        return trajectory_score(found.template, values, y0, T, y, sigma)[1] - unrounded
+
+    fit = supported(found, T, y, sigma)
+    assert fit.extra == 1 and cost(0) > 1 >= cost(1)
