@@ -39,7 +39,7 @@ def observe(t: np.ndarray, y: np.ndarray, variant: str, rng: np.random.Generator
     spec = VARIANTS[variant]
     off_grid = spec["off_grid"] if off_grid is None else off_grid
     n = min(spec["n_points"], len(t))
-    if spec["random_points"] and off_grid and rng.random() < off_grid:
+    if off_grid and rng.random() < off_grid:  # either variant: --off-grid with nsode too
         t_obs = np.sort(rng.uniform(t[0], t[-1], size=n))
         y_obs = CubicSpline(t, y)(t_obs)
     else:

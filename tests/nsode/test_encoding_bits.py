@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from nsode.encoding import BITS_PER_OBSERVATION, bits_to_float, encode_observations, float_bits
 
@@ -30,3 +31,11 @@ def test_times_are_encoded_as_full_doubles_like_the_values():
     x = np.array([0.1, 1 / 3, 2.0 + 2**-40])  # the last bits of 2 + 2**-40 are lost in a float32
     encoded = encode_observations(x, x)
     assert np.array_equal(encoded[:, :64], float_bits(x)) and np.array_equal(encoded[:, :64], encoded[:, 64:])
+
+
+def test_observations_must_be_one_dimensional():
+    """A (n, k) array would be encoded as n*k observations of the wrong shape for the model."""
+    with pytest.raises(ValueError, match="1-D arrays of equal length"):
+        encode_observations(np.zeros((4, 2)), np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="1-D arrays of equal length"):
+        encode_observations(np.zeros(4), np.zeros(5))

@@ -329,3 +329,91 @@ def test_the_joint_choice_rejects_an_unsafe_fit_and_prefers_the_shorter_law_amon
     assert chosen is decay and blowing_up.rejected and checked == 2
     curve_fit, law = joint_fit(-0.5 * Y + 0.01 * sympy.sin(2 * Y + 1), 100.0), joint_fit(-0.5 * Y, 103.0)
     assert _choice([curve_fit, law], read, Settings())[0] is law  # tied within the window: fewer nodes
+
+
+def joint_fit_from(expr: sympy.Expr, score: float, y0s=(1.0, 1.0), chi2=None):
+    """A joint fit of `expr` from `y0s` with criterion `score` and per-record `chi2`."""
+    from odecore.fitting import RecordsFit, Template, abstract
+    from nsode.joint import JointFit
+
+    params, start = [], []
+    template = Template(abstract(expr, params, start), tuple(params))
+    fit = RecordsFit(tuple(start), tuple(y0s), tuple(chi2 or (1.0,) * len(y0s)))
+    return JointFit(template.substitute(fit.values), template, fit, score, (1.0,) * len(y0s), 1)
+
+
+def _decays(y0s, t=np.linspace(0, 2, 64)):
+    from nsode.joint import Record
+
+    return [Record(t, y0 * np.exp(-0.5 * t), 0.01, 0.01) for y0 in y0s]
+
+
+def test_a_joint_fit_unsafe_from_any_record_s_start_is_rejected():
+    """y' = -0.5 y + 0.6 y^3 decays from 0.5 but blows up from 1 (rest at 0.913): safe for the first
+    record, not for the second, so it is rejected and the decay chosen."""
+    from nsode.joint import _choice
+    from nsode.search.settings import Settings
+
+    read = _decays((0.5, 1.0))
+    blowing_up = joint_fit_from(-0.5 * Y + 0.6 * Y**3, 100.0, y0s=(0.5, 1.0))
+    decay = joint_fit_from(-0.5 * Y, 102.0, y0s=(0.5, 1.0))
+    chosen, checked = _choice([blowing_up, decay], read, Settings())
+    assert chosen is decay and blowing_up.rejected.startswith("record 2:") and checked == 2
+
+
+def test_a_record_missed_is_the_worst_of_the_records_misses():
+    """The second look's gate (`second_look="missed"`) and the CLI's misfit notes read the worst record."""
+    from nsode.joint import _missed, record_misses
+
+    read = _decays((1.0, 2.0))
+    f = joint_fit_from(-0.5 * Y, 0.0, chi2=(64.0, 64.0 * 100))
+    assert record_misses(f, read) == pytest.approx([1.0, 10.0]) and _missed(f, read) == pytest.approx(10.0)
+
+
+def test_the_law_chosen_among_ties_comes_first_and_is_the_answer(monkeypatch):
+    """`_choice` may prefer a shorter law to the best criterion: that law is the answer (its
+    expression, fits[0], `chosen`), not the fit with the best criterion."""
+    from types import SimpleNamespace
+
+    import nsode.joint as joint
+    from nsode.search.settings import Settings
+
+    curve_fit = joint_fit_from(-0.5 * Y + 0.01 * sympy.sin(2 * Y + 1), 100.0)
+    law = joint_fit_from(-0.5 * Y, 103.0)
+    starts = {"curve": curve_fit, "law": law}
+    monkeypatch.setattr(joint, "_proposals", lambda own, read, shortlist: ["curve", "law"])
+    monkeypatch.setattr(joint, "_recombined", lambda *a, **k: [])
+    monkeypatch.setattr(joint, "_keys", lambda starts: set())
+    monkeypatch.setattr(joint, "_joint_fit", lambda start, read, settings: starts[start])
+    t = np.linspace(0, 2, 64)
+    noise = np.random.default_rng(0).normal(size=(2, 64))
+    records = [(t, y0 * np.exp(-0.5 * t) * (1 + 0.01 * e)) for y0, e in zip((1.0, 2.0), noise)]
+    own = [SimpleNamespace(info={"set_aside": []}) for _ in records]
+    result = joint.joint_choice(own, records, Settings(), powers=0)
+    assert result.chosen is law and result.fits[0] is law and result.expression == law.text
+    assert curve_fit in result.fits
+
+
+def test_each_proposal_starts_every_record_from_that_record_s_own_fit_of_it():
+    """A skeleton proposed by several records starts from the record where it ranks best (the first
+    on a tie), and each record from its own search's y0 for it; a record that did not fit it, from
+    its first observation."""
+    from types import SimpleNamespace
+
+    from odecore.fitting import Template, abstract
+    from nsode.joint import _proposals
+    from nsode.search.fits import Found
+
+    def found(expr, y0):
+        params, start = [], []
+        template = Template(abstract(expr, params, start), tuple(params))
+        return Found(expr, y0, 0.99, 0.0, len(params), "model", template=template, values=tuple(start))
+
+    decay, logistic = -0.5 * Y, 1.3 * Y - 0.4 * Y**2
+    read = _decays((1.0, 2.0))
+    own = [SimpleNamespace(fits=[found(decay, 1.05), found(logistic, 0.97)]),
+           SimpleNamespace(fits=[found(-0.6 * Y, 2.1)])]
+    starts = _proposals(own, read, shortlist=8)
+    assert [s.proposed_by for s in starts] == [0, 0]  # the decay: rank 0 in both records, the first wins
+    assert starts[0].y0s == [1.05, 2.1] and starts[0].values == (-0.5,)
+    assert starts[1].y0s == [0.97, 2.0]  # record 2 never fitted the logistic: its first observation

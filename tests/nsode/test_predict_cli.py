@@ -1,6 +1,8 @@
 import json
+import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -342,3 +344,51 @@ def test_predict_by_names_each_record_by_its_label(tmp_path, monkeypatch, write_
     path = write_runs(tmp_path / "runs.csv", labels=("B1", "A1"), header="Hours,OD600,Well")
     assert nsode.cli.main(["predict", str(path), "--by", "well", "--columns", "hours", "od600"]) == 0
     assert seen == [["well B1", "well A1"]]  # the file's order and labels, not places
+
+
+def test_top_lists_exactly_that_many_candidates(capsys):
+    from nsode.cli import predict_alone
+    from nsode.predict import Prediction
+
+    t = np.linspace(0, 2, 20)
+    y = np.exp(-0.5 * t)
+    result = Prediction("-0.5*y", 0.99, [("-0.5*y", 0.99), ("-0.4*y", 0.9), ("-0.6*y", 0.8)], y0=1.0)
+    predictor = SimpleNamespace(predict=lambda t, y: result, search=None)
+    for top, listed in ((2, 2), (1, 1), (0, 0)):
+        args = SimpleNamespace(paper=True, top=top, checkpoint=None, plot=None, json=None, columns=("t", "y"))
+        assert predict_alone(predictor, t, y, "decay.csv", args) == 0
+        out = capsys.readouterr().out
+        lines = [line for line in out.splitlines() if line.startswith("  ")]
+        assert len(lines) == listed, out
+        assert (f"top {listed} candidate" in out) == (listed > 0)
+
+
+def test_json_writes_numbers_that_are_not_finite_as_null(tmp_path):
+    """Any JSON reader takes the file: no -Infinity or NaN, numpy numbers as plain ones."""
+    from nsode.cli import _write_json
+
+    path = tmp_path / "r.json"
+    _write_json(path, {"r2": -math.inf, "candidates": [{"r2": np.float64(math.nan)}], "points": np.int64(12),
+                       "y0": np.float32(1.5)})
+    text = path.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+
+    def refuse(name):
+        raise ValueError(name)
+
+    assert json.loads(text, parse_constant=refuse) == {"r2": None, "candidates": [{"r2": None}], "points": 12, "y0": 1.5}
+
+
+def test_glitches_are_set_aside_only_where_the_protocol_s_minimum_remains(monkeypatch):
+    """A record of 10 points keeps every point (9 would be under odecore.protocol.MIN_POINTS); 11 may lose one."""
+    import nsode.predict
+    from nsode.predict import Predictor
+    from nsode.search.settings import Settings
+
+    monkeypatch.setattr(nsode.predict, "isolated_glitches", lambda t, y: [3])
+    searcher = SimpleNamespace(search=Settings())
+    for n, aside in ((10, []), (11, [3])):
+        t = np.linspace(0, 2, n)
+        assert Predictor.glitches(searcher, t, np.exp(-t)) == aside, n
+    assert Predictor.glitches(SimpleNamespace(search=Settings(glitches=False)), t, np.exp(-t)) == []
+    assert Predictor.glitches(SimpleNamespace(search=None), t, np.exp(-t)) == []  # the paper's selection

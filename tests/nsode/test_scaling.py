@@ -79,3 +79,19 @@ def test_only_trajectories_like_the_raw_training_data_are_in_its_range():
 def test_a_unit_factor_is_dropped_and_a_record_of_zeros_is_left_unscaled():
     assert str(Scale(0.0, 1, 1).to_model(parse_infix("-0.5*y"))) == "-y"  # not -1.0*y
     assert Scale.of(np.linspace(0, 2, 8), np.zeros(8)) == Scale(0.0, 0, 0)
+
+
+def test_only_factors_within_rounding_of_one_are_dropped():
+    """_snap_units drops 1.0 left by rounding (1e-12), never a constant the law holds (1.0004)."""
+    assert str(Scale(0.0, 1, 1).to_model(parse_infix("-0.5*y"))) == "-y"
+    kept = Scale(0.0, 0, 0).to_model(parse_infix("1.0004*y"))
+    assert abs(float(kept.coeff(parse_infix("y"))) - 1.0004) < 1e-12
+
+
+def test_a_record_below_zero_is_scaled_by_its_largest_magnitude():
+    t = np.linspace(0, 50, 32)
+    y = 300 * np.exp(-t / 50)
+    assert Scale.of(t, -y) == Scale.of(t, y) and Scale.of(t, y).value_exp == 6
+    short = np.linspace(0, 2, 32)
+    assert in_raw_range(short, -3 * np.exp(-0.5 * short))  # as its mirror image is
+    assert not in_raw_range(short, -300 * np.exp(-0.5 * short))  # far below: the scaled model reads it

@@ -1458,3 +1458,25 @@ def test_the_digits_kept_are_the_fewest_that_hold_the_law_within_one_noise_varia
 
     fit = supported(found, T, y, sigma)
     assert fit.extra == 1 and cost(0) > 1 >= cost(1)
+
+
+def test_the_plotted_law_starts_from_the_fitted_initial_value(tmp_path, monkeypatch):
+    """The course drawn is the law's from its fitted y0, not from the first (noisy) observation."""
+    import matplotlib.figure
+    from nsode.plots import plot
+
+    drawn = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
+    t = np.linspace(0, 2, 40)
+    y = 3 * np.exp(-0.5 * t)
+    y[0] = 3.3  # the first reading 10% high
+    plot(tmp_path / "p.png", t, y, "-0.5*y", y0=3.0)
+    fit = drawn[0].axes[0].get_lines()[1]
+    assert fit.get_ydata()[0] == 3.0 and fit.get_xdata()[-1] == 4.0  # from y0, over twice the span
+
+
+def test_up_to_many_records_each_get_a_colour_of_their_own():
+    from nsode.plots import _record_colours
+
+    for count in (3, 12, 20, 25, 60):
+        assert len(set(map(str, _record_colours(count)))) == count, count

@@ -20,6 +20,14 @@ def test_nsode_eps_on_grid_draws_128_distinct_grid_points_with_one_percent_noise
     assert 0.005 < ratio.std() < 0.02 and abs(ratio.mean() - 1) < 0.005
 
 
+def test_off_grid_reaches_the_paper_variant_too():
+    """--off-grid with --variant nsode was accepted and stored, and changed nothing: 256 clean
+    points at uniform times, values on the solution (no noise)."""
+    t, y = observe(T, Y, "nsode", np.random.default_rng(0), off_grid=1.0)
+    assert len(t) == 256 and np.all(np.diff(t) > 0) and not np.isin(t, T).any()
+    assert np.allclose(y, 3 * np.exp(-0.5 * t), rtol=1e-6)
+
+
 def test_off_grid_times_are_uniform_and_their_values_follow_the_solution():
     t, y = observe(T, Y, "nsode-eps", np.random.default_rng(1), off_grid=1.0)
     assert len(t) == 128 and np.all(np.diff(t) > 0) and 0 <= t[0] and t[-1] <= 2
@@ -44,3 +52,28 @@ def test_the_loss_is_the_mean_two_hot_cross_entropy_over_real_positions_only():
                              0.5 * logp[1, 1, 7] + 0.5 * logp[1, 1, 8], logp[1, 2, 3]]).mean()
     loss, _ = two_hot_loss(logits, ids, weights)
     assert float(loss) == pytest.approx(float(expected), rel=1e-6)
+
+
+T = np.linspace(0, 2, 1024)
+Y = 3 * np.exp(-0.5 * T)
+
+
+def test_a_solution_shorter_than_the_variant_s_count_is_observed_whole():
+    """A stored solution cut short (fewer grid points than the variant observes) gives each of its points once."""
+    for variant in ("nsode", "nsode-eps"):
+        t, y = observe(T[:50], Y[:50], variant, np.random.default_rng(0), off_grid=0.0)
+        assert len(t) == 50 and np.array_equal(t, T[:50]), variant
+
+
+def test_token_accuracy_counts_real_positions_only():
+    import torch
+
+    from nsode.train.batching import two_hot_loss
+
+    ids = torch.tensor([[[5, 5], [0, 0], [0, 0]]])  # one real position, two of padding
+    weights = torch.tensor([[[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]])
+    logits = torch.zeros(1, 3, 36)
+    logits[0, :, 7] = 1.0  # wrong at the real position; padding positions' argmax is irrelevant
+    assert float(two_hot_loss(logits, ids, weights)[1]) == 0.0
+    logits[0, 0, 5] = 2.0
+    assert float(two_hot_loss(logits, ids, weights)[1]) == 1.0

@@ -1,4 +1,5 @@
 import json
+import math
 import multiprocessing
 import shutil
 
@@ -471,3 +472,222 @@ def test_init_from_weights_whose_config_contradicts_them_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert "config.json does not match its weights: 35 tokens" in err and err.count("\n") == 1
     assert not (tmp_path / "run" / "last").exists()
+
+
+def test_the_cosine_anneal_starts_where_the_warm_up_ends():
+    """The warm-up lasts `warmup` steps (step `warmup` is at the peak), and the cosine runs over the
+    steps after it, reaching half-way at the middle of those (not of all steps)."""
+    assert lr_at(10, 1e-3, 10) == 1e-3
+    assert lr_at(10, 1e-3, 10, total=110, schedule="cosine") == pytest.approx(1e-3)
+    assert lr_at(60, 1e-3, 10, total=110, schedule="cosine") == pytest.approx(5.5e-4)
+    assert lr_at(110, 1e-3, 10, start=100, total=210, schedule="cosine") == pytest.approx(1e-3)  # after --init
+
+
+def test_val_percent_holds_out_that_percent_of_skeleton_ids():
+    """--val-percent 5 holds out ids 0..4 of each hundred: 5%, not 6%."""
+    assert in_validation(4, 5) and not in_validation(5, 5) and not in_validation(105, 5)
+    assert sum(in_validation(i, 5) for i in range(10_000)) == 500
+
+
+def test_a_target_of_exactly_max_rows_is_kept(training_data):
+    """Only targets longer than `max_rows` (the decoder's positions) are skipped."""
+    from nsode.train.stream import stream_examples
+
+    everything = list(stream_examples(training_data, split="train", val_percent=0))
+    longest = max(len(e.rows) for e in everything)
+    assert len(list(stream_examples(training_data, split="train", val_percent=0, max_rows=longest))) == len(everything)
+
+
+def test_weights_below_one_or_fractional_are_refused():
+    from nsode.train.stream import folder_weights
+
+    for weights in ([0], [1.5], [-1]):
+        with pytest.raises(ValueError, match="whole-number weight >= 1"):
+            folder_weights(weights, 1)
+    assert folder_weights([2.0], 1) == [2]
+
+
+def test_a_data_folder_without_shards_yet_is_accepted_beside_one_with_shards(training_data, tmp_path):
+    """Training may start while the generator is still writing a supplement (passes re-list shards)."""
+    from nsode.train.run import check_data, parse_args
+
+    waiting = tmp_path / "waiting"
+    waiting.mkdir()
+    shutil.copy(training_data / "config.json", waiting / "config.json")
+    args = parse_args(["--data", str(training_data), str(waiting), "--out", str(tmp_path / "run")])
+    assert check_data(args) == [training_data, waiting]
+
+
+def _saved_tiny(folder, state: dict, opt_steps: int = 0):
+    """A tiny model saved as a training checkpoint with `state` (and an optimizer after `opt_steps` updates)."""
+    from nsode.model import build
+    from nsode.train.checkpoints import save_checkpoint
+
+    torch.manual_seed(0)
+    model = build("tiny")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3) if opt_steps else None
+    for _ in range(opt_steps):
+        sum(p.sum() for p in model.parameters()).backward()
+        opt.step()
+    save_checkpoint(folder, model, opt, {"step": 2, "samples": 8, "elapsed_s": 1.0, "warmup_start": 0,
+                                         "best_val_loss": math.inf, "preset": "tiny", **state})
+    return model, opt
+
+
+def test_init_continues_with_the_off_grid_share_the_weights_were_trained_with(tmp_path):
+    from nsode.train.run import parse_args, start
+
+    _saved_tiny(tmp_path / "w", {"variant": "nsode-eps", "off_grid": 0.25})
+    args = parse_args(["--data", "x", "--out", str(tmp_path / "run"), "--init", str(tmp_path / "w"), "--steps", "10"])
+    _, state = start(args, tmp_path / "run", torch.device("cpu"))
+    assert args.off_grid == 0.25 and state["off_grid"] == 0.25  # not the variant's default 0.5
+
+
+def test_a_resume_with_another_off_grid_share_is_refused(tmp_path):
+    from nsode.train.run import UsageError, parse_args, start
+
+    _saved_tiny(tmp_path / "run" / "last", {"variant": "nsode-eps", "off_grid": 0.5})
+    args = parse_args(["--data", "x", "--out", str(tmp_path / "run"), "--resume", "--off-grid", "0.2", "--steps", "10"])
+    with pytest.raises(UsageError, match="--off-grid 0.2: the run in .* was trained with 0.5"):
+        start(args, tmp_path / "run", torch.device("cpu"))
+
+
+def test_init_may_switch_the_input_path_that_a_resume_keeps(tmp_path):
+    """--input-scaling differing from the weights' is refused on --resume only: --init starts a new run."""
+    from nsode.train.run import parse_args, start
+
+    _saved_tiny(tmp_path / "w", {"variant": "nsode-eps", "off_grid": 0.5})
+    args = parse_args(["--data", "x", "--out", str(tmp_path / "run"), "--init", str(tmp_path / "w"),
+                       "--input-scaling", "pow2", "--steps", "10"])
+    model, state = start(args, tmp_path / "run", torch.device("cpu"))
+    assert model.config.input_scaling == "pow2" and state["input_scaling"] == "pow2"
+
+
+def test_a_resumed_optimizer_holds_the_saved_moments(tmp_path):
+    """optimizer.safetensors is read back into the optimizer: AdamW's moments, not zeros."""
+    from nsode.model import load
+    from nsode.train.checkpoints import load_optimizer
+
+    _, opt = _saved_tiny(tmp_path / "last", {}, opt_steps=2)
+    model = load(tmp_path / "last", "cpu")
+    fresh = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    load_optimizer(tmp_path / "last", fresh)
+    saved = [opt.state[p] for g in opt.param_groups for p in g["params"]]
+    loaded = [fresh.state[p] for g in fresh.param_groups for p in g["params"]]
+    assert len(loaded) == len(saved) and all(set(a) == set(b) == {"step", "exp_avg", "exp_avg_sq"}
+                                             for a, b in zip(loaded, saved))
+    assert all(torch.equal(a[k], b[k]) for a, b in zip(loaded, saved) for k in a)
+
+
+def test_a_state_file_with_a_negative_or_nan_count_is_refused(tmp_path):
+    from nsode.model import CheckpointError
+    from nsode.train.checkpoints import read_training_state
+
+    for key, value in (("step", -1), ("samples", -5), ("elapsed_s", -0.5), ("best_val_loss", math.nan)):
+        (tmp_path / "training_state.json").write_text(json.dumps({"step": 2, key: value}))
+        with pytest.raises(CheckpointError, match=f"{key} is"):
+            read_training_state(tmp_path)
+    (tmp_path / "training_state.json").write_text(json.dumps({"step": 2, "best_val_loss": math.inf}))
+    assert read_training_state(tmp_path)["step"] == 2  # no validation yet: an infinite best loss is fine
+
+
+def test_best_is_kept_at_the_lowest_validation_loss_and_snapshots_every_n_steps(tmp_path):
+    """OUT/best changes only when the validation loss improves; OUT/snapshots only at multiples of N."""
+    from nsode.model import build
+    from nsode.train.run import checkpoint
+
+    model = build("tiny")
+    state = {"step": 3, "samples": 12, "best_val_loss": math.inf, "preset": "tiny"}
+    checkpoint(tmp_path, model, None, state, {"val_loss": 2.0}, snapshot_every=3)
+    assert json.loads((tmp_path / "best" / "training_state.json").read_text())["step"] == 3
+    assert (tmp_path / "snapshots" / "step-0000003").is_dir()
+    state["step"] = 4
+    checkpoint(tmp_path, model, None, state, {"val_loss": 3.0}, snapshot_every=3)  # worse: best stays at step 3
+    assert json.loads((tmp_path / "best" / "training_state.json").read_text())["step"] == 3
+    assert json.loads((tmp_path / "last" / "training_state.json").read_text())["step"] == 4
+    assert state["best_val_loss"] == 2.0 and not (tmp_path / "snapshots" / "step-0000004").exists()
+
+
+def test_a_short_validation_set_keeps_its_last_partial_batch():
+    """Validation batches keep the examples that do not fill a last batch (training's stream drops them)."""
+    from nsode.data import tokens
+    from nsode.train.loader import batches
+    from nsode.train.stream import Example
+
+    t = np.linspace(0, 2, 1024)
+    rows = tokens.targets(tokens.encode(tokens.parse_infix("-0.5*y")))
+    examples = [Example(t, k * np.exp(-0.5 * t), rows, "c*y", "-0.5*y") for k in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    kept = list(batches(examples, "nsode", 4, 1, 0, np.random.default_rng(0), keep_last=True))
+    assert [len(b.bits) for b in kept] == [4, 1]
+    assert [len(b.bits) for b in batches(examples, "nsode", 4, 1, 0, np.random.default_rng(0))] == [4]
+
+
+def test_validation_is_rebuilt_once_shards_arrive_and_leaves_the_model_training(training_data, tmp_path):
+    """A run started before its data folder held shards gets a validation set when they come, and
+    the model goes on training (dropout on) after each evaluation."""
+    from nsode.model import build
+    from nsode.train import run as train
+    from nsode.train.validation import Validation
+
+    folder = tmp_path / "growing"
+    folder.mkdir()
+    args = train.parse_args(["--data", str(folder), "--out", str(tmp_path / "r"), "--batch-size", "4",
+                             "--val-batches", "1", "--val-decode", "0"])
+    args.off_grid, args.input_scaling, args.variant, args.val_percent = 0.5, "none", "nsode-eps", 100  # all held out
+    model = build("tiny", dropout=0.1)
+    validation = Validation([folder], args, model.config.bos_token_id, model.config.pad_token_id, 63)
+    assert validation.size == 0 and validation(model, torch.device("cpu")) == {"val_n": 0}
+    shutil.copytree(training_data / "shards", folder / "shards")
+    shutil.copy(training_data / "config.json", folder / "config.json")
+    model.train()
+    metrics = validation(model, torch.device("cpu"))
+    assert metrics["val_n"] == 4 and math.isfinite(metrics["val_loss"])
+    assert model.training
+
+
+def test_the_validation_loss_weighs_each_batch_by_its_size():
+    from nsode.data import tokens
+    from nsode.train.batching import collate, two_hot_loss
+    from nsode.train.validation import mean_loss
+
+    t = np.linspace(0, 2, 8)
+    laws = ["-0.5*y", "y - y**2", "sin(y)", "-y"]
+    rows = [tokens.targets(tokens.encode(tokens.parse_infix(law))) for law in laws]
+    full = collate([(t, np.exp(-t))] * 3, rows[:3], 1, 0)
+    last = collate([(t, np.exp(-t))], rows[3:], 1, 0)
+    logits = {3: torch.randn(3, full.tgt_ids.shape[1], 36, generator=torch.Generator().manual_seed(0)),
+              1: torch.randn(1, last.tgt_ids.shape[1], 36, generator=torch.Generator().manual_seed(1))}
+
+    def model(bits, ids, w, mask):
+        return logits[len(bits)]
+
+    loss, _ = mean_loss(model, [full, last], "cpu")
+    each = [float(two_hot_loss(logits[len(b.bits)], b.tgt_ids, b.tgt_w)[0]) for b in (full, last)]
+    assert loss == pytest.approx((3 * each[0] + each[1]) / 4) and each[0] != pytest.approx(each[1])
+
+
+def test_a_run_saves_its_last_step_between_evaluations_and_init_restarts_the_warm_up(training_data, tmp_path):
+    """--steps 5 with --eval-every 2 from the loaded step 2: evaluated and saved at 4 and at 5 (the
+    end), and the warm-up counts from the loaded step (step 3 is its second step: 2e-4, not 4e-4)."""
+    import pandas as pd
+
+    from nsode.train.run import main
+
+    _saved_tiny(tmp_path / "w", {"variant": "nsode-eps", "off_grid": 0.5})
+    assert main(["--data", str(training_data), "--init", str(tmp_path / "w"), "--out", str(tmp_path / "run"),
+                 "--batch-size", "2", "--eval-every", "2", "--val-batches", "1", "--val-decode", "0",
+                 "--val-percent", "30", "--warmup", "10", "--lr", "1e-3", "--steps", "5"]) == 0
+    log = pd.read_csv(tmp_path / "run" / "log.csv")
+    assert list(log["step"]) == [4, 5]
+    assert json.loads((tmp_path / "run" / "last" / "training_state.json").read_text())["step"] == 5
+    assert log["lr"].iloc[0] == pytest.approx(2e-4)
+
+
+def test_max_minutes_stops_and_saves_the_run(training_data, tmp_path, capsys):
+    from nsode.train.run import main
+
+    assert main(["--data", str(training_data), "--preset", "tiny", "--out", str(tmp_path / "run"), "--batch-size", "2",
+                 "--eval-every", "100", "--val-batches", "1", "--val-decode", "0", "--val-percent", "30",
+                 "--steps", "4", "--max-minutes", "1e-9"]) == 0
+    assert "stopped at step 1 (--max-minutes)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "run" / "last" / "training_state.json").read_text())["step"] == 1
