@@ -479,6 +479,17 @@ def _plugin(tmp_path, body):
     return registry.discover((str(path),))
 
 
+def _executed(spec, *jobs):
+    """Each job's result from one warm worker, closed after."""
+    from bench.workers import Worker
+
+    worker = Worker()
+    try:
+        return [worker.execute(job) for job in jobs]
+    finally:
+        worker.close()
+
+
 def _job(spec, time_limit=30.0):
     from bench.method import Budget, Observations
     from bench.workers import Job
@@ -502,31 +513,18 @@ def test_a_worker_sets_a_method_up_once_for_all_its_tasks(tmp_path):
 def test_a_setup_longer_than_the_task_s_limit_is_not_a_timeout(tmp_path):
     """Setup (imports, loading a model) has its own limit, SETUP_TIME_LIMIT: a task limit of 1 s must
     not kill a method whose first setup takes 1.5 s."""
-    from bench.workers import Worker
-
     spec = _plugin(tmp_path, "class SlowSetup(Method):\n    name = 'slow-setup'\n\n"
                              "    def setup(self):\n        time.sleep(1.5)\n\n"
                              "    def run(self, observations, budget):\n        return Prediction('-y')\n")["slow-setup"]
-    worker = Worker()
-    try:
-        result = worker.execute(_job(spec, time_limit=1.0))
-    finally:
-        worker.close()
+    result, = _executed(spec, _job(spec, time_limit=1.0))
     assert result["status"] == "ok" and result["setup_time"] >= 1.5, result
 
 
 def test_a_row_keeps_only_what_the_method_printed_during_its_own_task(tmp_path):
-    from bench.workers import Worker
-
     spec = _plugin(tmp_path, "class Counter(Method):\n    name = 'counter'\n    calls = 0\n\n"
                              "    def run(self, observations, budget):\n        type(self).calls += 1\n"
                              "        print(f'task {self.calls}')\n        return Prediction('-y')\n")["counter"]
-    worker = Worker()
-    try:
-        outputs = [worker.execute(_job(spec))["output"] for _ in range(2)]
-    finally:
-        worker.close()
-    assert outputs == ["task 1\n", "task 2\n"]
+    assert [result["output"] for result in _executed(spec, _job(spec), _job(spec))] == ["task 1\n", "task 2\n"]
 
 
 def test_a_method_that_returns_no_prediction_is_an_invalid_row():
@@ -538,15 +536,9 @@ def test_a_method_that_returns_no_prediction_is_an_invalid_row():
 
 
 def test_a_worker_that_dies_is_reported_with_the_last_line_it_printed(tmp_path):
-    from bench.workers import Worker
-
     spec = _plugin(tmp_path, "class Dies(Method):\n    name = 'dies-loudly'\n\n"
                              "    def run(self, observations, budget):\n        print('loading libfoo.so')\n"
                              "        print('   ')\n        sys.stdout.flush()\n        os._exit(3)\n")["dies-loudly"]
-    worker = Worker()
-    try:
-        result = worker.execute(_job(spec))
-    finally:
-        worker.close()
+    result, = _executed(spec, _job(spec))
     assert result["status"] == "error"
     assert result["reason"] == "worker process died during fit: exit code 3; it last printed: loading libfoo.so"

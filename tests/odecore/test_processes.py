@@ -135,21 +135,6 @@ def test_a_cpu_time_deadline_kills_a_busy_child_at_its_cpu_limit_not_at_the_safe
     assert used.value < 0.27  # killed at 0.2 s of CPU (plus a poll), not at the net of 1 s of wall clock
 
 
-def test_closing_a_child_that_leads_a_process_group_stops_what_it_left_running():
-    """A method's background processes must not outlive the sweep: a child that leads its own group
-    and exits when asked (close with grace) takes the group with it."""
-    child = Child(_lead_a_group_with_a_sleeper)
-    sleeper = child.receive(30)
-    try:
-        child.close(grace=5)
-        assert _gone(sleeper)
-    finally:
-        try:
-            os.kill(sleeper, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def _lead_a_group_and_exit(conn):
     os.setpgrp()
     sleeper = subprocess.Popen(["sleep", "60"])
@@ -157,14 +142,19 @@ def _lead_a_group_and_exit(conn):
     os._exit(0)  # by itself, before anyone asks: a warm worker that crashed mid-task
 
 
-def test_closing_a_child_that_led_a_group_and_exited_by_itself_stops_what_it_left_running():
-    """Once the leader has exited it can no longer be asked whether it led a group: close() goes by
-    what was seen when it answered."""
-    child = Child(_lead_a_group_and_exit)
+@pytest.mark.parametrize("target, grace", [(_lead_a_group_with_a_sleeper, 5), (_lead_a_group_and_exit, 0)],
+                         ids=["asked-to-exit", "exited-by-itself"])
+def test_closing_a_child_that_leads_a_process_group_stops_what_it_left_running(target, grace):
+    """A method's background processes must not outlive the sweep: a child that leads its own group
+    takes the group with it, whether it exits when asked (close with grace) or had exited by itself
+    before close(), when it can no longer be asked whether it led a group (close goes by what was
+    seen when it answered)."""
+    child = Child(target)
     sleeper = child.receive(30)
     try:
-        child.process.join(10)  # the leader is gone before close()
-        child.close()
+        if not grace:
+            child.process.join(10)  # the leader is gone before close()
+        child.close(grace=grace)
         assert _gone(sleeper)
     finally:
         try:
