@@ -491,8 +491,6 @@ def test_val_percent_holds_out_that_percent_of_skeleton_ids():
 
 def test_a_target_of_exactly_max_rows_is_kept(training_data):
     """Only targets longer than `max_rows` (the decoder's positions) are skipped."""
-    from nsode.train.stream import stream_examples
-
     everything = list(stream_examples(training_data, split="train", val_percent=0))
     longest = max(len(e.rows) for e in everything)
     assert len(list(stream_examples(training_data, split="train", val_percent=0, max_rows=longest))) == len(everything)
@@ -610,7 +608,6 @@ def test_best_is_kept_at_the_lowest_validation_loss_and_snapshots_every_n_steps(
 
 def test_a_short_validation_set_keeps_its_last_partial_batch():
     """Validation batches keep the examples that do not fill a last batch (training's stream drops them)."""
-    from nsode.data import tokens
     from nsode.train.loader import batches
     from nsode.train.stream import Example
 
@@ -626,8 +623,6 @@ def test_validation_is_rebuilt_once_shards_arrive_and_leaves_the_model_training(
     """A run started before its data folder held shards gets a validation set when they come, and
     the model goes on training (dropout on) after each evaluation."""
     from nsode.model import build
-    from nsode.train import run as train
-    from nsode.train.validation import Validation
 
     folder = tmp_path / "growing"
     folder.mkdir()
@@ -646,7 +641,6 @@ def test_validation_is_rebuilt_once_shards_arrive_and_leaves_the_model_training(
 
 
 def test_the_validation_loss_weighs_each_batch_by_its_size():
-    from nsode.data import tokens
     from nsode.train.batching import collate, two_hot_loss
     from nsode.train.validation import mean_loss
 
@@ -669,10 +663,6 @@ def test_the_validation_loss_weighs_each_batch_by_its_size():
 def test_a_run_saves_its_last_step_between_evaluations_and_init_restarts_the_warm_up(training_data, tmp_path):
     """--steps 5 with --eval-every 2 from the loaded step 2: evaluated and saved at 4 and at 5 (the
     end), and the warm-up counts from the loaded step (step 3 is its second step: 2e-4, not 4e-4)."""
-    import pandas as pd
-
-    from nsode.train.run import main
-
     _saved_tiny(tmp_path / "w", {"variant": "nsode-eps", "off_grid": 0.5})
     assert main(["--data", str(training_data), "--init", str(tmp_path / "w"), "--out", str(tmp_path / "run"),
                  "--batch-size", "2", "--eval-every", "2", "--val-batches", "1", "--val-decode", "0",
@@ -684,8 +674,6 @@ def test_a_run_saves_its_last_step_between_evaluations_and_init_restarts_the_war
 
 
 def test_max_minutes_stops_and_saves_the_run(training_data, tmp_path, capsys):
-    from nsode.train.run import main
-
     assert main(["--data", str(training_data), "--preset", "tiny", "--out", str(tmp_path / "run"), "--batch-size", "2",
                  "--eval-every", "100", "--val-batches", "1", "--val-decode", "0", "--val-percent", "30",
                  "--steps", "4", "--max-minutes", "1e-9"]) == 0
