@@ -173,6 +173,7 @@ class NSODE(Method):
         check_kinds(self, {key: value for key, value in params.items() if key not in SETTINGS})
         for key in ("beam", "branches"):
             require(params[key] is None or is_whole(params[key], 1), key, params[key], "a whole number >= 1, or None")
+        require(is_whole(params["threads"], 1), "threads", params["threads"], "a whole number >= 1")
 
     def checkpoint_path(self, name=None) -> Path:
         """A name without a path separator is a shipped checkpoint, anything else a folder."""

@@ -2,6 +2,7 @@
 reports and the command line sets (`NAME:key=value`); a variant is a parameter set of one class."""
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +141,8 @@ def test_a_broken_checkpoint_folder_is_refused_before_the_sweep(specs, tmp_path)
     ("sindy-ensemble:n_models=1", ">= 2"),
     ("sindy-ensemble:fd_settings=((2, 1),)", "window >= 3"),
     ("sindy-ensemble:tolerance=-0.1", ">= 0"),
+    ("nsode:threads=0", "whole number >= 1"),
+    ("nsode:threads=1.5", "whole number >= 1"),
 ])
 def test_a_bad_parameter_value_is_refused_before_the_sweep(specs, argument, problem):
     with pytest.raises(registry.RegistryError, match=problem):
@@ -201,3 +204,23 @@ def test_a_flag_parameter_refuses_a_number_and_a_number_parameter_refuses_a_flag
     with pytest.raises(ValueError, match="rate=True is not a number"):
         Knobs(rate=True).check_params()
     Knobs(search=False, rate=2).check_params()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_nsode_branches_zero_is_refused_before_the_sweep(specs):
+    """branches=0 would reach the decoder as 'all branches' (the paper's beam) without a word."""
+    with pytest.raises(registry.RegistryError, match=r"branches=0: expected a whole number >= 1, or None"):
+        registry.select(["nsode-eps+refine:branches=0"], specs)
+
+
+def test_a_broken_scaled_checkpoint_is_refused_before_the_sweep(specs, tmp_path):
+    """The search's second proposer is checked as its first: one line before the sweep, not an error per task."""
+    broken = tmp_path / "scaled"
+    shutil.copytree(ROOT / "nsode/checkpoints/nsode-eps-scaled", broken)
+    (broken / "model.safetensors").write_bytes((broken / "model.safetensors").read_bytes()[:1000])
+    spec = specs["nsode-eps+refine"].with_params({"scaled_checkpoint": str(broken)})
+    assert "not a whole safetensors file" in registry.unavailable_reason(spec)
+    missing = specs["nsode-eps+refine"].with_params({"scaled_checkpoint": "nosuch"})
+    assert "no shipped checkpoint 'nosuch'" in registry.unavailable_reason(missing)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from bench import registry, runner
-from bench.method import Observations
+from bench.registry import discover
+from bench.method import Budget, Observations
 from bench.scoring import score
 from bench.tasks import Trajectory
 from odecore import protocol
@@ -113,3 +114,23 @@ def test_the_refit_oracle_recovers_clean_laws_and_misses_some_under_noise(tmp_pa
     assert (clean.r2_interp > 0.9999).all() and (clean.r2_extrap > 0.999).all()
     assert noisy.r2_interp.median() > 0.99
     assert (noisy.r2_extrap.fillna(-float("inf")) < 0.9).sum() >= 2
+
+
+def test_the_refit_oracle_says_when_the_true_law_cannot_be_fitted(monkeypatch):
+    """A failed refit is a failed task with its reason, not a TypeError from unpacking None."""
+    import odecore.fitting
+
+    monkeypatch.setattr(odecore.fitting, "refit_numbers", lambda *args, **kwargs: None)
+    oracle = discover()["truth-refit"].instantiate()
+    oracle.receive_truth("-0.5*y")
+    t = np.linspace(0, 2, 16)
+    with pytest.raises(ValueError, match="the true law's numbers could not be fitted to these observations"):
+        oracle.run(Observations(t, 2 * np.exp(-0.5 * t)), Budget())
+
+
+def test_the_truth_oracle_fails_with_the_reason_on_a_record_without_a_known_law():
+    oracle = discover()["truth"].instantiate()
+    oracle.receive_truth(None)
+    t = np.linspace(0, 2, 16)
+    with pytest.raises(ValueError, match="this task has no known true expression"):
+        oracle.run(Observations(t, 2 * np.exp(-0.5 * t)), Budget())

@@ -1,4 +1,6 @@
 """Acceptance tests of the shipped checkpoints (both ship with the package: a missing one fails)."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,46 @@ def test_scale_invariant_milestone_proposes_the_same_skeletons_in_any_power_of_t
     reference = [skeleton(e) for e, _ in predictor.candidates(t, y)]
     for a, s in [(32.0, 128.0), (1.0, 2.0 ** -7)]:  # t on [0, 64] with y near 400; y near 0.02
         assert [skeleton(e) for e, _ in predictor.candidates(a * t, s * y)] == reference
+
+
+def test_harness_method_hands_beam_branches_and_threads_to_its_predictor():
+    """`nsode-eps+refine:beam=8,branches=2,threads=3` reach the decoder and torch, not the defaults."""
+    import torch
+
+    from methods.nsode import NSODE
+
+    threads = torch.get_num_threads()
+    try:
+        method = NSODE(**{**NSODE.variants["nsode-eps+refine"].params, "beam": 8, "branches": 2, "threads": 3})
+        method.setup()
+        assert (method.predictor_.beam, method.predictor_.branches) == (8, 2)
+        assert method.predictor_.search is not None and method.predictor_.scaled is not None
+        if not torch.cuda.is_available():
+            assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_harness_method_fails_with_the_reason_when_no_candidate_can_be_integrated():
+    """An empty answer is a failed task with its reason, not a row whose expression is ''."""
+    import torch
+
+    from bench import Budget, Observations
+    from methods.nsode import NSODE
+
+    method = NSODE(checkpoint="nsode-eps")
+    model = SimpleNamespace(parameters=lambda: iter([torch.zeros(1)]))
+    nothing = SimpleNamespace(expression="", candidates=[], r2=float("nan"), chosen=None, timings={}, info={})
+    method.predictor_, method.load_s_ = SimpleNamespace(predict=lambda t, y: nothing, model=model), 0.0
+    t = np.linspace(0, 2, 32)
+    with pytest.raises(ValueError, match="no beam candidate could be integrated over the observed interval"):
+        method.run(Observations(t, np.exp(-t)), Budget())
+
+
+def test_harness_method_reads_a_checkpoint_path_under_the_home_folder():
+    """`--methods nsode:checkpoint=~/runs/best` names a folder under $HOME, not one called '~'."""
+    from pathlib import Path
+
+    from methods.nsode import NSODE
+
+    assert NSODE(checkpoint="~/runs/best").checkpoint_path() == Path.home() / "runs" / "best"

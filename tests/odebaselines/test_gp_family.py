@@ -5,6 +5,7 @@ minutes on one core; the seeds are fixed, so a pass is reproducible.
 """
 import random
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from bench import datasets
 from odebaselines import gp
 from odebaselines.gp_ellyn import AFPRegressor, EHCRegressor, EPLEXRegressor, FEAFPRegressor, express
 from odebaselines.gp_gomea import GPGOMEARegressor
-from odebaselines.gp_selection import epsilon_lexicase
+from odebaselines.gp_selection import epsilon_lexicase, pareto_tournament_deletion
 from odecore.expressions import parse
 from bench.scoring import score
 from bench.tasks import Task
@@ -199,3 +200,92 @@ def test_of_two_equally_good_programs_the_younger_survives_deletion():
 
     old, young = SimpleNamespace(age=5, err=2.0, tree=[0]), SimpleNamespace(age=0, err=2.0, tree=[0])
     assert pareto_tournament_deletion([old, young], 1, np.random.default_rng(0), key=lambda i: i.err) == [young]
+
+
+def test_an_evaluation_on_a_subset_of_points_counts_as_that_share_of_one():
+    """FE-AFP's predictor evaluations on 10 of 100 points count 0.1 each against `max_evaluations`."""
+    pset = gp.primitive_set(gp.ELLYN_FUNCTIONS)
+    evaluator = gp.Evaluator(np.linspace(1.0, 2.0, 100), np.zeros(100), max_time=None)
+    program = gp.gp.PrimitiveTree.from_string("mul(y, y)", pset)
+    evaluator.error(program, rows=np.arange(10))
+    assert evaluator.count == pytest.approx(0.1)
+    evaluator.error(program)
+    assert evaluator.count == pytest.approx(1.1)
+
+
+def test_crossover_and_mutation_never_make_a_program_longer_than_max_length():
+    """ellyn's program length limit: a longer child is replaced by its parent."""
+    pset = gp.primitive_set(gp.ELLYN_FUNCTIONS)
+    random.seed(3)
+    longest = 0
+    for _ in range(300):
+        a, b = gp.random_tree(pset, 2, 5), gp.random_tree(pset, 2, 5)
+        a, b = (a, b) if len(a) <= 12 else (b, a)
+        if len(a) > 12:
+            continue
+        crossed, mutated = gp.crossover(a, b, 12), gp.mutate(a, pset, 12)
+        longest = max(longest, len(crossed), len(mutated))
+        assert len(crossed) <= 12 and len(mutated) <= 12
+    assert longest == 12  # the limit was reached, not just never approached
+
+
+def test_of_two_programs_of_equal_age_and_error_the_shorter_survives_deletion():
+    """AFP's Pareto deletion: 'equal pairs: the longer one goes', whichever of the pair is drawn first."""
+    long, short = SimpleNamespace(age=1, err=2.0, tree=[0] * 5), SimpleNamespace(age=1, err=2.0, tree=[0])
+    for pool in ([long, short], [short, long]):
+        for seed in range(6):
+            kept = pareto_tournament_deletion(pool, 1, np.random.default_rng(seed), key=lambda i: i.err)
+            assert kept == [short]
+
+
+@pytest.mark.parametrize("name", ["afp", "fe_afp", "ehc", "eplex", "gpgomea"])
+def test_each_gp_method_gives_its_regressor_the_seed_the_budget_and_the_cooperative_time_limit(name):
+    """`evaluations` bounds every run, the task's seed reaches it, and it stops by itself at 0.8 of
+    its hard limit (the protocol kills it at the limit and scores the run as failed)."""
+    from bench.registry import discover
+
+    regressor = discover()[name].load()(evaluations=1234).make_regressor(5, 10.0)
+    assert regressor.max_evaluations == 1234 and regressor.random_state == 5
+    assert regressor.max_time == pytest.approx(8.0)
+    assert discover()[name].load()().make_regressor(5, None).max_time is None
+
+
+def test_generations_bound_the_run_exactly():
+    """generations=0 scores only the initial population; generations=1 one generation more."""
+    y = np.linspace(0.5, 2.0, 30)
+    none = AFPRegressor(population_size=20, generations=0, random_state=0).fit(y[:, None], -0.5 * y)
+    assert none.n_evaluations_ == 20
+    one = AFPRegressor(population_size=20, generations=1, random_state=0).fit(y[:, None], -0.5 * y)
+    assert one.n_evaluations_ > 20
+
+
+def test_a_counted_budget_stops_a_generation_where_it_is_spent():
+    """The budget is checked after every child, not only between generations (AFP: a generation of
+    100 children costs about 200 evaluations)."""
+    y = np.linspace(0.5, 2.0, 30)
+    afp = AFPRegressor(population_size=100, max_evaluations=150, random_state=0).fit(y[:, None], -0.5 * y)
+    assert 150 <= afp.n_evaluations_ <= 152
+    gomea = GPGOMEARegressor(population_size=50, max_evaluations=200, random_state=0).fit(y[:, None], -0.5 * y)
+    assert gomea.n_evaluations_ == 200
+
+
+def test_gpgomea_without_linear_scaling_returns_the_program_unscaled():
+    """SRBench also ran GP-GOMEA without linear scaling: the answer is then the evolved program itself."""
+    y = np.linspace(0.5, 2.0, 30)
+    model = GPGOMEARegressor(population_size=20, max_evaluations=300, linear_scaling=False,
+                             random_state=0).fit(y[:, None], 3.0 - 0.5 * y)
+    assert model.scale_ is None
+    assert model.expression_ == gp.expression(model.program_, points=y)
+    scaled = GPGOMEARegressor(population_size=20, max_evaluations=300, random_state=0).fit(y[:, None], 3.0 - 0.5 * y)
+    assert scaled.scale_ is not None
+
+
+def test_the_local_search_iterations_reach_the_run():
+    """`hill_climbing_iterations` and EHC's `epigenetic_iterations` are counted evaluations of each child."""
+    from odebaselines.gp_ellyn import EHCRegressor
+
+    y = np.linspace(0.5, 2.0, 30)
+    count = lambda cls, **kw: cls(population_size=30, generations=2, random_state=0, **kw).fit(y[:, None], -0.5 * y).n_evaluations_
+    assert count(AFPRegressor, hill_climbing_iterations=0) < count(AFPRegressor, hill_climbing_iterations=1) \
+        < count(AFPRegressor, hill_climbing_iterations=3)
+    assert count(EHCRegressor, epigenetic_iterations=0) < count(EHCRegressor, epigenetic_iterations=3)

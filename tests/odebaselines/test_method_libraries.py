@@ -137,3 +137,37 @@ def test_bsr_counts_the_moves_a_sampler_accepted(monkeypatch):
     model = BSRRegressor().fit(np.ones((4, 1)), np.ones(4))
     assert model.accepted_ == 3 and model.defect_ is None
     assert parse(model.expression_) == parse("0.5 + 2.0*y")
+
+
+def test_pysr_is_unavailable_when_juliapkg_cannot_tell_whether_julia_is_installed(monkeypatch):
+    """A failing check must not list PySR as available (its first task would then download Julia)."""
+    import juliapkg
+    from bench.registry import discover
+
+    def broken(dry_run=False, **_):
+        raise RuntimeError("no project file")
+
+    monkeypatch.setattr(juliapkg, "resolve", broken)
+    monkeypatch.setitem(sys.modules, "pysr", None)
+    reason = discover()["pysr"].instantiate().unavailable_reason()
+    assert reason == "cannot check for Julia (juliapkg: RuntimeError: no project file)"
+
+
+def test_pysr_is_unavailable_when_julia_is_installed_but_pysr_cannot_start_it(monkeypatch):
+    import juliapkg
+    from bench.registry import discover
+
+    monkeypatch.setattr(juliapkg, "resolve", lambda dry_run=False, **_: True)  # Julia installed
+    monkeypatch.setitem(sys.modules, "pysr", None)  # importing pysr fails, as juliacall does when Julia breaks
+    reason = discover()["pysr"].instantiate().unavailable_reason()
+    assert reason.startswith("PySR cannot start Julia here (import pysr: ") and "\n" not in reason
+
+
+def test_feat_names_feat_ml_only_when_feat_itself_is_missing(monkeypatch):
+    from bench.registry import discover
+
+    cls = discover()["feat"].load()
+    monkeypatch.setattr(cls, "requires", ("feat_absent_for_this_test",))
+    assert cls().unavailable_reason().startswith("feat-ml is not installed (it does not build here")
+    monkeypatch.setattr(cls, "requires", ("numdiff_absent_for_this_test",))
+    assert cls().unavailable_reason().startswith("cannot import numdiff_absent_for_this_test")

@@ -1,10 +1,13 @@
 """ProGED-style grammar search: sampling, constant fitting, recovery of the logistic ODE."""
 import re
+import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import sympy
 
+from bench import Budget
 from odebaselines import grammar
 from odecore.expressions import parse, Y
 from baselines_support import load, r2_on, run
@@ -113,3 +116,29 @@ def test_a_skeletons_first_start_has_every_constant_at_one():
     fit = grammar.fit_skeleton(grammar.Skeleton(C0 * Y**2, (C0,)), t, 0.5 / (1 - 0.5 * t),
                                np.random.default_rng(4), restarts=1)
     assert fit.values == pytest.approx((1.0,), rel=1e-4) and fit.rmse < 1e-6
+
+
+def test_proged_hands_its_sample_size_restarts_and_the_task_seed_to_the_search(monkeypatch, logistic_observations):
+    cls = load("proged")
+    seen = []
+
+    def search(t, y, sample_size, restarts, seed, time_limit):
+        seen.append((sample_size, restarts, seed))
+        return grammar.search(t, y, sample_size, restarts, seed, time_limit=time_limit)
+
+    monkeypatch.setattr(sys.modules[cls.__module__], "search", search)
+    cls(sample_size=2, restarts=2).run(logistic_observations, Budget(time_limit=60, seed=7))
+    assert seen == [(2, 2, 7)]
+
+
+def test_proged_never_answers_a_skeleton_it_could_not_integrate(monkeypatch, logistic_observations):
+    """Failed fits (infinite error) are neither the answer nor a candidate; with none left the task fails."""
+    cls = load("proged")
+    fit = lambda text, rmse: SimpleNamespace(expression=text, rmse=rmse, skeleton=SimpleNamespace(expr=text))
+    module = sys.modules[cls.__module__]
+    monkeypatch.setattr(module, "search", lambda *a, **k: [fit("-y", 0.5), fit("y**9", float("inf"))])
+    prediction = run(cls(sample_size=2), logistic_observations)
+    assert prediction.expression == "-y" and prediction.candidates == ()
+    monkeypatch.setattr(module, "search", lambda *a, **k: [fit("y**9", float("inf"))])
+    with pytest.raises(RuntimeError, match=r"no sampled skeleton could be integrated along the data \(1 fitted\)"):
+        run(cls(sample_size=1), logistic_observations)

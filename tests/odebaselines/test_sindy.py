@@ -34,3 +34,33 @@ def test_terms_undefined_on_the_data_are_dropped_and_the_fit_still_works():
     assert "log" not in model.expression_
     assert np.allclose(model.predict(y[:, None]), 0.5 * y - y**3, atol=1e-6)
     parse(model.expression_)
+
+
+@pytest.mark.filterwarnings("ignore:Sparsity parameter is too big")  # threshold 1 on purpose
+def test_the_ridge_alpha_reaches_stlsq():
+    """`alpha` is one of the paper's grid dimensions: a heavy ridge shrinks a coefficient below the
+    threshold (STLSQ's final refit is unbiased, so alpha acts through the terms it keeps)."""
+    y = np.linspace(1.0, 2.0, 40)[:, None]
+    light = SindyRegressor(terms=("y",), threshold=1.0, alpha=1e-8).fit(y, 2.0 * y[:, 0])
+    heavy = SindyRegressor(terms=("y",), threshold=1.0, alpha=1e3).fit(y, 2.0 * y[:, 0])
+    assert light.coef_[0] == pytest.approx(2.0, rel=1e-6)
+    assert heavy.coef_[0] == 0.0
+
+
+def test_a_zeroed_term_undefined_where_it_is_predicted_does_not_spoil_the_prediction():
+    """Validation points (t > 1) can lie where a term the fit dropped is undefined (log of y < 0)."""
+    y = np.linspace(0.5, 2.0, 40)[:, None]
+    model = SindyRegressor(terms=("y", "log(y)"), threshold=0.1, alpha=1e-8).fit(y, 0.5 * y[:, 0])
+    assert model.coef_[1] == 0.0 and model.coef_[0] == pytest.approx(0.5)
+    assert model.predict(np.array([[-1.0], [-2.0]])) == pytest.approx([-0.5, -1.0])
+
+
+def test_sindy_searches_the_paper_s_800_settings():
+    """10 thresholds x 8 alphas x 2 max_iter x 5 FD degrees, as the module docstring and the paper say."""
+    from sklearn.model_selection import ParameterGrid
+
+    from bench.registry import discover
+
+    sindy = discover()["sindy"].load()()
+    assert len(ParameterGrid(sindy.grid)) * len(sindy.fd_degrees) == 800
+    assert sorted(sindy.grid["max_iter"]) == [20, 100] and sindy.fd_degrees == (2, 3, 5, 7, 9)

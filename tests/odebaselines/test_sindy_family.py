@@ -1,5 +1,7 @@
 """The careful-user SINDy family (sindy-weak, sindy-ensemble, sindy-ic) recovers simple ODEs from
 128 irregular samples and stays sane under noise; shared pieces in odebaselines.sindy_family."""
+import math
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,9 @@ from bench.method import Budget
 from bench.registry import discover
 from bench.scoring import score
 from bench.tasks import Task, Trajectory
+from methods.sindy_ensemble import SindyEnsemble
+from methods.sindy_ic import SindyIC
+from methods.sindy_weak import SindyWeak
 
 METHODS = ("sindy-weak", "sindy-ensemble", "sindy-ic")
 
@@ -174,3 +179,81 @@ def test_seeding_for_pysindy_leaves_the_callers_global_generator_as_it_was():
     assert np.array_equal(np.random.rand(3), expected)
     np.random.seed(5)
     assert np.array_equal(inside, np.random.rand(2))
+
+
+def _slope(prediction):
+    return float(parse(prediction.expression).coeff(parse("y")))
+
+
+def test_sindy_ic_scores_by_the_criterion_it_is_given(decay):
+    """criterion=aic charges 2 per term, bic log(n): on the clean decay both pick the same fit."""
+    observations = Task(decay, 0.0, 128, 0).observations()
+    small = dict(degree=2, saturation_constants=(), thresholds=(0.01,))
+    aic = SindyIC(criterion="aic", **small).run(observations, Budget(time_limit=60, seed=0))
+    bic = SindyIC(criterion="bic", **small).run(observations, Budget(time_limit=60, seed=0))
+    terms = len(aic.expression.split(" + "))
+    assert aic.expression == bic.expression and "bic" not in aic.metadata
+    assert aic.metadata["aic"] - bic.metadata["bic"] == pytest.approx(terms * (2 - math.log(128)))
+
+
+def test_sindy_ic_offers_each_saturation_term_beside_the_constant_alone():
+    """The documented libraries: 1, y, ..., y^d for d <= 2 plus one y/(c + y), d = 0 included."""
+    libraries = SindyIC(degree=3, saturation_constants=(1.0,)).libraries(np.linspace(0.5, 3.0, 40))
+    assert set(libraries) == {("y",), ("y", "y**2"), ("y", "y**2", "y**3"),
+                              ("y/(1.0 + y)",), ("y", "y/(1.0 + y)"), ("y", "y**2", "y/(1.0 + y)")}
+
+
+def test_sindy_ic_and_ensemble_use_the_fd_settings_they_are_given(decay):
+    observations = Task(decay, 0.0, 128, 0).observations()
+    ic = SindyIC(degree=1, saturation_constants=(), fd_settings=((31, 2),)).run(observations, Budget(seed=0))
+    assert ic.metadata["best_params"]["fd_setting"] == (31, 2)
+    ensemble = SindyEnsemble(degrees=(1,), thresholds=(0.05,), n_models=4, fd_settings=((31, 2),))
+    assert ensemble.run(observations, Budget(seed=0)).metadata["best_params"]["fd_setting"] == (31, 2)
+
+
+def test_sindy_weak_of_degree_one_fits_y(decay):
+    """`degrees` = (1,) is the library 1, y: the clean decay is -0.5*y."""
+    prediction = SindyWeak(degrees=(1,)).run(Task(decay, 0.0, 128, 0).observations(), Budget(seed=0))
+    assert _slope(prediction) == pytest.approx(-0.5, abs=0.005), prediction.expression
+
+
+def test_sindy_weak_draws_its_test_functions_from_the_task_seed(decay):
+    observations = Task(decay, 0.02, 128, 0).observations()
+    weak = SindyWeak(degrees=(1,), thresholds=(0.01,), test_functions=(50,))
+    fit = lambda seed: weak.run(observations, Budget(seed=seed)).expression
+    assert fit(0) == fit(0) != fit(1)
+
+
+def test_sindy_ensemble_keeps_a_term_in_every_bag_at_inclusion_one(decay):
+    """inclusion = 1 is allowed ([0, 1]) and keeps the terms nonzero in every bagged model."""
+    ensemble = SindyEnsemble(degrees=(1,), thresholds=(0.05,), n_models=10, inclusion=1.0)
+    prediction = ensemble.run(Task(decay, 0.0, 128, 0).observations(), Budget(seed=0))
+    assert prediction.metadata["inclusion_probability"]["y"] == 1.0
+    assert _slope(prediction) == pytest.approx(-0.5, abs=0.005), prediction.expression
+
+
+def test_sindy_ensemble_bags_n_models_drawn_from_the_task_seed(decay):
+    """Inclusion probabilities are shares of `n_models` bags, and the bags follow the seed."""
+    observations = Task(decay, 0.02, 128, 0).observations()
+    small = dict(degrees=(3,), thresholds=(0.05,), fd_settings=((15, 3),))
+    three = SindyEnsemble(n_models=3, **small).run(observations, Budget(seed=0)).metadata["inclusion_probability"]
+    assert all(3 * p == pytest.approx(round(3 * p)) for p in three.values()), three
+    probability = lambda seed: SindyEnsemble(**small).run(observations, Budget(seed=seed)).metadata["inclusion_probability"]
+    assert probability(0) == probability(0) != probability(1)
+
+
+def test_sindy_ensemble_threshold_is_free_of_the_units_of_y():
+    """The decay in units of 1e-4: its derivative's norm is tiny, and an unscaled threshold drops every term."""
+    tiny = trajectory("-0.5*y", 3e-4)
+    prediction = SindyEnsemble(degrees=(1,)).run(Task(tiny, 0.0, 128, 0).observations(), Budget(seed=0))
+    assert _slope(prediction) == pytest.approx(-0.5, abs=0.005), prediction.expression
+
+
+def test_sindy_weak_test_functions_have_the_degree_they_are_given(decay):
+    """`test_degree` is p of the test functions (1 - s^2)^p: another p integrates against other weights."""
+    observations = Task(decay, 0.0, 128, 0).observations()
+    t, y = observations.t, observations.y
+    system = lambda p: SindyWeak(test_degree=p)._weak_system(t, y, ("y",), 50, 0)
+    (theta2, target2), (theta4, target4), (again, _) = system(2), system(4), system(4)
+    assert np.array_equal(theta4, again)
+    assert not np.allclose(theta2, theta4) and not np.allclose(target2, target4)
