@@ -61,6 +61,12 @@ def _check_keys(path, mapping: dict, known, what: str) -> None:
                           f"known: {', '.join(known)}")
 
 
+def figure_settings(figures: dict | None, name: str) -> dict:
+    """One figure's settings from a config's `figures` block; {} where the block or its entry is
+    absent or left empty (`main:` with nothing after it reads as None)."""
+    return (figures or {}).get(name) or {}
+
+
 def _check_figures(path, config: dict) -> None:
     """The figures block names figures the report draws, and a dataset the sweep runs."""
     figures = config.get("figures") or {}
@@ -68,17 +74,17 @@ def _check_figures(path, config: dict) -> None:
         raise ConfigError(f"{path}: 'figures' must be a mapping, e.g. figures: {{main: {{dataset: classic, n: 192}}}}")
     _check_keys(path, figures, FIGURES, "figure(s)")
     for name, keys in FIGURES.items():
-        block = figures.get(name) or {}
+        block = figure_settings(figures, name)
         if not isinstance(block, dict):
             raise ConfigError(f"{path}: 'figures: {name}' must be a mapping of {', '.join(keys)}")
         _check_keys(path, block, keys, f"key(s) in figures: {name}:")
-    dataset = (figures.get("main") or {}).get("dataset")
+    dataset = figure_settings(figures, "main").get("dataset")
     if dataset is not None and isinstance(config["datasets"], list) and dataset not in config["datasets"]:
         raise ConfigError(f"{path}: figures: main: dataset {dataset!r} is not among the datasets "
                           f"({', '.join(map(str, config['datasets']))})")
     sizes = config["n"] if isinstance(config["n"], list) else [config["n"]]
     for name in FIGURES:  # one sample size each: a list, or one the grid lacks, would fail after the sweep
-        n = (figures.get(name) or {}).get("n")
+        n = figure_settings(figures, name).get("n")
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n not in sizes):
             raise ConfigError(f"{path}: figures: {name}: n {n!r} is not one of the sweep's sample sizes "
                               f"({', '.join(map(str, sizes))})")
@@ -103,7 +109,7 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
     else:
         wanted = _names(config, "methods", "[truth, sindy] or all")
         specs = registry.discover(tuple(method_files), tuple(wanted))
-        known = [n for n in wanted if n in specs] if quick else wanted
+        known = [n for n in wanted if registry.parse_method_argument(n)[0] in specs] if quick else wanted
         for name in sorted(set(wanted) - set(known)):  # --quick runs what it can, and says what it cannot
             print(f"skipping method {name}: no method of that name{close_matches([name], specs)}")
         chosen = []
@@ -206,7 +212,7 @@ def _mapping(config: dict, key: str, kind) -> dict:
         raise ConfigError(f"'{key}' must map names to numbers, e.g. {key}: {{classic: 24}}")
     try:
         return {str(name): kind(number) for name, number in value.items()}
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(.inf)
         what = "whole numbers of at least 1" if kind is _count else "numbers"
         raise ConfigError(f"'{key}' must map names to {what}, got {value}") from None
 
@@ -218,12 +224,11 @@ def write_outputs(rows, folder: Path, figures: dict | None = None, data_folder=N
     given); returns the index."""
     from bench import plots
 
-    figures = figures or {}
-    main = figures.get("main", {})
+    main = figure_settings(figures, "main")
     tables = report.write(rows, folder, oracles)
     drawn = plots.draw_all(rows, folder, dataset=main.get("dataset", protocol.MAIN_FIGURE["dataset"]),
                            n_main=main.get("n", protocol.MAIN_FIGURE["n"]),
-                           n_datasets=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N),
+                           n_datasets=figure_settings(figures, "by_dataset").get("n", protocol.DATASET_FIGURE_N),
                            data_folder=data_folder)
     lines = ["# Benchmark results", "",
              f"{len(rows)} stored rows; {rows['method'].nunique()} methods; datasets: "
@@ -271,13 +276,13 @@ def run_paper(config_path: str, quick: bool, jobs: int, backend: str, scheduler:
     rows = runner.sweep_rows(sweep, ResultStore(sweep.out).read())  # the config's grid, whatever else the folder holds
     folder = Path(sweep.out) / "figures"
     folder.mkdir(parents=True, exist_ok=True)
-    figures = config.get("figures") or {}
+    figures = config.get("figures")
     roles = claims.Roles(fd_methods=reproduction.fd_methods(sweep.methods), oracles=reproduction.oracles(sweep.methods),
-                         main_dataset=figures.get("main", {}).get("dataset", protocol.MAIN_FIGURE["dataset"]),
-                         extrap_n=figures.get("by_dataset", {}).get("n", protocol.DATASET_FIGURE_N))
+                         main_dataset=figure_settings(figures, "main").get("dataset", protocol.MAIN_FIGURE["dataset"]),
+                         extrap_n=figure_settings(figures, "by_dataset").get("n", protocol.DATASET_FIGURE_N))
     command = command or f"python -m bench paper --config {config_path}" + (" --quick" if quick else "")
     report_path = reproduction.write(rows, folder, Path(sweep.out), command, roles, config.get("note"))
-    index = write_outputs(rows, folder, config.get("figures"), data_folder, claims_report=reproduction.REPORT,
+    index = write_outputs(rows, folder, figures, data_folder, claims_report=reproduction.REPORT,
                           oracles=roles.oracles)
     print(f"reproduction report: {report_path}")
     if docs:

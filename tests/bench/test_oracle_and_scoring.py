@@ -132,3 +132,25 @@ def test_a_record_without_a_true_law_has_no_skeleton_score():
     tr = Trajectory("csv", "decay", 0, None, 3.0, t, 3.0 * np.exp(-0.5 * t), np.empty(0), np.empty(0))
     result = score("-0.5*y", tr)
     assert result.status == "ok" and math.isnan(result.skeleton) and math.isnan(result.as_row()["skeleton"])
+
+
+def _record(y0, y):
+    """A record without extrapolation window or true law, on the protocol's interpolation grid."""
+    t = protocol.interpolation_grid()
+    return Trajectory("csv", "drain", 0, None, y0, t, y(t), np.empty(0), np.empty(0))
+
+
+def test_a_record_without_an_extrapolation_window_gets_no_extrapolation_scores():
+    """Observed data end at T: [T, T_extra] is not scored (nan), never a copy of [0, T]'s scores."""
+    result = score("-0.45*y", _record(3.0, lambda t: 3.0 * np.exp(-0.5 * t)))
+    assert result.status == "ok" and result.extrapolation is None
+    row = result.as_row()
+    assert math.isnan(row["r2_extrap"]) and 0.9 < row["r2_interp"] < 1
+
+
+def test_tiny_negative_data_whose_largest_value_is_zero_keep_their_digits():
+    """The absolute tolerance follows the largest |y|: a record falling from 0 to -2e-8 is integrated
+    as its copy in units of 1 (its largest y, 0, would leave the tolerance at 1e-9, 5% of the data)."""
+    unit, tiny = (_record(0.0, lambda t, k=k: -2 * k * (1 - np.exp(-0.5 * t))) for k in (1.0, 1e-8))
+    wrong = [score(f"{-k!r} - 0.45*y", trajectory).interpolation["r2"] for k, trajectory in ((1.0, unit), (1e-8, tiny))]
+    assert wrong[1] == pytest.approx(wrong[0], rel=1e-6)

@@ -1,7 +1,9 @@
 """A paper config can take an evenly spread subset of a dataset and a time limit per method."""
+import numpy as np
+import pandas as pd
 import pytest
 
-from bench import datasets, paper, runner
+from bench import datasets, paper, registry, runner
 
 CONFIG = """
 out: {out}
@@ -138,3 +140,139 @@ def test_quick_skips_a_method_it_does_not_know_and_says_so(tmp_path, capsys):
     sweep = paper.sweep_from_config(paper.load_config(path), True, 1, "joblib", None)
     assert [spec.name for spec in sweep.methods] == ["truth"]
     assert "skipping method sindyy: no method of that name (did you mean sindy?)" in capsys.readouterr().out
+
+
+CONFIG = """
+out: {out}
+datasets: [textbook, classic]
+noise: [0]
+n: [128]
+methods: [truth, sindy]
+seeds: [0]
+subset: {{classic: 24}}
+time_limits: {{sindy: 7}}
+"""
+
+
+def test_quick_runs_the_grid_of_the_quick_block_over_the_full_one(tmp_path):
+    """`--quick` swaps in the quick: block: each setting it names replaces the full grid's."""
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out")
+                    + f"quick: {{out: {tmp_path / 'quick'}, datasets: [textbook], noise: [0.01]}}\n")
+    quick = paper.load_config(path, quick=True)
+    assert (quick["out"], quick["datasets"], quick["noise"]) == (str(tmp_path / "quick"), ["textbook"], [0.01])
+    assert quick["n"] == [128]  # a setting the block leaves out keeps the full grid's
+    assert paper.load_config(path)["noise"] == [0]
+
+
+def test_a_dataset_still_to_be_generated_is_skipped_with_a_message_not_an_error(tmp_path, capsys, monkeypatch):
+    """`large` before `python -m nsode.data large` has written it: the sweep runs the rest."""
+    monkeypatch.setattr(datasets, "GENERATED_LATER", ("notyet",))
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out").replace("[textbook, classic]", "[textbook, classic, notyet]"))
+    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    assert sweep.datasets == ("textbook", "classic")
+    assert "skipping dataset notyet" in capsys.readouterr().out
+
+
+def test_outside_quick_an_unknown_method_is_an_error_not_skipped(tmp_path):
+    """Only --quick runs what it can: the full sweep refuses a misspelt method before running anything."""
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out").replace("[truth, sindy]", "[truth, sindyy]"))
+    with pytest.raises(registry.RegistryError, match="sindyy"):
+        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+
+
+def test_the_config_s_time_limit_applies_to_every_method_without_its_own(tmp_path):
+    from bench.store import ResultStore
+
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out") + "time_limit: 30\n")
+    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    assert sweep.time_limit == 30.0
+    limits = {p.job.spec.label: p.job.time_limit for p in runner.pending_jobs(sweep, ResultStore(tmp_path / "s"))}
+    assert limits == {"sindy": 7.0, "truth": 30.0}
+
+
+def test_a_fractional_subset_is_a_config_error_not_rounded_down(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "{classic: 2.5}"))
+    with pytest.raises(paper.ConfigError, match="whole numbers of at least 1"):
+        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+
+
+def test_write_outputs_draws_the_figures_the_config_names(tmp_path, monkeypatch):
+    """figures: main: and by_dataset: reach the figures (a by_dataset n was once dropped for the default)."""
+    from bench import plots, report
+
+    seen = {}
+    monkeypatch.setattr(plots, "draw_all", lambda rows, folder, **kw: seen.update(kw) or [])
+    monkeypatch.setattr(report, "write", lambda *args: {})
+    monkeypatch.setattr(report, "format_failures_markdown", lambda rows: "")
+    rows = pd.DataFrame({"method": ["truth"], "dataset": ["textbook"]})
+    paper.write_outputs(rows, tmp_path, {"main": {"dataset": "textbook", "n": 256}, "by_dataset": {"n": 192}})
+    assert (seen["dataset"], seen["n_main"], seen["n_datasets"]) == ("textbook", 256, 192)
+
+
+def test_the_paper_s_report_holds_only_the_config_s_grid(tmp_path, monkeypatch):
+    """The result folder may hold rows of another sweep (here noise 0.01): the report and the
+    figures are built from the config's grid alone."""
+    from bench import reproduction
+    from bench.rows import COLUMNS
+    from bench.store import ResultStore
+
+    out = tmp_path / "out"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"out: {out}\ndatasets: [textbook]\nsubset: {{textbook: 2}}\nnoise: [0]\nn: [128]\n"
+                      "methods: [truth]\nseeds: [0]\n")
+    sweep = paper.sweep_from_config(paper.load_config(config), False, 1, "joblib", None)
+    stored = []
+    for task in runner.build_tasks(sweep):
+        for noise in (0.0, 0.01):
+            row = dict.fromkeys(COLUMNS, np.nan)
+            row.update(dataset=task.trajectory.dataset, equation_id=task.trajectory.equation_id,
+                       y0_index=task.trajectory.y0_index, noise=noise, n=128, n_observed=128, seed=0, method="truth",
+                       status="ok")
+            stored.append(row)
+    ResultStore(out).replace_all(pd.DataFrame(stored))
+    seen = []
+    monkeypatch.setattr(runner, "run", lambda sweep, progress=True: None)
+    monkeypatch.setattr(reproduction, "write", lambda rows, *args: seen.append(rows) or tmp_path / "r.md")
+    monkeypatch.setattr(paper, "write_outputs", lambda rows, *args, **kw: seen.append(rows) or tmp_path / "i.md")
+    paper.run_paper(str(config), quick=False, jobs=1, backend="joblib", scheduler=None, progress=False)
+    assert [len(rows) for rows in seen] == [2, 2] and all(set(rows["noise"]) == {0.0} for rows in seen)
+
+
+def test_an_empty_figure_entry_reads_as_the_defaults_after_the_sweep(tmp_path, monkeypatch):
+    """`figures:` then `main:` with nothing after it (YAML null) passed the checks, and the report
+    then failed on None after the whole sweep had run."""
+    from bench import reproduction
+
+    config = tmp_path / "c.yaml"
+    config.write_text(f"out: {tmp_path / 'out'}\ndatasets: [textbook]\nsubset: {{textbook: 2}}\nnoise: [0]\nn: [128]\n"
+                      "methods: [truth]\nseeds: [0]\nfigures:\n  main:\n  by_dataset: {n: 128}\n")
+    seen = {}
+    monkeypatch.setattr(runner, "run", lambda sweep, progress=True: None)
+    monkeypatch.setattr(reproduction, "write", lambda *args, **kwargs: seen.setdefault("roles", args[4]))
+    monkeypatch.setattr(paper, "write_outputs", lambda rows, folder, figures, *args, **kwargs: tmp_path / "index.md")
+    assert paper.run_paper(str(config), quick=False, jobs=1, backend="joblib", scheduler=None,
+                           progress=False) == tmp_path / "index.md"
+    assert seen["roles"].main_dataset == "classic" and seen["roles"].extrap_n == 128
+    assert paper.figure_settings({"main": None}, "main") == {} and paper.figure_settings(None, "by_dataset") == {}
+
+
+def test_an_infinite_subset_is_a_config_error(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"out: {tmp_path / 'out'}\ndatasets: [textbook]\nsubset: {{textbook: .inf}}\nnoise: [0]\n"
+                      "n: [128]\nmethods: [truth]\nseeds: [0]\n")
+    with pytest.raises(paper.ConfigError, match="whole numbers of at least 1"):
+        paper.sweep_from_config(paper.load_config(config), False, 1, "joblib", None)
+
+
+def test_quick_keeps_a_method_given_with_parameters():
+    """--quick skipped `sindy:fd_degrees=(3,)` as "no method of that name"; the full run kept it."""
+    config = {"out": "x", "datasets": ["textbook"], "noise": [0], "n": [128], "methods": ["truth", "sindy:fd_degrees=(3,)"],
+              "seeds": [0]}
+    for quick in (False, True):
+        labels = [m.label for m in paper.sweep_from_config(config, quick, 1, "joblib", None).methods]
+        assert labels == ["truth", "sindy:fd_degrees=(3,)"], quick

@@ -1,9 +1,13 @@
 """Every figure and table is drawn from a small result table, and shows that table's numbers."""
 import re
+from collections import Counter
 
+import matplotlib.figure
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+import seaborn as sns
 
 from bench import plots, report
 
@@ -317,3 +321,149 @@ def test_tick_and_cell_labels_neither_collide_nor_round_a_near_one_to_one():
     assert plots._spaced_labels([0.0]) == ["0"] and plots._spaced_labels([0.0, 0.01, 0.02]) == ["0", "0.01", "0.02"]
     assert [plots._r2_label(v) for v in (1.0, 0.9997, 0.99999, 0.997, -5.0, -np.inf)] == [
         "1", "0.9997", "0.9999", "0.997", "<-3", "failed"]
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the code under test saves, kept open for inspection instead of written."""
+    kept = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: kept.append(fig))
+    yield kept
+    for fig in kept:
+        plt.close(fig)
+
+
+def _medians(cells):
+    """Medians as report.medians gives them, one row per (dataset, n, method, noise)."""
+    columns = ["dataset", "n", "method", "noise", "r2_interp"]
+    frame = pd.DataFrame(cells, columns=columns)
+    return frame.assign(r2_extrap=frame["r2_interp"], complexity=5.0, fit_time=[0.5 + k for k in range(len(frame))])
+
+
+def test_more_than_ten_methods_get_tab20_s_strong_hues_before_its_pale_tints():
+    tab20 = sns.color_palette("tab20", 20)
+    colours = list(plots.palette([f"m{k:02d}" for k in range(12)]).values())
+    assert colours[:2] == [tab20[0], tab20[2]] and colours[10:] == [tab20[1], tab20[3]]
+
+
+def test_medians_below_the_plotted_floor_tie_at_it_and_rank_by_name():
+    """-10 and -50 both draw at -3: neither is ranked (or coloured) as the better."""
+    medians = pd.DataFrame({"method": ["b", "a", "c"], "r2_interp": [-10.0, -50.0, 0.9]})
+    assert plots.best_first(medians) == ["c", "a", "b"]
+
+
+def test_the_figures_cell_is_the_one_asked_for_else_the_middle_one():
+    assert plots.pick([256, 128, 192, 128], 192) == 192 and plots.pick([256, 128, 192], 100) == 192
+
+
+def test_the_main_figure_takes_a_sample_size_its_dataset_has_and_fit_time_on_a_log_axis(tmp_path, figures):
+    """Asked for classic at n = 192 where classic was run at 128 only (textbook at 192): classic at 128;
+    asked for a dataset not run: one that was."""
+    medians = _medians([("classic", 128, "a", 0.0, 0.9), ("classic", 128, "a", 0.01, 0.8),
+                        ("textbook", 192, "a", 0.0, 0.7), ("textbook", 192, "a", 0.01, 0.6)])
+    colours = plots.palette(["a"])
+    plots.main_figure(medians, tmp_path, colours, dataset="classic", n=192)
+    shown = pd.read_csv(tmp_path / "main.csv")
+    assert set(shown["dataset"]) == {"classic"} and set(shown["n"]) == {128} and len(shown) == 2
+    assert [ax.get_yscale() for ax in figures[0].axes] == ["linear", "linear", "log"]
+    plots.main_figure(medians[medians.dataset == "textbook"], tmp_path, colours, dataset="classic", n=192)
+    assert set(pd.read_csv(tmp_path / "main.csv")["dataset"]) == {"textbook"}
+
+
+def test_an_error_panel_spans_its_decades_below_the_better_half_s_largest():
+    """An error far below the rest (1e-12) lies on the axis's floor, `decades` below the top, not
+    stretching the axis down to it."""
+    medians = pd.DataFrame({"method": ["a", "b", "c", "d"], "noise": [0.0] * 4, "r2_interp": [0.999, 0.97, 0.5, -50.0],
+                            "l1_interp": [1e-3, 1e-2, 1.0, 1e-12]})
+    order = plots.best_first(medians)
+    fig, ax = plt.subplots()
+    try:
+        assert plots.metric_panel(ax, medians, "l1_interp", plots.palette(order), order, log=True, decades=6)
+        assert ax.get_ylim() == pytest.approx((1e-8 / 2, 1e-2 * 2))
+        edge = [tuple(point) for c in ax.collections for point in c.get_offsets()]
+        assert (0.0, pytest.approx(1e-8)) in edge
+    finally:
+        plt.close(fig)
+
+
+def test_the_heatmap_lists_methods_best_first(tmp_path, figures):
+    medians = _medians([("classic", 128, "a", 0.0, -1.0), ("classic", 128, "b", 0.0, 0.99),
+                        ("classic", 128, "c", 0.0, 0.5)])
+    plots.r2_by_dataset(medians, tmp_path, "interp", 128)
+    assert [label.get_text() for label in figures[0].axes[0].get_yticklabels()] == ["b", "c", "a"]
+
+
+def test_the_leaderboard_figure_puts_the_best_method_on_top(tmp_path, figures, rows_of_two):
+    plots.solved_figure(rows_of_two, tmp_path, plots.palette(rows_of_two["method"]))
+    interp = figures[0].axes[0]
+    assert interp.yaxis_inverted() and interp.get_yticklabels()[0].get_text() == "good"
+
+
+@pytest.fixture
+def rows_of_two():
+    """'good' solves every task of one dataset, 'poor' none (R^2 below 0)."""
+    from bench.rows import COLUMNS
+
+    records = []
+    for method, r2 in (("good", 0.99), ("poor", -0.5)):
+        for noise in (0.0, 0.01):
+            for eq in range(3):
+                row = dict.fromkeys(COLUMNS, np.nan)
+                row.update(dataset="textbook", equation_id=f"e{eq}", y0_index=0, noise=noise, n=128, n_observed=128,
+                           seed=0, method=method, status="ok", score_status="ok", truth_kind="solution",
+                           r2_interp=r2 - eq * 0.1, r2_extrap=r2 - eq * 0.2, l1_interp=0.1, l1_extrap=0.2,
+                           linf_interp=0.3, linf_extrap=0.4, isclose_interp=0.5, isclose_extrap=0.5,
+                           complexity=5.0, fit_time=1.0 + eq)
+                records.append(row)
+    return pd.DataFrame(records)
+
+
+def test_the_leader_gets_the_first_colour_in_every_figure(tmp_path, figures, rows_of_two):
+    """Colours go best first, not by name ('alpha' sorts first by name, 'zeta' leads)."""
+    import matplotlib.colors
+
+    rows = rows_of_two.assign(method=rows_of_two["method"].map({"good": "zeta", "poor": "alpha"}))
+    plots.draw_all(rows, tmp_path, dataset="textbook", n_main=128, n_datasets=128, statistics=False)
+    legend = figures[0].legends[0]  # the main figure's
+    colours = {text.get_text(): matplotlib.colors.to_hex(handle.get_color())
+               for handle, text in zip(legend.legend_handles, legend.get_texts())}
+    first = matplotlib.colors.to_hex(sns.color_palette("colorblind", 10)[plots.COLOUR_ORDER[0]])
+    assert colours["zeta"] == first and colours["alpha"] != first
+
+
+def test_a_paired_figure_always_shows_the_solved_lines(tmp_path, figures, rows_of_two):
+    """Where every task's 1 - R^2 is 1 or more, the axis still reaches below 0.1 (R^2 = 0.9)."""
+    from bench import compare
+
+    both_poor = pd.concat([rows_of_two[rows_of_two.method == "poor"],
+                           rows_of_two[rows_of_two.method == "poor"].assign(method="worse", r2_interp=-2.0)])
+    plots.paired_figure(compare.pair_tasks(both_poor, "poor", "worse"), "poor", "worse", tmp_path / "pair.png")
+    for ax in figures[0].axes[:2]:
+        assert ax.get_xlim()[0] < 0.1 < ax.get_xlim()[1] and ax.get_ylim()[0] < 0.1
+
+
+def test_a_json_dataset_that_cannot_be_read_is_an_error_in_the_statistics(tmp_path):
+    from bench import datasets
+
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(datasets.DatasetError, match="not a readable JSON"):
+        plots.dataset_statistics([str(tmp_path / "broken.json")], tmp_path / "figures")
+
+
+def test_operator_counts_count_operators_only():
+    """Symbols and numbers are leaves, not operators; a law that cannot be parsed is left out."""
+    assert plots.operator_counts(["-0.5*y + y**2", "sin(y)", "y +* 2"]) == Counter(add=1, mul=1, pow=1, sin=1)
+
+
+def test_observed_records_get_no_extrapolation_heatmap_and_a_blank_panel_says_why(tmp_path, figures, rows_of_two):
+    """Records without a true law have no extrapolation window: no r2_extrap figure is drawn, and
+    the leaderboard's extrapolation panel says it was not scored rather than standing empty."""
+    from bench import report
+
+    observed = rows_of_two.assign(truth_kind="observations",
+                                  **{column: np.nan for column in rows_of_two.columns if column.endswith("_extrap")})
+    assert plots.r2_by_dataset(report.medians(observed), tmp_path, "extrap", 128) == []
+    assert not (tmp_path / "r2_extrap.csv").exists()
+    plots.solved_figure(observed, tmp_path, plots.palette(observed["method"]))
+    interp, extrap, _ = figures[-1].axes
+    assert [text.get_text() for text in extrap.texts] == ["not scored (no truth there)"] and not interp.texts

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from bench import claims, reproduction
 from bench.rows import COLUMNS
@@ -166,3 +167,49 @@ def test_stored_rows_tell_their_oracles_by_the_methods_found_here(tmp_path):
     method is gone (a moved plugin file) or cannot be a method argument is left unmarked."""
     labels = ["truth", "truth-refit", "sindy:fd_degrees=(3,)", "gone-plugin", "not a label:x"]
     assert reproduction.stored_oracles(labels, [tmp_path]) == ("truth", "truth-refit")
+
+
+def test_the_wall_time_starts_at_the_first_task_s_start_not_its_finish():
+    """A task started `fit_time + setup_time` before its row was stored: the span counts it."""
+    frame = pd.DataFrame({"finished_at": [100.0, 110.0], "fit_time": [5.0, 3.0], "setup_time": [1.0, np.nan]})
+    assert reproduction.wall_time(frame) == (16.0, 9.0)  # from 94 (100 - 6) to 110; 6 + 3 s of fitting
+
+
+def test_method_times_give_the_largest_task_limit_and_core_hours():
+    """A resume under a longer limit: time_limit_s is the longest; core_hours are fit seconds / 3600."""
+    frame = pd.DataFrame(rows("a", [True] * 2))
+    frame["time_limit"] = [60, 120]
+    frame["fit_time"] = [1800.0, 5400.0]
+    table = reproduction.method_times(frame).set_index("method")
+    assert table.loc["a", "time_limit_s"] == 120 and table.loc["a", "core_hours"] == pytest.approx(2.0)
+    assert table.loc["a", "median_fit_s"] == 3600.0 and table.loc["a", "max_fit_s"] == 5400.0
+
+
+def test_the_report_names_the_commit_and_machine_of_the_latest_start(tmp_path):
+    """A sweep resumed at another commit on another machine: the report names the latest, and
+    lists every commit in order."""
+    frame = pd.DataFrame(rows("truth", [True] * 2))
+    runs = [{"commit": "a" * 40, "started_at": 1.0, "machine": MACHINE},
+            {"commit": "b" * 40, "started_at": 2.0, "machine": {**MACHINE, "cpu_count": 64}}]
+    (tmp_path / "sweep.json").write_text(json.dumps({"runs": runs}))
+    text = reproduction.write(frame, tmp_path, tmp_path, "python -m bench paper", claims.Roles()).read_text()
+    assert f"- git commit: `{'b' * 40}` (2 starts; commits in order: {'a' * 40}, {'b' * 40})" in text
+    assert "- machine: 64 CPUs" in text
+
+
+def test_publishing_rows_whose_sweep_record_changed_replaces_the_published_record(tmp_path):
+    """Same rows, but a `bench score` noted in sweep.json since: the published copy must follow it."""
+    frame = pd.DataFrame(rows("truth", [True] * 2))
+    sweep, folder, docs = tmp_path / "sweep", tmp_path / "figures", tmp_path / "docs"
+    sweep.mkdir()
+    folder.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"runs": []}))
+    reproduction.write_rows(frame, folder, sweep)
+    reproduction.publish(folder, docs)
+    assert reproduction.same_rows(folder / reproduction.ROWS, docs / reproduction.ROWS)
+    record = json.dumps({"runs": [], "rescored": [{"at": 1.0, "commit": "c", "scored": 2}]})
+    (sweep / "sweep.json").write_text(record)
+    reproduction.write_rows(frame, folder, sweep)
+    assert not reproduction.same_rows(folder / reproduction.ROWS, docs / reproduction.ROWS)
+    reproduction.publish(folder, docs)
+    assert (docs / reproduction.ROWS / "sweep.json").read_text() == record

@@ -221,3 +221,27 @@ def test_a_draw_rule_may_judge_starts_in_units_of_y_for_laws_in_large_units(tmp_
                                                                    "residual": "units"},
                                                        "equations": [{"id": "a", "expression": "-y"}]}))
         datasets.fill_initial_values(tmp_path / "big.json")
+
+
+def _dataset(tmp_path, equations, **fields) -> str:
+    spec = {"format": "bench-dataset/1", "name": "mine", "version": "1", "equations": equations, **fields}
+    (tmp_path / "mine.json").write_text(json.dumps(spec))
+    return str(tmp_path / "mine.json")
+
+
+@pytest.mark.parametrize("y0", [[float("nan")], [1.0, float("inf")], ["1.0"], [True]])
+def test_initial_values_that_are_not_finite_numbers_are_refused(tmp_path, y0):
+    with pytest.raises(datasets.DatasetError, match="'y0' must be a non-empty list of finite numbers"):
+        datasets.read_spec(_dataset(tmp_path, [{"id": "decay", "expression": "-0.5*y", "y0": y0}]))
+
+
+def test_an_equation_id_with_spaces_around_it_is_refused(tmp_path):
+    """Rows and file names key by the id: ' decay' and 'decay' would be two tasks of one law."""
+    with pytest.raises(datasets.DatasetError, match="without '/' or spaces around it"):
+        datasets.read_spec(_dataset(tmp_path, [{"id": " decay", "expression": "-0.5*y", "y0": [1.0]}]))
+
+
+@pytest.mark.parametrize("version", [True, ""])
+def test_a_version_that_is_neither_text_nor_a_number_is_refused(tmp_path, version):
+    with pytest.raises(datasets.DatasetError, match="'version' must be text or a number"):
+        datasets.read_spec(_dataset(tmp_path, [{"id": "decay", "expression": "-0.5*y", "y0": [1.0]}], version=version))

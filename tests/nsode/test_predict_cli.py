@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from nsode import report
 from nsode.cli import main
 
 
@@ -392,3 +393,62 @@ def test_glitches_are_set_aside_only_where_the_protocol_s_minimum_remains(monkey
         assert Predictor.glitches(searcher, t, np.exp(-t)) == aside, n
     assert Predictor.glitches(SimpleNamespace(search=Settings(glitches=False)), t, np.exp(-t)) == []
     assert Predictor.glitches(SimpleNamespace(search=None), t, np.exp(-t)) == []  # the paper's selection
+
+
+T = np.linspace(0, 2, 64)
+Y = 3 * np.exp(-0.5 * T)
+
+
+def _result(**fields):
+    return SimpleNamespace(**{"info": {}, "expression": "-0.5*y", "r2": 0.9, "candidates": [], "rejected": {}, **fields})
+
+
+def test_a_better_fit_set_aside_is_named_only_if_it_leaves_a_quarter_of_the_misses():
+    """A pick missing the data by 5 noise levels (R^2 0.9): a set-aside fit of R^2 0.97 leaves 30% of
+    its misses, not named; one of 0.98 leaves 20%, named; a better fit that was not set aside is not."""
+    def named(candidates, rejected):
+        notes = report.fit_notes(_result(candidates=candidates, rejected=rejected), T, Y, 5.0, str)
+        return [note for note in notes if "set aside as unstable" in note]
+
+    assert named([("-0.6*y", 0.97)], {"-0.6*y": "blows up"}) == []
+    assert named([("-0.6*y", 0.99)], {}) == []
+    only, = named([("-0.6*y", 0.98), ("-0.7*y", 0.999)], {"-0.6*y": "blows up", "-0.7*y": "leaves its domain"})
+    assert only.startswith("note: -0.6*y fits better (R^2 0.980000)") and only.endswith("blows up")  # the first listed
+
+
+def test_a_steady_state_read_as_y_prime_zero_is_not_also_said_to_miss_its_data():
+    notes = report.fit_notes(_result(expression="0", r2=-0.01), T, np.full(64, 2.0), 1.0, str)
+    assert any("a steady state" in note for note in notes)
+    assert not any("less well than their mean" in note for note in notes)
+
+
+def test_beyond_the_data_names_the_rival_farthest_from_the_pick(monkeypatch, capsys):
+    from nsode.search import fits
+
+    grid = np.linspace(0, 4, 5)
+    pick, near, far = grid + 1.0, grid + 1.01, 2 * grid + 1.0
+    monkeypatch.setattr(fits, "extrapolations", lambda found, t: (grid, [pick, near, far]))
+    result = SimpleNamespace(chosen="pick", rivals=["near", "far"], info={})
+    report.beyond_the_data(result, T)
+    out = capsys.readouterr().out
+    assert "2 other fits are statistically as good" in out and "ends at y = 9 (this one: 5)" in out
+
+
+def test_the_json_reading_says_whether_the_noise_grows_with_y():
+    fitted = SimpleNamespace(y0_error=0.01, constants=[])
+    pick = report.Pick("-0.5*y", 0.0, 0.01, 1.0, profile=None, chosen=SimpleNamespace(y0=3.0), fit=fitted)
+    assert pick.as_dict()["noise"]["grows_with_y"] is False
+    pick.profile = object()
+    assert pick.as_dict()["noise"]["grows_with_y"] is True
+
+
+def test_a_turn_is_noted_only_beyond_the_largest_of_n_noise_draws(monkeypatch):
+    """REVERSAL_NOISES levels times sqrt(2 log n), the growth of the largest of n noise draws: on 64
+    points 17.3 levels; a turn of 10 levels is noise."""
+    import odecore.noise
+    import odecore.trajectories
+
+    monkeypatch.setattr(odecore.noise, "noise_level", lambda t, y: 1.0)
+    for turn, noted in ((10.0, False), (18.0, True)):
+        monkeypatch.setattr(odecore.trajectories, "largest_reversal", lambda y, turn=turn: turn)
+        assert (report.turning_note(T, Y) is not None) == noted
