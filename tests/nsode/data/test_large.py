@@ -84,3 +84,43 @@ def test_large_leaves_elementary_and_curated_skeletons_to_training():
 
 def test_elementary_skeletons_up_to_the_bound_are_left_to_training():
     assert large.reserved("c + y", 3, frozenset()) and not large.reserved("c*y**2 + y", 4, frozenset())
+
+
+SPEC = json.loads(large.DATASET_FILE.read_text())
+EQUATIONS = SPEC["equations"]
+
+
+def test_build_draws_the_committed_equations_at_most_per_complexity_sorted_by_complexity():
+    """`build` reproduces the committed Large: the first ODE of each complexity it accepts is one of large.json's
+    (same expression, y0, skeleton), at most per_complexity per complexity, renumbered in complexity order."""
+    spec = large.build(total=10, per_complexity=1, progress=False)
+    eqs = spec["equations"]
+    committed = {(e["expression"], e["y0"][0], e["skeleton"], e["complexity"]) for e in EQUATIONS}
+    assert all((e["expression"], e["y0"][0], e["skeleton"], e["complexity"]) in committed for e in eqs)
+    assert len({e["complexity"] for e in eqs}) == 10  # one per complexity
+    assert spec["generator"]["candidates"]["complexity full"] > 0  # the cap was met and enforced
+    assert [e["complexity"] for e in eqs] == sorted(e["complexity"] for e in eqs)
+    assert [e["id"] for e in eqs] == [f"large-{i:03d}" for i in range(10)]
+
+
+def test_a_curated_skeleton_of_any_complexity_is_reserved_for_training():
+    """Textbook/Classic skeletons stay in training whatever their complexity (not only elementary ones)."""
+    skeleton = "c*y**2 + y"
+    assert not large.reserved(skeleton, 4, frozenset())
+    assert large.reserved(skeleton, 4, frozenset({skeleton}))
+
+
+def test_equations_of_later_blocks_are_drawn_from_their_own_candidates_stream(monkeypatch):
+    """Each candidate's constants and y0 come from the stream of its global position (block * per block + k):
+    the committed equations found in block 1 come out again (block 0 skipped here to stay fast)."""
+    from collections import Counter
+
+    from nsode.data import generate
+
+    real = generate.candidate_block
+    monkeypatch.setattr(generate, "candidate_block",
+                        lambda block, *args: ([], Counter()) if block == 0 else real(block, *args))
+    spec = large.build(total=2, progress=False)
+    assert spec["generator"]["blocks"] == 2
+    committed = {(e["expression"], e["y0"][0], e["skeleton"]) for e in EQUATIONS}
+    assert all((e["expression"], e["y0"][0], e["skeleton"]) in committed for e in spec["equations"])

@@ -14,6 +14,7 @@ import sympy
 from nsode.data import config as cfg
 from nsode.data import simplify
 from nsode.data import tokens as tok
+from odecore import processes
 from odecore.expressions import Y
 
 CONFIG = cfg.default()
@@ -160,3 +161,84 @@ def test_a_reciprocal_square_root_is_structural_not_a_constant_exponent():
     expr = simplify.canonical(1 / sympy.sqrt(Y) + Y)
     assert simplify.constant_slots(expr) == []
     assert "sqrt" in tok.encode(expr) and "pow" not in tok.encode(expr)
+
+
+CONFIG = cfg.default()
+
+
+def test_resampled_constants_that_would_change_the_skeleton_are_skipped():
+    """sqrt(y**c) + y with c = 2 or 4 becomes Abs(y) + y or y**2 + y: such sets are dropped, never returned."""
+    expr = simplify.canonical(tok.parse_infix("sqrt(y**3) + y"))
+    sets = simplify.resample_constants(expr, tok.skeleton(expr), np.random.default_rng(0), CONFIG, n=50)
+    assert len(sets) == 50
+    assert all(not new.has(sympy.Abs) and tok.skeleton(new) == "sqrt(y**c) + y" for new, _ in sets)
+    assert all(v not in (2.0, 4.0, 6.0, 8.0, 10.0) for _, (v,) in sets)
+
+
+def test_an_exponent_of_one_half_is_never_drawn():
+    """y**0.5 would print and read back as sqrt(y): the exponent rule refuses +-0.5 (only for exponents)."""
+    assert not simplify.rule_ok(0.5, 3.0, simplify.EXPONENT)
+    assert not simplify.rule_ok(-0.5, -2.5, simplify.EXPONENT)
+    assert simplify.rule_ok(0.5, 3.0, simplify.COEFFICIENT) and simplify.rule_ok(0.5, 3.0, simplify.BASE)
+
+
+def test_the_simplify_limit_counts_cpu_time_not_waiting(monkeypatch):
+    """A simplifier that waits (no CPU) past the limit is not timed out: whether an expression is kept must
+    not depend on how busy the machine is. Only the wall-clock net (WALL_FACTOR x limit) would stop it."""
+    def waits(expr):
+        time.sleep(0.6)
+        return expr
+
+    monkeypatch.setattr(processes, "WALL_FACTOR", 50)
+    monkeypatch.setattr(simplify.sympy, "simplify", waits)
+    monkeypatch.setattr(simplify, "_local", threading.local())  # a child forked with the patch in place
+    try:
+        assert simplify.simplify(Y + 1, time_limit=0.1) == Y + 1
+    finally:
+        worker = getattr(simplify._local, "simplifier", None)
+        if worker is not None:
+            worker.close()
+
+
+def test_without_children_simplify_runs_in_the_thread_under_the_same_cpu_limit(monkeypatch):
+    """Where children are not allowed (a daemonic Dask worker), simplify runs in this thread: it simplifies,
+    turns a sympy crash into Rejected('simplify error'), and stops a busy call at its CPU limit."""
+    monkeypatch.setattr(simplify, "_may_fork", lambda: False)
+    monkeypatch.setattr(simplify, "_local", threading.local())
+    assert simplify.simplify(sympy.sin(Y) ** 2 + sympy.cos(Y) ** 2 + Y, time_limit=2.0) == Y + 1
+    assert getattr(simplify._local, "simplifier", None) is None  # no child was started
+
+    def broken(expr):
+        raise TypeError("Invalid NaN comparison")
+
+    monkeypatch.setattr(simplify.sympy, "simplify", broken)
+    with pytest.raises(simplify.Rejected) as err:
+        simplify.simplify(Y, time_limit=1.0)
+    assert err.value.reason == "simplify error"
+
+    def busy(expr):
+        while True:
+            pass
+
+    monkeypatch.setattr(simplify.sympy, "simplify", busy)
+    monkeypatch.setattr(simplify, "WALL_FACTOR", 1000)  # only the CPU limit can stop it
+    cpu = time.thread_time()
+    with pytest.raises(simplify.Rejected) as err:
+        simplify.simplify(Y, time_limit=0.1)
+    assert err.value.reason == "timeout"
+    assert time.thread_time() - cpu < 0.6
+
+
+def test_a_difference_needs_add_not_sub_in_the_configuration():
+    """sympy writes a - b as a + (-1)*b: with `sub` of weight 0 (not configured) but `add` configured, a
+    difference is inside the support and is written with `sub`."""
+    config = CONFIG.replace(binary_ops={"add": 1, "mul": 1, "pow": 1})
+    assert "sub" in simplify.check_support(sympy.sin(Y) - 3 * Y, config)
+
+
+def test_folding_is_repeated_until_no_constant_subexpression_is_left():
+    """Folding -3 + cos(1)**2 + sin(1)**2 to -2 makes sympy rewrite sqrt(-2*y) as sqrt(2)*sqrt(-y): a new
+    constant subexpression, folded by the next pass, so that the constant is one token, not `sqrt c`."""
+    expr = simplify.canonical(sympy.sqrt(Y * (sympy.sin(1) ** 2 + sympy.cos(1) ** 2 - 3)) + Y)
+    assert tok.skeleton(expr) == "c*sqrt(-y) + y"
+    assert tok.constants(tok.encode(expr)) == [pytest.approx(2**0.5, abs=1e-15)]

@@ -1,4 +1,6 @@
 """`python -m nsode.data stats` and the expressions feed of the harness's dataset figures."""
+import pandas as pd
+
 from odecore.expressions import complexity
 from nsode.data import generate, stats
 from nsode.data import shards as store
@@ -59,3 +61,20 @@ def test_help_reads_for_every_command(capsys):
             assert done.code == 0
     out = capsys.readouterr().out
     assert "--n-skeletons" in out and "--scheduler" in out and "excluded_skeletons.yaml" in out
+
+
+def test_token_frequencies_count_y_as_a_leaf_of_its_own_and_numbers_as_constants():
+    """The operator and leaf table: `y` has its own row; every number (whatever its text) is `constant`."""
+    frame = pd.DataFrame({"tokens": [["add", "y", "3.0"], ["mul", "-2.5", "sin", "y"]]})
+    table = stats.token_frequencies(frame).set_index("token")["count"]
+    assert table["y"] == 2 and table["constant"] == 2
+    assert table["add"] == table["mul"] == table["sin"] == 1 and table["sub"] == 0
+    assert table.sum() == 7
+
+
+def test_odes_has_one_row_per_ode_with_its_number_of_solutions(tiny_folder):
+    """The complexity histogram and operator frequencies count ODEs, not solutions."""
+    frame = stats.odes(tiny_folder)
+    totals = generate.totals(tiny_folder)
+    assert frame["ode_id"].is_unique and len(frame) == totals["odes"]
+    assert frame["solutions"].sum() == totals["solutions"] > len(frame)

@@ -99,3 +99,13 @@ def test_tokens_left_after_a_complete_expression_are_refused():
 
 def test_a_difference_is_written_with_sub_and_the_positive_term_first():
     assert tok.encode(tok.parse_infix("sin(y) - 3*y")) == ["sub", "sin", "y", "mul", 3.0, "y"]
+
+
+@pytest.mark.parametrize("bad", ["inf", "-inf", "nan", float("inf")])
+def test_a_constant_that_is_not_finite_is_refused_even_when_clipping(bad):
+    """A non-finite constant is never a target (clip=True must not turn inf into the grid's end) nor decoded
+    into sympy's oo / nan."""
+    with pytest.raises(tok.EncodingError, match="not finite"):
+        tok.targets(["mul", bad, "y"], clip=True)
+    with pytest.raises(tok.EncodingError, match="not finite"):
+        tok.decode(["mul", bad, "y"])
