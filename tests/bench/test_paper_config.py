@@ -142,18 +142,6 @@ def test_quick_skips_a_method_it_does_not_know_and_says_so(tmp_path, capsys):
     assert "skipping method sindyy: no method of that name (did you mean sindy?)" in capsys.readouterr().out
 
 
-CONFIG = """
-out: {out}
-datasets: [textbook, classic]
-noise: [0]
-n: [128]
-methods: [truth, sindy]
-seeds: [0]
-subset: {{classic: 24}}
-time_limits: {{sindy: 7}}
-"""
-
-
 def test_quick_runs_the_grid_of_the_quick_block_over_the_full_one(tmp_path):
     """`--quick` swaps in the quick: block: each setting it names replaces the full grid's."""
     path = tmp_path / "config.yaml"
