@@ -157,9 +157,10 @@ def test_a_dataset_still_to_be_generated_is_skipped_with_a_message_not_an_error(
     """`large` before `python -m nsode.data large` has written it: the sweep runs the rest."""
     monkeypatch.setattr(datasets, "GENERATED_LATER", ("notyet",))
     path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out").replace("[textbook, classic]", "[textbook, classic, notyet]"))
+    path.write_text(CONFIG.format(out=tmp_path / "out").replace("[textbook, classic]", "[textbook, classic, notyet]")
+                    .replace("subset: {{classic: 24}}".format(), "subset: {classic: 24, notyet: 8}"))
     sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
-    assert sweep.datasets == ("textbook", "classic")
+    assert sweep.datasets == ("textbook", "classic") and sweep.subset == {"classic": 24}  # its subset goes with it
     assert "skipping dataset notyet" in capsys.readouterr().out
 
 
