@@ -51,7 +51,7 @@ def _large(args) -> int:
               "site-packages and matches the shipped Large: run this command in a checkout of the project, or give "
               "--excluded FILE to write the new list elsewhere", file=sys.stderr)
         return 2
-    large.main(out=Path(args.out), seed=args.seed, per_complexity=args.per_complexity, total=args.count,
+    large.main(out=Path(args.out) if args.out else large.DATASET_FILE, seed=args.seed, per_complexity=args.per_complexity, total=args.count,
                excluded_file=Path(args.excluded) if args.excluded else None, progress=not args.quiet)
     return 0
 
@@ -104,8 +104,9 @@ def parser() -> argparse.ArgumentParser:
                         "solution passes the generator's checks; write them in the benchmark harness's "
                         "format, and store their skeletons in nsode/data/excluded_skeletons.yaml so that "
                         "`generate` never trains on them.")
-    la.add_argument("--out", default="datasets/large.json", type=output_path, metavar="FILE",
-                    help="default: datasets/large.json")
+    la.add_argument("--out", type=output_path, metavar="FILE",
+                    help="default: the checkout's datasets/large.json, beside the skeleton list it is written with "
+                    "(from any folder)")
     la.add_argument("--seed", type=whole_number(0), default=20230723, metavar="S",
                     help="default: 20230723 (not a training seed)")
     la.add_argument("--count", type=whole_number(1), default=162, metavar="N", help="number of ODEs (default 162)")

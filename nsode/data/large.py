@@ -170,7 +170,8 @@ def main(out: Path = DATASET_FILE, seed: int = SEED, per_complexity: int = 10, t
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(spec, indent=1) + "\n")
-    write_excluded(spec, excluded_file or generate.EXCLUDED_FILE, dataset=str(out))
+    label = "datasets/large.json" if out.resolve() == DATASET_FILE.resolve() else str(out)  # as the list has it
+    write_excluded(spec, excluded_file or generate.EXCLUDED_FILE, dataset=label)
     per = Counter(eq["complexity"] for eq in spec["equations"])
     print(f"{out}: {len(spec['equations'])} ODEs, complexities {dict(sorted(per.items()))}")
     print(f"excluded skeletons: {excluded_file or generate.EXCLUDED_FILE}")

@@ -28,3 +28,13 @@ def test_large_passes_count_per_complexity_seed_and_excluded_file(tmp_path, monk
     assert kwargs == dict(out=tmp_path / "l.json", seed=7, per_complexity=2, total=5,
                           excluded_file=tmp_path / "ex.yaml", progress=False)
 
+
+
+def test_large_writes_the_checkout_s_dataset_from_any_folder(tmp_path, monkeypatch):
+    """Run outside the checkout root, the default --out was a relative datasets/large.json there, while
+    the skeleton list it is written with was the checkout's: the two no longer matched."""
+    calls = []
+    monkeypatch.setattr(large, "main", lambda **k: calls.append(k))
+    monkeypatch.chdir(tmp_path)
+    assert main(["large", "--count", "5", "-q"]) == 0
+    assert calls[0]["out"] == large.DATASET_FILE and calls[0]["out"].is_absolute()
