@@ -158,7 +158,7 @@ def test_a_dataset_still_to_be_generated_is_skipped_with_a_message_not_an_error(
     monkeypatch.setattr(datasets, "GENERATED_LATER", ("notyet",))
     path = tmp_path / "config.yaml"
     path.write_text(CONFIG.format(out=tmp_path / "out").replace("[textbook, classic]", "[textbook, classic, notyet]")
-                    .replace("subset: {{classic: 24}}".format(), "subset: {classic: 24, notyet: 8}"))
+                    .replace("{classic: 24}", "{classic: 24, notyet: 8}"))
     sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
     assert sweep.datasets == ("textbook", "classic") and sweep.subset == {"classic": 24}  # its subset goes with it
     assert "skipping dataset notyet" in capsys.readouterr().out

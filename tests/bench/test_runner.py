@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from bench import registry, runner
+from bench.rows import COLUMNS
 from bench.store import KEY, ResultStore
 
 FIXTURES = str(Path(__file__).parent / "fixtures" / "misbehaving_methods.py")
@@ -356,15 +357,17 @@ def test_a_busy_worker_dies_with_its_driver_when_the_driver_is_killed(tmp_path, 
                 os.killpg(group, signal.SIGKILL)
 
 
-def test_a_new_method_version_reruns_its_stored_rows(tmp_path):
-    from bench.rows import COLUMNS, KEY
-    from bench.store import ResultStore
-
-    store = ResultStore(tmp_path)
+def _row(key=("d", "e", 0, 0.0, 128, 0, "m"), **fields):
+    """A stored row of (task..., method) `key`: ok at version "1" under 10 s, 128 points; `fields` over it."""
     row = dict.fromkeys(COLUMNS)
-    row.update(zip(KEY, ("d", "e", 0, 0.0, 128, 0, "m")), method_version="1", status="ok", time_limit=10.0,
-               n_observed=128)
-    store.append(row)
+    row.update(zip(KEY, key), method_version="1", status="ok", time_limit=10.0, n_observed=128)
+    row.update(fields)
+    return row
+
+
+def test_a_new_method_version_reruns_its_stored_rows(tmp_path):
+    store = ResultStore(tmp_path)
+    store.append(_row())
     store.flush()
     assert store.finished({"m": "1"}) == {("d", "e", 0, 0.0, 128, 0, "m")}
     assert store.finished({"m": "2"}) == set()
@@ -374,15 +377,10 @@ def test_a_new_method_version_reruns_its_stored_rows(tmp_path):
 
 def _stored(store, sweep, **fields):
     """Rows for every (task, method) of `sweep`, as a finished run stores them, without running it."""
-    from bench.rows import COLUMNS
-
     for task in runner.build_tasks(sweep):
         for spec in sweep.methods:
-            row = dict.fromkeys(COLUMNS)
-            row.update(zip(KEY, (*task.key, spec.label)), method_version=spec.version, status="ok",
-                       time_limit=runner.method_time_limit(sweep, spec), n_observed=task.n)
-            row.update(fields)
-            store.append(row)
+            store.append(_row((*task.key, spec.label), method_version=spec.version,
+                              time_limit=runner.method_time_limit(sweep, spec), n_observed=task.n, **fields))
     store.flush()
 
 
@@ -448,14 +446,9 @@ def test_a_start_with_nothing_to_do_leaves_another_grid_s_interrupted_start_unfi
 def test_the_newest_row_of_a_task_counts_whatever_its_part_is_named(tmp_path):
     """Parts written within one second sort by a random suffix: the row finished last wins, not the
     one in the part whose name sorts last."""
-    from bench.rows import COLUMNS
-
     def part(name, finished_at, status):
-        row = dict.fromkeys(COLUMNS)
-        row.update(zip(KEY, ("d", "e", 0, 0.0, 128, 0, "m")), method_version="1", status=status, time_limit=10.0,
-                   n_observed=128, finished_at=finished_at)
         (tmp_path / "parts").mkdir(exist_ok=True)
-        pd.DataFrame([row]).to_parquet(tmp_path / "parts" / name)
+        pd.DataFrame([_row(status=status, finished_at=finished_at)]).to_parquet(tmp_path / "parts" / name)
 
     part("part-20261207T000000-aaaaaaaa.parquet", 2.0, "ok")  # the rerun under a longer limit
     part("part-20261207T000000-ffffffff.parquet", 1.0, "timeout")
