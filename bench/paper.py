@@ -140,7 +140,7 @@ def sweep_from_config(config: dict, quick: bool, jobs: int, backend: str, schedu
                         time_limit=_limit(config.get("time_limit"), "time_limit"),
                         time_limits={name: _limit(value, f"time_limits: {name}")
                                      for name, value in _mapping(config, "time_limits", float).items()},
-                        subset={name: count for name, count in subset.items() if name in names},  # skipped datasets' dropped
+                        subset={name: count for name, count in subset.items() if name in names},  # not skipped ones
                         out=out,
                         method_files=tuple(method_files), backend=backend, scheduler=scheduler,
                         columns=_columns(config), by=_by(config))
