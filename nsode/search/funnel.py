@@ -85,27 +85,34 @@ def shortlist(skeletons: dict[tuple, Skeleton], settings: Settings,
     Thousands of sums are scored, so by chance alone the best few are flexible sums that fit
     some of the noise; the front keeps the best law of each size in play (a short law would
     otherwise need to beat them all to be fitted)."""
-    ranked = ranked_skeletons(skeletons, settings, charge)
+    score = ranking_score(settings, charge)
+    ranked = sorted(skeletons.values(), key=score)
     out = ranked[: settings.top_k]
     if settings.node_listed:
-        rest = sorted(ranked[settings.top_k:], key=lambda s: s.cheap_ic + settings.node_cost * s.size)
+        rest = sorted(ranked[settings.top_k:], key=lambda s: score(s) + settings.node_cost * s.size)
         out += rest[: settings.node_listed]
     if settings.pareto:
         chosen = {id(s) for s in out}
         best = math.inf
-        for skeleton in sorted(ranked, key=lambda s: (s.size, s.cheap_ic)):
-            if skeleton.cheap_ic < best:
-                best = skeleton.cheap_ic
+        for skeleton in sorted(ranked, key=lambda s: (s.size, score(s))):
+            if score(skeleton) < best:
+                best = score(skeleton)
                 if id(skeleton) not in chosen:
                     out.append(skeleton)
     return out
 
 
+def ranking_score(settings: Settings, charge: dict[int, float] | None = None):
+    """The score stage 1 ranks a skeleton by: its cheap score plus its multiplicity `charge` and
+    unit charge (the shortlist's every rule ranks by it)."""
+    charge = charge or {}
+    return lambda s: s.cheap_ic + charge.get(s.constants, 0.0) + s.unit_charge(settings)
+
+
 def ranked_skeletons(skeletons: dict[tuple, Skeleton], settings: Settings,
                      charge: dict[int, float] | None = None) -> list[Skeleton]:
-    """Every skeleton, best first by the cheap score plus its multiplicity `charge` and unit charge."""
-    charge = charge or {}
-    return sorted(skeletons.values(), key=lambda s: s.cheap_ic + charge.get(s.constants, 0.0) + s.unit_charge(settings))
+    """Every skeleton, best first by `ranking_score`."""
+    return sorted(skeletons.values(), key=ranking_score(settings, charge))
 
 
 def fallback_fits(skeletons: dict[tuple, Skeleton], fitted: list[Skeleton], t, y, sigma: float, settings: Settings,

@@ -490,6 +490,21 @@ def test_size_front_and_node_listing_add_small_skeletons_beside_the_top_k():
     assert [(s.size, s.cheap_ic) for s in plain[2:]] == [(3, 10.0), (4, 8.0), (3, 12.0)]
 
 
+def test_size_front_and_node_listing_rank_by_the_charged_score_as_the_top_k_does():
+    def skeleton(key, size, cheap_ic, inner):  # `inner` free numbers beside the coefficient
+        term = Term(key, Y, np.zeros(3), inner)
+        term.size = size
+        return Skeleton((key,), [term], np.zeros(1), 0.0, cheap_ic, "model")
+
+    # the two-constant small skeleton scores better bare (10 < 12), worse once charged (15 > 12)
+    pool = {s.key: s for s in [skeleton("big", 9, 1.0, 0), skeleton("two", 3, 10.0, 1), skeleton("one", 3, 12.0, 0)]}
+    charge = {2: 5.0}
+    front = shortlist(pool, Settings(top_k=1, pareto=True), charge)
+    assert [s.key for s in front] == [("big",), ("one",)]
+    listed = shortlist(pool, Settings(top_k=1, node_listed=1), charge)
+    assert [s.key for s in listed] == [("big",), ("one",)]
+
+
 def test_multiplicity_charges_each_size_for_the_skeletons_scored_at_it():
     def skeleton(key, inner, cheap_ic):  # one term, with `inner` free numbers inside it
         term = Term(key, Y, np.zeros(3), inner)
