@@ -82,7 +82,10 @@ def test_the_entry_points_load_nothing_heavy_before_they_can_answer_ctrl_c(comma
 def test_ctrl_c_while_a_command_loads_is_one_line(tmp_path):
     (tmp_path / "slow_to_load.py").write_text(
         "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\ndef main():\n    return 0\n")
-    run = "from odecore.arguments import run_command; run_command('slow_to_load:main')"
+    # Python's own Ctrl-C handler, as at a terminal: a test run started in the background (nohup, some
+    # CI runners) passes SIGINT on ignored, and the child would sleep through it
+    run = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "from odecore.arguments import run_command; run_command('slow_to_load:main')")
     result = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
     assert (result.returncode, result.stderr) == (130, "interrupted\n")
