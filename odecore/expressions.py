@@ -217,16 +217,18 @@ def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[s
         raise ExpressionError("empty expression")
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
-    if "=" in text:  # "y' = -0.5*y", as `nsode predict` prints a law, reads to Python as a broken string
-        raise ExpressionError("'=' is not allowed: write only the right-hand side f(y) of y' = f(y) "
-                              "(for y' = -0.5*y: -0.5*y)")
+    source = text.strip().replace("\u2212", "-")  # a typeset minus, as pasted from a paper
     try:
-        tree = ast.parse(text.strip().replace("\u2212", "-"), mode="eval")  # a typeset minus, as pasted from a paper
+        tree = ast.parse(source, mode="eval")
     except SyntaxError as err:
+        if "=" in text:  # "y' = -0.5*y", as `nsode predict` prints a law, reads to Python as a broken string
+            raise ExpressionError("'=' is not allowed: write only the right-hand side f(y) of y' = f(y) "
+                                  "(for y' = -0.5*y: -0.5*y)") from None
         hint = "; write products with * (0.3*y, not 0.3y)" if "invalid decimal literal" in err.msg else ""
         raise ExpressionError(f"not a valid expression: {err.msg}{hint}") from None
     except RecursionError:
         raise ExpressionError("expression nested too deeply") from None
+    _check_literals(tree, source)
     builder = _Builder(FUNCTIONS if functions is None else {k: FUNCTIONS[k] for k in functions},
                        NAMES if names is None else {k: NAMES[k] for k in names}, flat_products)
     try:
@@ -243,6 +245,16 @@ def parse(text: str, *, functions: tuple[str, ...] | None = None, names: tuple[s
     return expr
 
 
+def _check_literals(tree: ast.AST, source: str) -> None:
+    """Refuses a number written below a float's range: Python reads the literal 1e-400 as 0.0, so
+    1e-400*y would be read as 0, where 1e400 and 1e-200*1e-200 are refused."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and type(node.value) is float and node.value == 0:
+            written = ast.get_source_segment(source, node) or ""
+            if any(digit in "123456789" for digit in written.lower().partition("e")[0]):
+                raise ExpressionError(f"a number beyond a float's range ({written})")
+
+
 def _check_constants(expr: sympy.Expr) -> None:
     """Refuses a constant part that is not a real number a float can hold: (-8)**(1/3) or acos(2)
     stay unevaluated, so sympy does not see their imaginary part, and numpy's evaluators would
@@ -254,8 +266,10 @@ def _check_constants(expr: sympy.Expr) -> None:
         if part.free_symbols:
             continue
         value = complex(part.evalf(20))
-        if value.imag != 0 or not math.isfinite(value.real):
+        if value.imag != 0:
             raise ExpressionError(f"{part} is not a real number")
+        if not math.isfinite(value.real):
+            raise ExpressionError(f"{part} is a number beyond a float's range")
 
 
 def _depth(expr: sympy.Expr) -> int:

@@ -154,3 +154,12 @@ def test_tiny_negative_data_whose_largest_value_is_zero_keep_their_digits():
     unit, tiny = (_record(0.0, lambda t, k=k: -2 * k * (1 - np.exp(-0.5 * t))) for k in (1.0, 1e-8))
     wrong = [score(f"{-k!r} - 0.45*y", trajectory).interpolation["r2"] for k, trajectory in ((1.0, unit), (1e-8, tiny))]
     assert wrong[1] == pytest.approx(wrong[0], rel=1e-6)
+
+
+def test_a_truth_that_varies_by_more_than_the_solver_s_tolerance_is_not_constant():
+    """A variation of 5 RTOL is signal, not rounding: R^2 is computed (a flat prediction scores
+    badly), not the constant-truth rule (which would give it 1 for being within isclose)."""
+    truth = 1.0 + 5 * protocol.RTOL * np.linspace(0.0, 1.0, 1024)
+    assert r2(np.full(1024, 1.0), truth) < 0
+    assert r2(truth, truth) == 1.0
+    assert r2(np.full(1024, 1.0), 1.0 + 0.5 * protocol.RTOL * np.linspace(0.0, 1.0, 1024)) == 1.0  # within: constant

@@ -7,7 +7,7 @@ import pytest
 from bench import datasets
 from odecore import protocol
 from bench.method import InvalidInput, Observations
-from bench.tasks import Task
+from bench.tasks import Task, Trajectory
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +245,21 @@ def test_an_equation_id_with_spaces_around_it_is_refused(tmp_path):
 def test_a_version_that_is_neither_text_nor_a_number_is_refused(tmp_path, version):
     with pytest.raises(datasets.DatasetError, match="'version' must be text or a number"):
         datasets.read_spec(_dataset(tmp_path, [{"id": "decay", "expression": "-0.5*y", "y0": [1.0]}], version=version))
+
+
+def _flat(level: float, points: int, equation_id: str = "flat") -> Trajectory:
+    t = np.linspace(0.0, 2.0, points)
+    return Trajectory("mine", equation_id, 0, None, level, t, np.full(points, level), np.empty(0), np.empty(0))
+
+
+def test_asking_for_more_points_than_a_record_holds_gives_all_of_them():
+    """A user's record of 20 points observed at n = 128 is seen whole, sorted, not refused by numpy."""
+    obs = Task(_flat(1.0, 20), 0.0, 128, 0).observations()
+    assert len(obs.t) == 20 and np.array_equal(obs.t, np.linspace(0.0, 2.0, 20))
+
+
+def test_two_equations_under_one_seed_draw_different_points_and_noise():
+    """The random stream depends on the trajectory too: otherwise every equation of a dataset would
+    share its sampled times and its noise draws."""
+    a, b = (Task(_flat(1.0, 1024, name), 0.01, 128, 0).observations() for name in ("first", "second"))
+    assert not np.array_equal(a.t, b.t) and not np.array_equal(a.y, b.y)

@@ -1,8 +1,9 @@
+import numpy as np
 import pytest
 import sympy
 
 from odecore.expressions import ExpressionError, parse, to_string
-from odecore.expressions import Y, complexity, nested_functions
+from odecore.expressions import MAX_LENGTH, Y, compile_vector, complexity, nested_functions, rounded
 
 
 @pytest.mark.parametrize("text", [
@@ -70,4 +71,89 @@ def test_complexity_counts_operators_variables_and_constants():
     ("y*log(2/y)", 0), ("exp(-y**2)", 0), ("sin(3.2 + y)", 0), ("y**2.5 - sqrt(y)", 0), ("y**y", 0),
 ])
 def test_nested_functions_counts_functions_inside_another_functions_argument(text, nested):
+    assert nested_functions(parse(text)) == nested
+
+
+@pytest.mark.parametrize("text", ["sqrt(-1)*y", "log(-1)*y", "(-1)**0.5*y"])
+def test_a_constant_that_sympy_evaluates_to_an_imaginary_number_is_refused(text):
+    """sympy turns sqrt(-1) into I and log(-1) into I*pi at once: no unevaluated part is left for the
+    constants' check to see, only the check for I refuses them."""
+    with pytest.raises(ExpressionError, match="not real and finite"):
+        parse(text)
+
+
+@pytest.mark.parametrize("text", ["10**200*10**200*y", "y/(10**200*10**200)", "10**300*10*y"])
+def test_an_exact_number_beyond_1e300_built_from_smaller_ones_is_refused(text):
+    """Each literal and each power is within range, their product is not: it could not be printed
+    back or evaluated as a float."""
+    with pytest.raises(ExpressionError, match=r"a number beyond 1e\+-300"):
+        parse(text)
+
+
+@pytest.mark.parametrize("text", ["exp(1000)*y", "cosh(800) - y"])
+def test_a_constant_function_value_beyond_a_float_s_range_is_refused(text):
+    """exp(1000) is real for sympy but inf as a float: the harness would integrate inf*y."""
+    with pytest.raises(ExpressionError, match="is a number beyond a float's range"):
+        parse(text)
+
+
+@pytest.mark.parametrize("text", ["1e-330*y", "1e-400*y + y", "-1e-400", "y + 2.5E-999"])
+def test_a_number_written_below_a_float_s_range_is_refused_not_read_as_zero(text):
+    """Python reads the literal 1e-400 as 0.0: 1e-400*y would have been the law y' = 0."""
+    with pytest.raises(ExpressionError, match="a number beyond a float's range"):
+        parse(text)
+    assert parse("0e5*y + y") == parse("0.000e-9*y + y") == Y  # zeros written as zeros are numbers
+
+
+@pytest.mark.parametrize("text, message", [
+    ("log(y, base=10)", "log takes exactly one argument"),
+    ("y >= 0", "'y >= 0' is not allowed in an expression"),
+])
+def test_an_equals_sign_inside_a_valid_expression_gets_its_own_refusal_not_the_equation_hint(text, message):
+    with pytest.raises(ExpressionError, match=message):
+        parse(text)
+
+
+def test_text_longer_than_the_limit_is_refused_even_when_it_would_read():
+    """The length limit is checked before Python's parser sees the text (padding included)."""
+    assert parse("y" + " " * (MAX_LENGTH - 1)) == Y
+    with pytest.raises(ExpressionError, match=f"longer than {MAX_LENGTH} characters"):
+        parse("y" + " " * MAX_LENGTH)
+
+
+def test_a_caret_is_refused_with_the_hint_to_write_two_stars():
+    with pytest.raises(ExpressionError, match=r"'\^' is not a power in Python syntax; write y\*\*2"):
+        parse("y^2")
+
+
+def test_a_call_with_unpacked_keywords_is_refused_not_read_as_the_one_argument():
+    """sin(y, **y) holds no '=' (so the check for equations lets it through) and one positional argument."""
+    with pytest.raises(ExpressionError, match="sin takes exactly one argument"):
+        parse("sin(y, **y)")
+
+
+def test_text_is_read_with_spaces_and_a_newline_around_it():
+    """A law pasted from a file or a table keeps its indentation; Python would call it an unexpected indent."""
+    assert parse("   -0.5*y\n") == parse("\t-0.5*y") == -0.5 * Y
+
+
+def test_rounded_keeps_the_digits_asked_for():
+    """`nsode predict`'s candidates and the laws table print constants to `digits` significant digits."""
+    assert rounded(parse("0.123456*y - 2.71828*y**2"), 3) == "0.123*y - 2.72*y**2"
+    assert rounded(parse("0.123456*y"), 5) == "0.12346*y"
+
+
+def test_a_constant_expression_evaluates_to_an_array_of_its_input_s_shape():
+    """y' = 3 gives one value per point, as any other law does (a scalar would break the callers'
+    indexing and stacking)."""
+    out = compile_vector(sympy.Integer(3))(np.zeros(4))
+    assert out.shape == (4,) and np.all(out == 3.0)
+    assert compile_vector(parse("pi"))(np.zeros((2, 3))).shape == (2, 3)
+
+
+@pytest.mark.parametrize("text, nested", [("sin(y**2.5)", 0), ("exp(-sqrt(y))", 0), ("log(1 + y**0.5)", 0),
+                                          ("sin(y**y)", 1)])
+def test_a_power_with_a_numeric_exponent_is_not_a_nested_function(text, nested):
+    """Only a power whose exponent is not a number counts as transcendental: sqrt(y) and y**2.5 inside
+    a function are no nesting."""
     assert nested_functions(parse(text)) == nested

@@ -51,3 +51,22 @@ def test_a_law_whose_expansion_would_be_huge_is_answered_unexpanded(monkeypatch)
     monkeypatch.setattr(skeletons, "skeleton", refuse)
     for law in ("-0.3*y + 1e-300*(1 + y)**100000", "(1 + y + sin(y) + exp(y))**80", "y - exp((1 + y)**3000)"):
         assert not same_skeleton(parse(law), parse("-0.3*y"))
+
+
+def test_a_prediction_many_times_the_truth_s_size_is_not_its_form_even_if_it_expands_to_it():
+    """Six spelled-out zeros ((y + k)**2 - y**2 - 2*k*y - k**2) beside y + 3 expand to the truth's
+    terms, but a prediction over SIZE_RATIO times the truth's size (plus SIZE_SLACK) is answered
+    False unexpanded."""
+    zeros = " + ".join(f"(y + {k})**2 - y**2 - {2 * k}*y" for k in range(1, 7))
+    assert skeletons.skeleton(parse(zeros + " + y")) == skeletons.skeleton(parse("y + 3"))
+    assert not same_skeleton(parse(zeros + " + y"), parse("y + 3"))
+    assert same_skeleton(parse("(y + 1)**2 - y**2 - y"), parse("y + 3"))  # small: expanded and compared
+
+
+def test_a_truth_whose_expansion_would_be_huge_is_answered_unexpanded(monkeypatch):
+    """The cap on expanded terms looks at the truth as well as the prediction."""
+    def refuse(expr):
+        raise AssertionError(f"expanded {expr}")
+
+    monkeypatch.setattr(skeletons, "skeleton", refuse)
+    assert not same_skeleton(parse("-0.3*y"), parse("(1 + y + sin(y) + exp(y))**80"))

@@ -159,3 +159,26 @@ def test_a_weakly_determined_level_keeps_its_own_uncertainty_in_the_predictive_e
     eye = np.eye(len(r))
     dense = r @ np.linalg.solve(eye + dense_a, r) + np.linalg.slogdet(eye + dense_a)[1]
     assert predictive_error(law, values, y0, t, y, cut, sigma) == pytest.approx(dense, rel=1e-6)
+
+
+def test_a_law_whose_trajectory_cannot_be_integrated_has_infinite_errors_not_zero_ones():
+    """y' = y**2 from 1 blows up at t = 1, inside [0, 2]: no number is determined (zero errors
+    would print every digit as certain)."""
+    errors = standard_errors(Template(A * Y**2, (A,)), [1.0], 1.0, np.linspace(0, 2, 32), 0.01)
+    assert errors.shape == (2,) and np.all(np.isinf(errors))
+
+
+def test_predictive_error_of_a_redundant_pair_is_that_of_their_sum():
+    """y' = a + b: the first part fixes only a + b; the direction it misses (a - b) moves nothing
+    later either, so it must add nothing (the singular values are floored, not divided by round-off)."""
+    t = np.linspace(0, 2, 40)
+    y = 1.0 + 0.7 * t + 0.01 * np.random.default_rng(0).normal(size=t.size)
+    pair = predictive_error(Template(A + B + 0 * Y, (A, B)), [0.3, 0.4], 1.0, t, y, 28, 0.01)
+    alone = predictive_error(Template(A + 0 * Y, (A,)), [0.7], 1.0, t, y, 28, 0.01)
+    assert math.isfinite(pair) and pair == pytest.approx(alone, rel=1e-6)
+
+
+def test_a_number_is_never_written_with_more_digits_than_a_double_holds():
+    """17 significant digits at most, whatever max_digits and extra ask: further ones are binary round-off."""
+    assert written_to_error(0.1, 0.0, extra=15) == "0.10000000000000001"
+    assert written_to_error(0.1, 0.0, max_digits=25) == "0.10000000000000001"
