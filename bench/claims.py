@@ -140,6 +140,9 @@ def speed(rows: pd.DataFrame, roles: Roles) -> Verdict:
         return _missing("2", f"lacking: {', '.join(lacking)}")
     fast = _median(rows[rows["method"] == roles.nsode], "fit_time")
     slow = _median(rows[rows["method"] == roles.proged], "fit_time")
+    unmeasured = [m for m, median in ((roles.nsode, fast), (roles.proged, slow)) if np.isnan(median)]
+    if unmeasured:  # a missing median is no speed-up (nor a slow-down)
+        return _missing("2", f"no fit times for {', '.join(unmeasured)}")
     ratio = slow / fast if fast > 0 else float("inf")
     verdict = "holds" if ratio >= SPEEDUP_HOLDS else "partly" if ratio >= SPEEDUP_PARTLY else "does not hold"
     measured = f"median fit time {roles.nsode} {_fmt(fast)} s, {roles.proged} {_fmt(slow)} s: {_fmt(ratio)}x"

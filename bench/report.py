@@ -174,7 +174,7 @@ def leaderboard(rows: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
     found = rows["skeleton"] if "skeleton" in rows else pd.Series(np.nan, index=rows.index)
     by_keys = [rows[k] for k in keys]
     stale = found.isna() & (rows["truth_kind"] == "solution") & ~rows["failed"]  # scored before the score existed
-    table["true_skeleton"] = found.groupby(by_keys, dropna=False).mean().where(~stale.groupby(by_keys).any())
+    table["true_skeleton"] = found.groupby(by_keys, dropna=False).mean().where(~stale.groupby(by_keys, dropna=False).any())
     bounds = share_interval(rows.assign(solved=found), keys)
     table["true_skeleton_low"], table["true_skeleton_high"] = bounds["low"], bounds["high"]
     for part in ("interp", "extrap"):

@@ -229,6 +229,8 @@ def _pair(value, kind, key: str) -> tuple:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise ConfigError(f"{key} must be a pair [low, high]")
     try:
+        if kind is int and any(isinstance(v, bool) or float(v) != int(float(v)) for v in value):
+            raise ValueError(value)  # [-10.7, 10.9] read as (-10, 10) would be a silent change, as in _number
         lo, hi = kind(value[0]), kind(value[1])
     except (TypeError, ValueError, OverflowError):  # int(.inf) overflows
         raise ConfigError(f"{key}: {list(value)!r} is not a pair of {'whole ' if kind is int else ''}numbers") from None

@@ -143,3 +143,29 @@ def test_a_prediction_that_diverges_beyond_the_data_keeps_its_law_s_skeleton_sco
     frame = pd.DataFrame(rows("m", [0.99, 0.99], [np.nan, 0.99])).assign(skeleton=1.0, truth_expression="-y")
     frame.loc[0, "score_status"] = EXTRAP_DIVERGED
     assert report.leaderboard(frame).iloc[0]["true_skeleton"] == 1.0
+
+
+def test_methods_level_in_extrapolation_are_ranked_by_their_interpolation_share():
+    """The second key of the ranking: of two methods with the same extrapolation share, the one
+    solving more tasks in interpolation comes first."""
+    frame = pd.DataFrame(rows("weaker", [0.95, 0.1], [0.95, 0.1]) + rows("stronger", [0.95, 0.95], [0.95, 0.1]))
+    assert list(report.leaderboard(frame)["method"]) == ["stronger", "weaker"]
+
+
+def test_a_failure_in_scoring_gives_the_scorer_s_status_and_reason():
+    """A prediction that ran (status ok) but failed its scoring is listed under the score's status
+    and reason, not under an empty reason."""
+    frame = pd.DataFrame(rows("m", [np.nan], [np.nan], score_status="diverged")
+                         + rows("m", [np.nan], [np.nan], status="error"))
+    frame["reason"] = ["", "boom"]
+    frame["score_reason"] = ["LSODA stopped at t = 1.5", ""]
+    found = report.failures(frame).set_index("status")["reason"]
+    assert found["diverged"] == "LSODA stopped at t = 1.5" and found["error"] == "boom"
+
+
+def test_the_true_form_share_of_a_cell_without_a_noise_level_is_shown():
+    """Every row is scored: a cell whose key holds no noise level is not marked as scored before the
+    score existed (leaderboard_by_dataset.md groups by dataset and noise)."""
+    frame = pd.DataFrame(rows("m", [0.95, 0.95], [0.95, 0.95])).assign(noise=np.nan, skeleton=1.0,
+                                                                          truth_expression="-y")
+    assert report.leaderboard(frame, by=("dataset", "noise"))["true_skeleton"].tolist() == [1.0]

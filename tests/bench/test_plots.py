@@ -467,3 +467,16 @@ def test_observed_records_get_no_extrapolation_heatmap_and_a_blank_panel_says_wh
     plots.solved_figure(observed, tmp_path, plots.palette(observed["method"]))
     interp, extrap, _ = figures[-1].axes
     assert [text.get_text() for text in extrap.texts] == ["not scored (no truth there)"] and not interp.texts
+
+
+def test_a_long_law_is_cut_at_law_width_characters_in_the_printed_table():
+    """laws.csv keeps a law in full; the printed table cuts one a little over LAW_WIDTH characters to
+    LAW_WIDTH, " ..." included."""
+    long = " + ".join(f"{k}.123456*y**{k}" for k in range(2, 11))  # about 110 characters, rounded
+    frame = pd.DataFrame([dict(dataset="mine", equation_id="e", record=None, y0_index=0, noise=0.0, n=64, seed=0,
+                               method="sindy", status="ok", score_status="ok", expression=long, r2_interp=0.99,
+                               r2_extrap=np.nan, fit_time=1.0, truth_kind="observations", reason="", score_reason="")])
+    cells = [cell.strip() for line in report.format_laws(report.laws(frame)).splitlines() for cell in line.split("|")
+             if cell.strip().endswith(" ...")]
+    assert len(cells) == 1 and len(cells[0]) <= report.LAW_WIDTH
+    assert report.laws(frame)["law"].item() == long

@@ -287,6 +287,18 @@ def test_a_whole_number_setting_is_never_truncated(value, ok):
             config.from_dict(data)
 
 
+@pytest.mark.parametrize("value, ok", [([-10, 10], True), ([-10.0, 10.0], True), ([-10.7, 10.9], False),
+                                       ([True, 5], False)])
+def test_a_whole_number_range_is_never_truncated(value, ok):
+    """As a single whole-number setting: [-10.7, 10.9] read as (-10, 10) would change the setting silently."""
+    data = {**config.default().to_dict(), "int_range": value}
+    if ok:
+        assert config.from_dict(data).int_range == (-10, 10)
+    else:
+        with pytest.raises(config.ConfigError, match="int_range: .* is not a pair of whole numbers"):
+            config.from_dict(data)
+
+
 @pytest.mark.parametrize("key, value, problem", [
     ("t_extra", float("inf"), "t_extra: inf is not a finite number"),  # passed 0 < t_max < t_extra, failed in a solve
     ("t_max", float("nan"), "t_max: nan is not a finite number"),
@@ -333,3 +345,70 @@ def test_a_range_whose_ends_are_equal_is_refused():
     values["y0_range"] = [5, 5]
     with pytest.raises(config.ConfigError, match="low must be below high"):
         config.from_dict(values)
+
+
+def test_the_solution_seed_is_recorded_only_where_it_differs_from_the_seed(tiny_config):
+    """A folder solved with its own seed records no solution_seed, so its config.json is the one a
+    folder written before the solution seed existed holds, and resuming it is not refused."""
+    assert "solution_seed" not in generate.provenance(tiny_config, 3, 3)
+    assert "solution_seed" not in generate.provenance(tiny_config, 3)
+    assert generate.provenance(tiny_config, 3, 4)["solution_seed"] == 4
+
+
+def test_asking_for_no_skeletons_is_refused_before_anything_is_written(tmp_path, tiny_config):
+    """--n-skeletons 0 is an error, not an empty folder with a config.json."""
+    with pytest.raises(generate.GenerateError, match="at least 1"):
+        generate.generate(tmp_path / "o", 0, 1, tiny_config, progress=False)
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_extrapolation_grid_is_the_stored_y_extra_grid(tiny_config):
+    """Config.t_extrapolate is the grid of y_extra: `grid` points from T (the last point of y) to T_extra."""
+    t = generate.ode_grid(tiny_config)
+    np.testing.assert_array_equal(tiny_config.t_extrapolate(), t[tiny_config.grid - 1:])
+    np.testing.assert_array_equal(tiny_config.t_train(), t[:tiny_config.grid])
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("grid", 15, "grid must have at least 16 points"),  # the FD stencil (9 wide) needs room on each interval
+    ("p_sym", 0.0, "p_sym must be in"),  # no leaf would ever be y: every tree constant, all rejected
+    ("t_extra", 2.0, "need 0 < t_max < t_extra"),  # an extrapolation window of no length
+    ("science_n_terms", [1, 1], "science_n_terms must be three weights"),
+    ("science_n_terms", [1, 1, 1, 1], "science_n_terms must be three weights"),
+    ("science_rate_range", [-1.0, 2.0], "must be positive"),  # log-uniform draws of a magnitude
+    ("science_y0_range", [0.0, 2.0], "must be positive"),
+    ("binary_ops", {"add": 1.0, "mul": -0.5}, "binary_ops: weights must be finite and >= 0"),
+    ("candidates_per_block", 0, "block and shard sizes must be >= 1"),
+    ("skeletons_per_shard", 0, "block and shard sizes must be >= 1"),
+])
+def test_a_setting_out_of_its_range_is_refused_naming_it(key, value, problem):
+    with pytest.raises(config.ConfigError, match=problem):
+        config.from_dict({**config.default().to_dict(), key: value})
+
+
+def test_constant_sets_that_cannot_be_drawn_are_counted_as_dropped(tiny_config, monkeypatch):
+    """A skeleton that gets fewer than n_const constant sets counts the rest as dropped ("constant
+    sets missing", in the shard's counts); a law without constants has one set and drops none."""
+    from nsode.data import tokens as tok
+    from odecore.expressions import complexity
+
+    def row(law):
+        expr = tok.parse_infix(law)
+        return generate.SkeletonRow(0, tok.skeleton(expr), tok.to_infix(expr), complexity(expr))
+
+    assert "constant sets missing" not in generate.solve_skeleton(row("y"), 0, tiny_config)[2]
+    real = generate.draw_sets
+    monkeypatch.setattr(generate, "draw_sets", lambda *args: tuple(part[:1] for part in real(*args)))
+    rows, _, drops = generate.solve_skeleton(row("-0.5*y"), 0, tiny_config)
+    assert drops["constant sets missing"] == tiny_config.n_const - 1 and rows
+
+
+def test_files_left_by_an_interrupted_write_are_removed_when_the_folder_is_resumed(tmp_path, tiny_config):
+    """The hidden .tmp files of a write that was cut short are deleted when the run resumes."""
+    folder = tmp_path / "o"
+    generate.prepare_folder(folder, tiny_config, 1)
+    (folder / "shards").mkdir()
+    stale = folder / "shards" / ".shard-00002.parquet.123.tmp"
+    stale.write_bytes(b"partial")
+    generate.prepare_folder(folder, tiny_config, 1)
+    assert not stale.exists() and (folder / "config.json").exists()

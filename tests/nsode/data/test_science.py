@@ -199,3 +199,12 @@ def test_initial_values_are_on_the_scale_of_a_half_saturation_constant():
     sets, y0 = science.draw_sets(candidate.expr, candidate.skeleton, np.random.default_rng(0), SCIENCE)
     ratio = np.abs(y0) / np.abs(np.array([values[k] for _, values in sets]))[:, None]
     assert 0.1 / 4 <= ratio.min() and ratio.max() <= 2 / 0.25
+
+
+def test_a_negative_exponent_keeps_its_sign_when_resampled():
+    """An inverse power (1/y**2) is redrawn as another inverse power, never as a growing one: the
+    exponent's sign belongs to the skeleton."""
+    slots = simplify.constant_slots(simplify.canonical(tok.parse_infix("1.3*y**(-2) - 1.2*y")))
+    rng = np.random.default_rng(0)
+    drawn = {science._exponents(slots, rng, SCIENCE)[0] for _ in range(100)}
+    assert drawn == {-2.0, -3.0, -4.0, -5.0}
