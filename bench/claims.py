@@ -176,9 +176,13 @@ def large_extrapolation(rows: pd.DataFrame, roles: Roles) -> Verdict:
 def sample_size(rows: pd.DataFrame, roles: Roles) -> Verdict:
     """Claim 4 (appendix, full results)."""
     sizes = sorted(rows["n"].unique())
+    def at_both_ends(method: str) -> bool:
+        return {sizes[0], sizes[-1]} <= set(rows.loc[rows["method"] == method, "n"])
+
     lacking = _lacking(rows, roles.nsode, roles.proged)
-    fds = [m for m in roles.fd_methods  # an FD method run at one n cannot degrade: not counted
-           if {sizes[0], sizes[-1]} <= set(rows.loc[rows["method"] == m, "n"])]
+    lacking += [f"{m} at n {sizes[0]} and {sizes[-1]}" for m in (roles.nsode, roles.proged)  # not -inf there
+                if m not in lacking and len(sizes) > 1 and not at_both_ends(m)]
+    fds = [m for m in roles.fd_methods if at_both_ends(m)]  # an FD method run at one n cannot degrade: not counted
     if len(sizes) < 2 or lacking or not fds:
         return _missing("4", f"needs two sample sizes, {roles.nsode}, {roles.proged} and an FD method; lacking: "
                         + ", ".join(lacking + (["a second n"] if len(sizes) < 2 else []) + ([] if fds else ["FD methods"])))

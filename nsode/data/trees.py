@@ -70,11 +70,13 @@ def sample_constant(rng: np.random.Generator, config: Config, sign: int = 0) -> 
             value = lo + int(rng.integers(count))
             return value + 1 if lo <= 0 <= value else value  # skip 0
     lo, hi = config.real_range
-    if sign > 0:
+    if sign > 0 and hi > 0:
         lo = max(lo, 0.0)
-    elif sign < 0:
+    elif sign < 0 and lo < 0:
         hi = min(hi, 0.0)
     value = float(rng.uniform(lo, hi))
+    if sign:  # a range wholly on the other side of 0 gives its magnitudes (uniform(0, -5) draws negatives)
+        value = sign * abs(value)
     return value if value != 0.0 else sample_constant(rng, config, sign)
 
 

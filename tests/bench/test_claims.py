@@ -218,3 +218,11 @@ def test_the_speed_claim_is_not_measured_without_fit_times(method):
     """A missing median fit time is no speed-up: NSODE-eps without fit times read as infinitely fast ("holds")."""
     verdict = claims.check(table(when(method, fit_time=np.nan)), ROLES)[1]
     assert (verdict.key, verdict.verdict) == ("2", "not measured") and method in verdict.why
+
+
+def test_the_sample_size_claim_is_not_measured_for_a_method_run_at_one_n_only():
+    """NSODE-eps without rows at the smallest n read as a median of -inf there, so as "degrading"."""
+    frame = table()
+    frame = frame[~((frame["method"] == "nsode-eps") & (frame["n"] == 128))]
+    verdict = claims.check(frame, ROLES)[3]
+    assert (verdict.key, verdict.verdict) == ("4", "not measured") and "nsode-eps at n 128 and 256" in verdict.why

@@ -113,3 +113,15 @@ def test_operator_weights_are_normalised_and_weight_zero_is_left_out():
     config = cfg.default().replace(binary_ops={"add": 1, "mul": 3}, unary_ops={"sin": 1, "cos": 0})
     assert dict(config.binary_ops) == {"add": 0.25, "mul": 0.75} and "cos" not in config.unary_ops
     trees.sample_expression(np.random.default_rng(0), config)  # rng.choice needs weights summing to 1
+
+
+@pytest.mark.parametrize("real_range", [(-5.0, -1.0), (-5.0, 0.0), (1.0, 5.0)])
+def test_a_constant_resampled_with_a_sign_keeps_it_whatever_side_of_0_the_range_lies(real_range):
+    """Resampling keeps a constant's sign: a range wholly below 0 gave positives as negatives
+    (numpy's uniform(0, -5)), and [-5, 0] drew 0 for ever."""
+    config = cfg.default().replace(p_int=0.0, real_range=real_range)
+    rng = np.random.default_rng(0)
+    for sign in (1, -1):
+        values = [trees.sample_constant(rng, config, sign) for _ in range(50)]
+        assert all(v * sign > 0 for v in values)
+        assert all(0 < abs(v) <= 5 for v in values)
