@@ -199,5 +199,14 @@ def changed_flags(args: argparse.Namespace, *, values: bool = False) -> list[str
         if kind is bool or not values:
             out.append(flag(name))
         else:
-            out.append(f"{flag(name)} {value:g}" if isinstance(value, (int, float)) else f"{flag(name)} {value}")
+            out.append(f"{flag(name)} {_as_typed(value)}")
     return out
+
+
+def _as_typed(value) -> str:
+    """A flag's value as one would type it back: whole numbers in full (1000000, which the flag reads,
+    not 1e+06), other numbers short where that is exact (2, not 2.0) and in full otherwise."""
+    if isinstance(value, float):
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+    return str(value)

@@ -79,5 +79,8 @@ def test_a_numpy_bool_is_a_switch_value():
     assert setting_value("snap", bool, np.bool_(False)) is False
 
 
-def test_changed_flags_write_numbers_as_g():
+def test_changed_flags_write_numbers_as_they_can_be_typed_back():
     assert "--forecast 2" in changed_flags(parse("--forecast", "2"), values=True)
+    written = changed_flags(parse("--max-nfev", "1000000", "--course-tolerance", "0.1234567"), values=True)
+    assert {"--max-nfev 1000000", "--course-tolerance 0.1234567"} <= set(written)  # not 1e+06, not 0.123457
+    assert parse(*" ".join(written).split()) == parse("--max-nfev", "1000000", "--course-tolerance", "0.1234567")
