@@ -1,4 +1,5 @@
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from nsode import default_checkpoint
 from nsode.data import tokens
 from nsode.decode import arity, beam_search, sample_search, to_expression
 from nsode.encoding import encode_observations
-from nsode.model import DecoderInput, load
+from nsode.model import DecoderInput, NSODEConfig, load, vocabulary_config
 from nsode.predict import Predictor
 
 
@@ -150,3 +151,61 @@ def test_no_continuation_leaves_more_open_slots_than_tokens_left(decay):
     total, _, _, _ = _continuations(g, logp, torch.zeros(3), slots, remaining=2)
     assert torch.isfinite(total[1]).any() and not torch.isfinite(total[1, :len(g.names)][g.arity > 0]).any()
     assert not torch.isfinite(ends).any()
+
+
+def test_a_nan_expression_is_not_a_candidate():
+    """0 * (y / 0) and y + 0 * log(0) are nan in sympy: not a finite real expression."""
+    assert to_expression(["mul", 0.0, "div", "y", 0.0]) is None
+    assert to_expression(["add", "y", "mul", 0.0, "log", 0.0]) is None
+
+
+class _Bigram(torch.nn.Module):
+    """A stand-in decoder whose next-token probabilities depend only on the previous token
+    (`table[previous][next]`, 1e-6 elsewhere), so that a beam can be followed by hand."""
+
+    def __init__(self, table, max_tokens):
+        super().__init__()
+        self.config = NSODEConfig(**vocabulary_config(), max_tokens=max_tokens)
+        index = self.config.tokens.index
+        p = torch.full((self.config.vocab_size, self.config.vocab_size), 1e-6)
+        for previous, row in table.items():
+            for token, q in row.items():
+                p[index(previous), index(token)] = q
+        self.log_table = torch.nn.Parameter(p.log(), requires_grad=False)
+
+    def decode(self, inp, memory, past=None, use_cache=False):
+        cache = SimpleNamespace(self_attention_cache=SimpleNamespace(reorder_cache=lambda rows: None))
+        return self.log_table[inp.ids[:, -1:, 0]], cache
+
+
+def _prefixes(model, beam):
+    return [" ".join(map(str, b.prefix)) for b in beam_search(model, None, memory=torch.zeros(1, 1, 8), beam=beam)]
+
+
+def test_a_tree_that_ends_below_the_beams_live_continuations_is_dropped():
+    """A beam of width 2: "y" ends at 0.5 * 0.15 = 0.075, below both live continuations of "neg"
+    (neg y 0.15, neg neg 0.09), so it is not kept (a finished hypothesis must beat the k-th live one)."""
+    row = {"y": 0.5, "neg": 0.3, "<eos>": 0.15}
+    model = _Bigram({token: row for token in ("<bos>", "y", "neg")}, max_tokens=3)
+    assert _prefixes(model, 2)[:2] == ["neg y", "neg neg y"]
+
+
+def test_the_beam_stops_only_when_nothing_live_can_enter_its_kept_hypotheses():
+    """Beam 2: once "neg y" and "add y y" have ended, the live "add y neg" is below the best but
+    above the second, and ends as "add y neg y", the second best: stopping when the best live
+    hypothesis falls below the best finished one (not the beam-th) would lose it."""
+    table = {"<bos>": {"y": 0.05, "neg": 0.45, "add": 0.25, "<eos>": 0.35},
+             "y": {"y": 0.15, "neg": 0.65, "add": 0.05, "<eos>": 0.35},
+             "neg": {"y": 0.55, "neg": 0.05, "add": 0.15, "<eos>": 0.35},
+             "add": {"y": 0.45, "neg": 0.15, "add": 0.25, "<eos>": 0.35}}
+    assert _prefixes(_Bigram(table, max_tokens=5), 2)[:2] == ["neg y", "add y neg y"]
+
+
+def test_samples_keep_within_the_max_tokens_asked_for():
+    """sample_search's max_tokens bounds each drawn tree, as beam_search's does (not the config's 64)."""
+    from nsode.decode import sample_search
+
+    row = {"y": 0.2, "neg": 0.6, "add": 0.1, "<eos>": 0.1}
+    model = _Bigram({token: row for token in ("<bos>", "y", "neg", "add")}, max_tokens=64)
+    drawn = sample_search(model, torch.zeros(1, 1, 8), samples=16, max_tokens=3, seed=0)
+    assert drawn and all(len(b.prefix) <= 3 for b in drawn)

@@ -220,3 +220,112 @@ def test_the_pre_sweep_check_refuses_configs_no_model_runs_with(saved, tmp_path,
     folder = _copy(saved, tmp_path, **edit(_config(saved)))
     with pytest.raises(CheckpointError, match=problem):
         check(folder)
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda c: {"input_bits": 64}, "input_bits 64, but input_proj.weight has 128"),
+    (lambda c: {"decoder_layers": 3}, "decoder_layers 3, but the weights hold 2"),
+    (lambda c: {"max_tokens": 1000}, "max_tokens 1000 exceeds max_position_embeddings 512"),
+    (lambda c: {"dropout": -0.1}, r"dropout -0.1 is not a rate in \[0, 1\)"),
+    (lambda c: {"attention_dropout": 1.5}, r"attention_dropout 1.5 is not a rate in \[0, 1\)"),
+    (lambda c: {"activation_dropout": 1.5}, r"activation_dropout 1.5 is not a rate in \[0, 1\)"),
+    (lambda c: {"bos_token_id": 36}, "bos_token_id 36 is not a token of the 36"),
+    (lambda c: {"constant_token_ids": [99] + c["constant_token_ids"][1:]}, "must name two or more of the 36 tokens"),
+])
+def test_the_pre_sweep_check_names_every_size_rate_and_token_it_reads(saved, tmp_path, edit, problem):
+    """Each field the check reads is checked, not only the one the other tests edit: the input width,
+    the decoder's layers, max_tokens within the positions, a negative or too large dropout of each
+    kind, the bos id, and a grid id outside the vocabulary (an IndexError without the check)."""
+    from nsode.checkpoint_files import CheckpointError, check
+
+    folder = _copy(saved, tmp_path, **edit(_config(saved)))
+    with pytest.raises(CheckpointError, match=problem):
+        check(folder)
+
+
+def test_weights_with_bytes_after_their_last_tensor_are_refused(saved, tmp_path):
+    """A whole safetensors file ends where its tensors end: safetensors refuses a longer one
+    ("file not fully covered"), so the pre-sweep check must too."""
+    from nsode.checkpoint_files import CheckpointError, check
+
+    folder = _copy(saved, tmp_path)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes() + bytes(64))
+    with pytest.raises(CheckpointError, match="not a whole safetensors file"):
+        check(folder)
+
+
+def test_nan_in_float32_weights_is_refused(saved, tmp_path):
+    """Training saves float32 weights: a NaN in them is found as in fp16 and bf16 ones."""
+    from nsode.checkpoint_files import CheckpointError, check
+
+    folder = _copy(saved, tmp_path)
+    _with_weight(folder, "lm_head.weight", float("nan"), torch.float32)
+    with pytest.raises(CheckpointError, match="lm_head.weight holds NaN or inf"):
+        check(folder)
+
+
+# --- nsode/model.py ---------------------------------------------------------------------------
+
+def test_a_config_whose_positions_differ_from_the_weights_is_refused_not_reinitialised(saved, tmp_path):
+    """max_position_embeddings edited after training passes the pre-sweep check (it reads no
+    position table), but the loaded positional embeddings would be random: load names them."""
+    from nsode.model import CheckpointError, load
+
+    folder = _copy(saved, tmp_path, max_position_embeddings=600)
+    with pytest.raises(CheckpointError, match="mismatched keys .*embed_positions"):
+        load(folder)
+
+
+def test_padding_is_hidden_from_the_decoder_too():
+    """A padded record decodes as it does alone: forward's mask reaches the decoder's cross-attention."""
+    from nsode.model import build
+
+    torch.manual_seed(0)
+    model = build("tiny").eval()
+    bits = torch.randint(0, 2, (1, 16, 128)).float()
+    mask = torch.ones(1, 16, dtype=torch.long)
+    mask[0, 10:] = 0
+    ids, w = torch.randint(0, 36, (1, 5, 2)), torch.rand(1, 5, 2)
+    with torch.no_grad():
+        padded = model(bits, ids, w, mask)
+        alone = model(bits[:, :10], ids, w)
+    torch.testing.assert_close(padded, alone, atol=1e-5, rtol=1e-4)
+
+
+def test_a_model_for_short_records_still_has_positions_for_its_tokens():
+    """max_position_embeddings covers max_tokens as well as max_points: a model built for 16 points
+    decodes 64 tokens."""
+    from nsode.model import DecoderInput, build
+
+    model = build("tiny", max_points=16).eval()
+    assert model.config.max_position_embeddings == 64
+    ids = torch.full((1, 64, 2), model.config.bos_token_id)
+    with torch.no_grad():
+        logits, _ = model.decode(DecoderInput(ids, torch.ones(1, 64, 2) / 2), torch.zeros(1, 16, 128))
+    assert logits.shape == (1, 64, 36)
+
+
+def test_a_device_this_machine_lacks_or_cannot_read_is_one_clear_error(monkeypatch):
+    """resolve_device: auto falls back to the CPU; cuda without CUDA and an unknown name are ValueErrors."""
+    from nsode.model import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu") == resolve_device("cpu")
+    for name, problem in (("cuda", "no CUDA device"), ("cuda:1", "no CUDA device"), ("gpu", "use auto, cpu or cuda")):
+        with pytest.raises(ValueError, match=problem):
+            resolve_device(name)
+
+
+# --- nsode/export.py --------------------------------------------------------------------------
+
+def test_export_onto_a_file_is_refused_before_anything_is_written(tmp_path):
+    """DST an existing file: one CheckpointError naming it, the file kept, no staging folder left."""
+    from nsode.export import export
+
+    src = _run_folder(tmp_path / "run")
+    (tmp_path / "shipped").write_text("notes")
+    with pytest.raises(CheckpointError, match="is a file, not a folder"):
+        export(src, tmp_path / "shipped")
+    assert (tmp_path / "shipped").read_text() == "notes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "shipped"]

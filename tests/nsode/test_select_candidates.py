@@ -68,3 +68,19 @@ def test_selection_orders_the_integrated_by_r2_not_by_proxy(monkeypatch):
     out = selection.select(RATES[:4], t, y, exact=None)
     assert out[0].expr == -0.5 * Y
     assert [s.r2 for s in out] == sorted((s.r2 for s in out), reverse=True)
+
+
+def test_candidates_left_unintegrated_follow_by_proxy_score():
+    """After the integrated shortlist come the others, best proxy first, whatever order they came in."""
+    t, y = _decay_record()
+    out = select(list(reversed(RATES)), t, y, exact=1)
+    assert out[0].expr == -0.5 * Y and math.isfinite(out[0].r2)
+    assert all(s.r2 == -math.inf for s in out[1:])
+    assert [s.proxy for s in out[1:]] == sorted((s.proxy for s in out[1:]), reverse=True)
+
+
+
+def test_the_naive_path_integrates_every_candidate():
+    """exact=None is the paper's selection: LSODA for all ten candidates, not the default shortlist of 8."""
+    t, y = _decay_record()
+    assert sum(math.isfinite(s.r2) for s in select(RATES, t, y, exact=None)) == len(RATES) == 10
