@@ -84,3 +84,9 @@ def test_1_over_y_is_read_where_the_record_spans_up_to_a_thousandfold():
     assert RECIPROCAL_RANGE == 1e3
     assert np.allclose(transformed(np.array([0.002, 0.1, 1.0]), "reciprocal"), [500.0, 10.0, 1.0])
     assert transformed(np.array([0.0009, 1.0]), "reciprocal") is None
+
+
+def test_1_over_y_is_read_where_the_record_spans_exactly_a_thousandfold():
+    """transformed: RECIPROCAL_RANGE is inclusive: a record spanning exactly 1e3 is still read as 1/y."""
+    assert 1e3 * 0.001 == 1.0  # the span below is exactly the range
+    assert np.allclose(transformed(np.array([0.001, 1.0]), "reciprocal"), [1000.0, 1.0])

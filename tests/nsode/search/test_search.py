@@ -1495,3 +1495,171 @@ def test_up_to_many_records_each_get_a_colour_of_their_own():
 
     for count in (3, 12, 20, 25, 60):
         assert len(set(map(str, _record_colours(count)))) == count, count
+
+
+def test_a_term_that_is_not_finite_at_one_observation_is_no_term():
+    """term_of: None where the term is not finite at any one point (1/y on a record that touches 0)."""
+    from nsode.search.terms import term_of
+
+    y = np.linspace(1.0, 0.0, 16)  # ends at 0
+    assert term_of(1 / Y, np.linspace(0, 1, 16), y, {}) is None
+    assert term_of(Y, np.linspace(0, 1, 16), y, {}) is not None
+
+
+def test_a_term_whose_integral_vanishes_still_gets_a_finite_score():
+    """linear_fits/column_norms: a zero column (y at rest at 0: the integral of y is 0) fits with
+    coefficient 0 instead of turning the sum's score into nan (column norm 0 is read as 1)."""
+    from nsode.search.integral_fits import column_norms, linear_fits
+    from nsode.search.terms import term_of
+
+    assert np.array_equal(column_norms(np.zeros((1, 4, 2))), np.ones((1, 1, 2)))
+    rest = np.zeros_like(T)
+    [(x, ic)] = linear_fits([[term_of(Y, T, rest, {})]], rest, 0.01)
+    assert math.isfinite(ic) and np.all(np.isfinite(x))
+
+
+def test_the_cheap_fit_is_exact_where_its_columns_are_well_conditioned():
+    """linear_fits: the ridge is tiny (RIDGE 1e-12), so a sum that fits the integral form exactly gets
+    its y0 and coefficient back to many digits, not bent by the ridge."""
+    from nsode.search.integral_fits import linear_fits
+    from nsode.search.terms import term_of
+
+    term = term_of(Y, T, DECAY, {})
+    target = 2.0 - 0.7 * term.integral  # exactly y0 + c * integral(y)
+    [(x, _)] = linear_fits([[term]], target, 0.01)
+    assert np.allclose(x, [2.0, -0.7], rtol=1e-9, atol=0)
+
+
+def test_each_sum_also_gets_a_constant_term_when_it_has_none():
+    """_subsets: with variants, the beam's sum is also proposed with a constant term added (a missed offset)."""
+    from nsode.search.proposals import propose
+
+    skeletons = propose([-0.5 * Y], T, DECAY, 0.01)
+    assert skeletons[skeleton_key(-0.5 * Y + 0.3)].source == "variant"
+    assert skeleton_key(-0.5 * Y + 0.3) not in propose([-0.5 * Y], T, DECAY, 0.01, variants=False)
+
+
+def test_a_sum_of_up_to_max_terms_terms_is_split_into_sub_sums():
+    """_subsets: a sum of MAX_TERMS (6) terms has its one-term-dropped sub-sums proposed; one of 7 not."""
+    from nsode.search.proposals import MAX_TERMS, propose
+
+    powers = [Y**k for k in range(1, 8)]
+    six = propose([sum(powers[:MAX_TERMS])], T, DECAY, 0.01)
+    assert MAX_TERMS == 6 and skeleton_key(sum(powers[:MAX_TERMS - 1])) in six
+    seven = propose([sum(powers)], T, DECAY, 0.01)
+    assert skeleton_key(sum(powers[:MAX_TERMS])) not in seven
+
+
+def test_recombination_uses_each_term_skeleton_at_its_first_instance(monkeypatch):
+    """propose: the `combine` pool holds a term skeleton as the best-ranked (first) expression wrote it."""
+    from nsode.search import proposals
+
+    monkeypatch.setattr(proposals, "_adapted", lambda terms, t, y, cache: list(terms))  # the beam's own numbers only
+    exprs = [sympy.sin(sympy.Float(2.0) * Y), sympy.sin(sympy.Float(3.0) * Y)]
+    skeletons = proposals.propose(exprs, T, DECAY, 0.01, variants=False, combine=1)
+    offset = skeletons[skeleton_key(sympy.sin(2.0 * Y) + 1)]
+    assert offset.source == "combination" and offset.terms[0].rest == exprs[0]
+
+
+def test_a_constant_term_of_the_beam_is_no_term_to_recombine():
+    """propose: the `combine` pool holds only terms with y, so recombination never proposes y' = c alone."""
+    from nsode.search.proposals import propose
+
+    const = skeleton_key(sympy.Integer(1) + 0 * Y)
+    assert const not in propose([0.3 - 0.5 * Y], T, DECAY, 0.01, variants=False, combine=2)
+
+
+def test_recombination_also_uses_a_beam_term_with_its_inner_constants_fitted_to_the_data():
+    """_adapted: the beam's y**4.6 is recombined also at the exponent the data give it (about 2)."""
+    from nsode.search.proposals import propose
+
+    y = solve(compile_scalar(-0.5 * Y**2), 3.0, T)
+    skeletons = propose([-0.3 * Y ** sympy.Float(4.6)], T, y, 0.01, variants=False, combine=1)
+    power = skeletons[skeleton_key(Y ** sympy.Float(4.6))]
+    assert power.source == "combination" and abs(float(power.terms[0].rest.exp) - 2) < 0.05, power.terms
+
+
+def test_identifiable_rescales_a_polynomial_denominator_under_any_negative_power():
+    """identifiable: y/(2 + 4y)**2 reads as y/(0.5 + y)**2, as y/(2 + 4y) reads as y/(0.5 + y)."""
+    from nsode.search.digits import identifiable
+
+    assert identifiable(Y / (2.0 + 4.0 * Y)) == Y / (Y + 0.5)
+    assert identifiable(Y / (2.0 + 4.0 * Y) ** 2) == Y / (Y + 0.5) ** 2
+
+
+def test_a_log_of_a_number_is_no_log_of_y_that_fixes_the_unit():
+    """logs_have_scale: y*log(pi) (pi is in the grammar) holds no log of y, so it needs no scale."""
+    from nsode.search.terms import Term, logs_have_scale, term_key
+
+    rest = Y * sympy.log(sympy.pi)
+    assert logs_have_scale([Term(term_key(rest), rest, np.zeros(3), 0)])
+
+
+def test_a_law_already_identifiable_is_not_written_anew():
+    """identifiable_template: None where rewriting changes nothing (same law, as many constants), so
+    identifiable_form hands back the fit itself."""
+    from odecore.fitting import Template, abstract
+    from nsode.search.digits import identifiable_template
+
+    expr = -0.5 * Y + 0.1 * Y**2
+    params: list = []
+    template = Template(abstract(expr, params, []), tuple(params))
+    assert identifiable_template(expr, template, DECAY) is None
+
+
+def test_a_rescaled_term_that_cannot_be_read_at_any_observation_is_left_as_written():
+    """identifiable_expression: `expr` itself where the ratio of a term to its identifiable form is
+    finite at no observation (here the one observation sits on the pole), not a nan coefficient."""
+    from nsode.search.digits import identifiable_expression
+
+    expr = 3.0 * Y / (2.0 + 4.0 * Y)
+    assert identifiable_expression(expr, np.array([-0.5])) is expr
+
+
+def test_a_fitted_denominator_precedes_the_expression_as_written():
+    """with_denominators: the fitted copy comes first (its terms lead the recombination pool), then the
+    expression as the beam wrote it."""
+    from nsode.search.denominators import with_denominators
+
+    y = solve(compile_scalar(-3 * Y / (2 + Y)), 5.0, T)
+    written = Y / (Y - 8.58)
+    (fitted, _), (same, _) = with_denominators([(written, "model")], T, y, 1)
+    assert same == written and fitted != written and skeleton_key(fitted) == skeleton_key(written)
+
+
+def test_a_fitted_denominator_is_polished_beyond_its_linear_start_on_noisy_data():
+    """_denominator_polished: the linear identity only starts the fit (noise biases it, here to K near
+    0); DENOMINATOR_NFEV Levenberg-Marquardt steps bring K of y/(y + K) back near the law's 2."""
+    from nsode.search.denominators import denominator_fitted
+
+    y = solve(compile_scalar(-3 * Y / (2 + Y)), 5.0, T) * (1 + 0.03 * np.random.default_rng(2).normal(size=T.size))
+    fitted = denominator_fitted(Y / (Y - 8.58), T, y)
+    assert abs(float(1 / fitted.subs(Y, 1)) - 1 - 2) < 0.3, fitted
+
+
+def test_a_denominator_written_with_a_leading_number_keeps_it_as_its_scale():
+    """denominator_fitted: the monic fit is scaled back by the leading coefficient as written:
+    y/(2y - 17.16) on y' = -3y/(2 + y) becomes y/(2y + 4), the law over -6, not y/(2y + 2)."""
+    from odecore.expressions import evaluate
+    from nsode.search.denominators import denominator_fitted
+
+    law = -3 * Y / (2 + Y)
+    y = solve(compile_scalar(law), 5.0, T)
+    fitted = denominator_fitted(Y / (2.0 * Y - 17.16), T, y)
+    assert np.allclose(-6 * evaluate(fitted, y), evaluate(law, y), rtol=1e-3), fitted
+
+
+def test_identifiable_drops_an_exact_number_added_inside_an_exp():
+    """identifiable: y*exp(3y + 2) reads as y*exp(3y) (e**2 joins the coefficient). sympy itself pulls a
+    Float out of exp(0.5y - 1.2), so only an exact number reaches this branch."""
+    from nsode.search.digits import identifiable
+
+    assert identifiable(Y * sympy.exp(3 * Y + 2)) == Y * sympy.exp(3 * Y)
+
+
+def test_a_log_of_minus_y_has_no_scale_to_split_off():
+    """log_scales_split: log(-y) holds only the record's sign, not a scale; the law is returned as is."""
+    from nsode.search.digits import log_scales_split
+
+    law = sympy.Float(0.3) * Y - sympy.Float(0.5) * Y * sympy.log(-Y)
+    assert log_scales_split(law) is law
