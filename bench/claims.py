@@ -176,8 +176,9 @@ def large_extrapolation(rows: pd.DataFrame, roles: Roles) -> Verdict:
 def sample_size(rows: pd.DataFrame, roles: Roles) -> Verdict:
     """Claim 4 (appendix, full results)."""
     sizes = sorted(rows["n"].unique())
+
     def at_both_ends(method: str) -> bool:
-        return {sizes[0], sizes[-1]} <= set(rows.loc[rows["method"] == method, "n"])
+        return bool(sizes) and {sizes[0], sizes[-1]} <= set(rows.loc[rows["method"] == method, "n"])
 
     lacking = _lacking(rows, roles.nsode, roles.proged)
     lacking += [f"{m} at n {sizes[0]} and {sizes[-1]}" for m in (roles.nsode, roles.proged)  # not -inf there
