@@ -132,5 +132,17 @@ def _denominator_polished(over, plain, lead: int, lower: list[int], t, y) -> np.
             x, _ = levenberg_marquardt(residual, np.asarray(start, dtype=float),
                                        max_nfev=DENOMINATOR_NFEV * (len(start) + 1))
         except (ValueError, np.linalg.LinAlgError):
-            return start
-        return x if np.all(np.isfinite(x)) else start
+            x = start
+        x = x if np.all(np.isfinite(x)) else start
+        return None if _pole_within(x, lead, lower, y) else x
+
+
+def _pole_within(lower_coefficients, lead: int, lower: list[int], y) -> bool:
+    """Whether the monic denominator meets 0 within the observed values of y: on noisy records the
+    fit can put its pole among the data (where no observation lies exactly on it), and such a copy
+    is no law of the record, only a candidate the later stages must reject."""
+    grid = np.linspace(np.min(y), np.max(y), 257)
+    with np.errstate(all="ignore"):
+        denominator = grid**lead + sum(v * grid**j for v, j in zip(lower_coefficients, lower))
+    signs = np.sign(denominator)
+    return bool(np.any(signs == 0) or np.any(signs[1:] != signs[:-1]))

@@ -1385,6 +1385,15 @@ def test_the_search_s_stage_one_snaps_beam_exponents_by_default():
     assert skeleton_key(Y**2) not in propose_with([-0.4 * Y ** sympy.Float(2.03)], T, DECAY, 0.01, Settings(snap=False))
 
 
+def test_a_denominator_fitted_with_its_pole_among_the_data_is_no_candidate():
+    """On a noisy record the fit can land its pole among the observed values (y/(y - 1.56) on y from
+    1.46 to 5.31 at 3% noise); no observation lies exactly on it, so its integral form was finite."""
+    y = solve(compile_scalar(-3 * Y / (2 + Y)), 5.0, T) * (1 + 0.03 * np.random.default_rng(3).normal(size=64))
+    assert denominator_fitted(Y / (Y - 8.58), T, y) is None
+    clean = solve(compile_scalar(-3 * Y / (2 + Y)), 5.0, T)
+    assert denominator_fitted(Y / (Y - 8.58), T, clean) is not None  # its pole beyond the data: fitted
+
+
 def test_denominators_are_fitted_for_no_more_than_the_limit_of_numerator_sets():
     """with_denominators: only the first `limit` sets of numerators get a fitted copy."""
     from nsode.search.denominators import with_denominators
