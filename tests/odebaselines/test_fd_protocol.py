@@ -1,5 +1,6 @@
 """The shared finite-difference protocol: derivative on irregular t, split, hard per-run limit."""
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -188,3 +189,60 @@ def test_fd_degrees_given_as_a_list_are_a_tuple():
     method = Offset(fd_degrees=[1, 3])
     method.check_params()
     assert method.fd_degrees == (1, 3) and method.get_params()["fd_degrees"] == (1, 3)
+
+
+def test_a_derivative_that_is_not_finite_is_refused(monkeypatch):
+    """A non-finite FD estimate is an InvalidInput (a clean row), never handed to the regressors."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the import warns about optional CVXPY
+        import pynumdiff.polynomial_fit
+    monkeypatch.setattr(pynumdiff.polynomial_fit, "polydiff", lambda y, t, **kw: (y, np.where(t > 0, np.nan, 0.0)))
+    t = np.linspace(0, 2, 32)
+    with pytest.raises(InvalidInput, match="not finite"):
+        fd.derivative(t, np.exp(-t))
+
+
+def test_a_prediction_that_is_not_finite_scores_minus_infinity():
+    """A law undefined at a validation point (log of y < 0) ranks below every finite one, instead of
+    scoring nan (which GridSearchCV would rank unpredictably)."""
+    X, dy = np.array([[1.0], [-1.0]]), np.zeros(2)
+    assert fd.neg_mse(SimpleNamespace(expression_="log(y)"), X, dy) == -np.inf
+    assert fd.neg_mse(SimpleNamespace(expression_="2*y"), X, dy) == pytest.approx(-4.0)
+
+
+def test_the_search_record_counts_runs_failures_and_runs_stopped_by_time_with_the_refit():
+    """metadata: every setting's run, the failed ones (score -inf), and the runs cut by their own time
+    limit, the refit of the best setting included; grid keys lose TimeLimited's estimator__ prefix."""
+    search = SimpleNamespace(
+        cv_results_={"mean_test_mse": np.array([-0.1, -np.inf, -0.3]),
+                     "mean_test_stopped_by_time": np.array([1.0, 0.0, 0.0])},
+        best_estimator_=SimpleNamespace(expression_="-0.5*y", stopped_by_time_=True, defect_=None),
+        best_params_={"estimator__a": 1}, best_score_=-0.1)
+    prediction = fd.prediction_from_search(search)
+    assert prediction.expression == "-0.5*y"
+    assert prediction.metadata == {"best_params": {"a": 1}, "validation_mse": 0.1, "runs": 3, "failed_runs": 1,
+                                   "runs_stopped_by_time": 2}
+
+
+def test_the_last_error_is_named_by_its_type_without_module_path_or_wrapping():
+    assert fd.last_error(RuntimeError("RuntimeError: ValueError: bad input")) == "ValueError: bad input"
+    assert fd.last_error(ValueError("3 fits failed\nodebaselines.fd.FitTimeout: fit exceeded its 1 s limit")) \
+        == "FitTimeout: fit exceeded its 1 s limit"
+    assert fd.last_error(ArithmeticError("no fit here")) == "ArithmeticError: no fit here"
+
+
+def test_a_smoothing_window_under_three_points_is_refused():
+
+    Offset(fd_window=3).check_params()
+    with pytest.raises(ValueError, match="fd_window=2: expected a whole number >= 3"):
+        Offset(fd_window=2).check_params()
+
+
+def test_the_derivative_is_accurate_on_times_far_from_zero():
+    """Local fits are made in time around the middle observation: a user's record on t in [100, 102]
+    gets the same degree-9 derivative as one on [0, 2] (absolute t makes the Vandermonde ill-conditioned)."""
+    s = np.sort(np.random.default_rng(0).uniform(0, 2, 128))
+    for offset in (0.0, 100.0):
+        assert np.max(np.abs(fd.derivative(s + offset, np.sin(3 * s), 15, 9) - 3 * np.cos(3 * s))) < 1e-7

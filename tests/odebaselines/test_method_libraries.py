@@ -1,14 +1,16 @@
 """The library-based FD regressors (issue 6): each available one fits y' = 0.23 y (1 - y) from
 y0 = 4.9 (n = 256, no noise) to R^2 > 0.99 with a small budget, fails cleanly on a bad
 trajectory, and unavailable ones (PySR without Julia, FEAT without feat-ml) skip with the reason."""
+import math
 import re
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from odebaselines.libraries import feat_expression
-from odecore.expressions import ExpressionError, parse
+from odebaselines.libraries import feat_expression, ffx_expression, gplearn_expression, operon_expression
+from odecore.expressions import ExpressionError, compile_vector, parse
 from bench.method import InvalidInput, Prediction
 from baselines_support import load, r2_on, run
 
@@ -171,3 +173,51 @@ def test_feat_names_feat_ml_only_when_feat_itself_is_missing(monkeypatch):
     assert cls().unavailable_reason().startswith("feat-ml is not installed (it does not build here")
     monkeypatch.setattr(cls, "requires", ("numdiff_absent_for_this_test",))
     assert cls().unavailable_reason().startswith("cannot import numdiff_absent_for_this_test")
+
+
+def _at(expression, *ys):
+    return compile_vector(parse(expression))(np.array(ys, dtype=float))
+
+
+def _ffx_operator(op, thr=0.0):
+    base = type("SimpleBase", (), {"exponent": 1})()
+    return type("OperatorBase", (), {"simple_base": base, "nonlin_op": op, "thr": thr})()
+
+
+def test_ffx_hinge_and_log10_bases_are_translated_with_their_meaning():
+    """FFX's min(0, y) is (y - |y|)/2 and its log10(y) is log(y)/ln(10), inside 0 + 1*(base)."""
+    pytest.importorskip("ffx")
+    from ffx.core.constants import OP_LOG10, OP_MAX0, OP_MIN0
+
+    def law(op):
+        return ffx_expression(SimpleNamespace(coefs_n=[0.0, 1.0], bases_n=[_ffx_operator(op)], bases_d=[], coefs_d=[]))
+    assert _at(law(OP_MIN0), -3.0, 2.0) == pytest.approx([-3.0, 0.0])
+    assert _at(law(OP_MAX0), -3.0, 2.0) == pytest.approx([0.0, 2.0])
+    assert _at(law(OP_LOG10), 1000.0) == pytest.approx([3.0])
+
+
+def test_an_ffx_rational_model_divides_by_one_plus_its_denominator_bases():
+    pytest.importorskip("ffx")
+    simple = type("SimpleBase", (), {"exponent": 1})()
+    model = SimpleNamespace(coefs_n=[2.0, 0.0], bases_n=[simple], bases_d=[simple], coefs_d=[1.0])
+    assert _at(ffx_expression(model), 1.0, 3.0) == pytest.approx([1.0, 0.5])  # 2 / (1 + y)
+
+
+def test_operon_operands_are_read_from_the_postfix_array_past_each_subtree():
+    """Sub's first operand is the nearest subtree (2 * (1 y), 3 nodes), its second starts before it."""
+    def node(kind, arity=0, length=0, value=0.0):
+        return SimpleNamespace(Type=SimpleNamespace(name=kind), Arity=arity, Length=length, Value=value)
+    nodes = [node("Constant", value=3.0), node("Variable", value=1.0), node("Constant", value=2.0),
+             node("Mul", 2, 2), node("Sub", 2, 4)]
+    assert _at(operon_expression(SimpleNamespace(Nodes=nodes)), 1.0, 2.0) == pytest.approx([-1.0, 1.0])  # 2y - 3
+
+
+def test_gplearn_protected_sqrt_and_log_take_the_absolute_value():
+    """gplearn's sqrt and log are of |x|: a law found on y > 0 stays defined where the course turns negative."""
+    sqrt, log = SimpleNamespace(name="sqrt", arity=1), SimpleNamespace(name="log", arity=1)
+    assert _at(gplearn_expression([sqrt, 0]), -4.0) == pytest.approx([2.0])
+    assert _at(gplearn_expression([log, 0]), -math.e) == pytest.approx([1.0])
+
+
+def test_feat_features_spelt_x0_or_X_0_are_y():
+    assert _at(feat_expression("2*x0 + X_0^2 - X0 + x_0"), 3.0) == pytest.approx([15.0])

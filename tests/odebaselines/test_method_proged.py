@@ -1,6 +1,7 @@
 """ProGED-style grammar search: sampling, constant fitting, recovery of the logistic ODE."""
 import re
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -142,3 +143,129 @@ def test_proged_never_answers_a_skeleton_it_could_not_integrate(monkeypatch, log
     monkeypatch.setattr(module, "search", lambda *a, **k: [fit("y**9", float("inf"))])
     with pytest.raises(RuntimeError, match=r"no sampled skeleton could be integrated along the data \(1 fitted\)"):
         run(cls(sample_size=1), logistic_observations)
+
+
+def _fake_fitter(rss_values, calls):
+    """A stand-in for odecore.fitting.fit_trajectory that records its starts and keyword arguments
+    and returns the given residual sums of squares in turn (values: the call's number)."""
+    rss = iter(rss_values)
+
+    def fake(template, t, y, start, **kwargs):
+        calls.append(dict(kwargs, start=np.array(start)))
+        return SimpleNamespace(ok=True, rss=next(rss), values=(float(len(calls)),))
+    return fake
+
+
+def test_derivations_deeper_than_max_depth_are_rejected():
+    """A derivation past MAX_DEPTH raises _TooDeep (and is redrawn by sample_skeletons)."""
+    with pytest.raises(grammar._TooDeep):
+        grammar.sample_tokens(np.random.default_rng(0), "y", grammar.MAX_DEPTH + 1)
+    assert grammar.sample_tokens(np.random.default_rng(0), "y", grammar.MAX_DEPTH) == ["y"]
+
+
+def test_skeletons_with_exactly_max_constants_are_kept():
+    """The bound on free constants is inclusive: a 5-constant skeleton is sampled, a 6-constant one never."""
+    counts = {len(s.constants) for s in grammar.sample_skeletons(150, np.random.default_rng(0))}
+    assert grammar.MAX_CONSTANTS in counts and max(counts) == grammar.MAX_CONSTANTS
+
+
+def test_the_grammar_is_sampled_with_its_rule_probabilities():
+    """T -> C has probability 0.2 (not 1/2, as a uniform choice of rule would give)."""
+    rng, draws = np.random.default_rng(0), []
+    for _ in range(2000):
+        try:
+            draws.append(grammar.sample_tokens(rng, "T") == ["C"])
+        except grammar._TooDeep:
+            pass
+    assert np.mean(draws) == pytest.approx(0.2, abs=0.03)
+
+
+def test_random_restarts_start_uniformly_in_minus_five_to_five(monkeypatch):
+    """After C = 1, starts are drawn from [-5, 5]: negative constants are reached from negative starts."""
+    calls = []
+    monkeypatch.setattr(grammar, "fit_trajectory", _fake_fitter([1.0] * 40, calls))
+    grammar.fit_skeleton(grammar.canonical(sympy.Symbol("a") * grammar.Y), np.linspace(0, 2, 8),
+                         np.linspace(1, 2, 8), np.random.default_rng(0), restarts=40)
+    starts = np.array([float(c["start"][0]) for c in calls[1:]])
+    assert len(starts) == 39 and -5 <= starts.min() < -2.5 and 2.5 < starts.max() <= 5
+
+
+def test_restarts_stop_early_only_at_a_fit_exact_to_round_off(monkeypatch):
+    """A good but inexact fit (rss 1e-8 on y of variance 0.09) does not end the restarts; the better
+    second restart is kept."""
+    calls = []
+    monkeypatch.setattr(grammar, "fit_trajectory", _fake_fitter([1e-8, 1e-10], calls))
+    fit = grammar.fit_skeleton(grammar.canonical(sympy.Symbol("a") * grammar.Y), np.linspace(0, 2, 16),
+                               np.linspace(0, 1, 16), np.random.default_rng(0), restarts=2)
+    assert len(calls) == 2 and fit.values == (2.0,)
+
+
+def test_a_fit_reports_the_root_mean_squared_error_and_a_fit_budget_per_constant(monkeypatch):
+    """Fit.rmse is sqrt(rss / n) (it becomes the row's trajectory_rmse); each start may make
+    100 x (constants + 1) function evaluations."""
+    calls = []
+    monkeypatch.setattr(grammar, "fit_trajectory", _fake_fitter([4.0], calls))
+    a, b = sympy.symbols("a b", real=True)
+    fit = grammar.fit_skeleton(grammar.canonical(a * grammar.Y + b * grammar.Y**2), np.linspace(0, 2, 16),
+                               np.linspace(1, 2, 16), np.random.default_rng(0), restarts=1)
+    assert fit.rmse == pytest.approx(0.5) and calls[0]["max_nfev"] == 300
+
+
+def test_no_restart_starts_after_the_deadline(monkeypatch):
+    """A skeleton reached after the search's deadline is not fitted at all (infinite error)."""
+    calls = []
+    monkeypatch.setattr(grammar, "fit_trajectory", _fake_fitter([1.0], calls))
+    fit = grammar.fit_skeleton(grammar.canonical(sympy.Symbol("a") * grammar.Y), np.linspace(0, 2, 8),
+                               np.linspace(1, 2, 8), np.random.default_rng(0), deadline=time.perf_counter() - 1)
+    assert calls == [] and fit.rmse == float("inf")
+
+
+def test_a_search_past_its_deadline_fits_no_further_skeleton(monkeypatch):
+    """With no time left the search returns no fits (not a list of unfitted skeletons)."""
+    t = np.linspace(0, 2, 16)
+    assert grammar.search(t, np.exp(-t), sample_size=8, time_limit=0.0) == []
+
+
+def _quick_search(monkeypatch, y, seed=0):
+    """search() with every fit replaced by a cheap one; returns the skeleton keys fitted and the rank scale."""
+    keys, scales = [], []
+    monkeypatch.setattr(grammar, "fit_skeleton", lambda s, t, y, rng, restarts, deadline:
+                        keys.append(s.key) or grammar.Fit(s, (1.0,) * len(s.constants), 1.0))
+    real_rank = grammar.rank
+    monkeypatch.setattr(grammar, "rank", lambda fits, scale: scales.append(scale) or real_rank(fits, scale))
+    grammar.search(np.linspace(0, 2, 16), y, sample_size=8, seed=seed)
+    return keys, scales
+
+
+def test_the_search_samples_from_the_seed_it_is_given(monkeypatch):
+    """Equal seeds give equal skeletons, another seed other skeletons (ProGED gets the task's seed)."""
+    one, _ = _quick_search(monkeypatch, np.linspace(1, 2, 16), seed=1)
+    again, _ = _quick_search(monkeypatch, np.linspace(1, 2, 16), seed=1)
+    other, _ = _quick_search(monkeypatch, np.linspace(1, 2, 16), seed=2)
+    assert one == again and one != other
+
+
+def test_the_absolute_tie_tolerance_follows_the_scale_of_y(monkeypatch):
+    """rank's absolute slack is 1e-6 x std(y): at std 100 a one-constant fit 5e-5 worse than an exact
+    two-constant one still wins; search hands rank std(y) (1 for data at rest)."""
+    y = grammar.Y
+    two = grammar.canonical(sympy.Symbol("a") * y + sympy.Symbol("b") * y**2)
+    one = grammar.canonical(sympy.Symbol("a") * y)
+    fits = [grammar.Fit(two, (1.0, 1.0), 0.0), grammar.Fit(one, (1.0,), 5e-5)]
+    assert grammar.rank(fits, scale=100.0)[0].skeleton is one
+    assert grammar.rank(fits, scale=1.0)[0].skeleton is two
+    data = 100 * np.linspace(0, 1, 16)
+    assert _quick_search(monkeypatch, data)[1] == [pytest.approx(float(np.std(data)))]
+    assert _quick_search(monkeypatch, np.full(16, 3.0))[1] == [1.0]
+
+
+def test_proged_offers_at_most_four_candidates(monkeypatch, logistic_observations):
+    """The answer is the best usable fit; the next four (no more) are its candidates."""
+    import sys
+
+    cls = load("proged")
+    fits = [SimpleNamespace(expression=f"{-k}*y", rmse=0.1 * k, skeleton=SimpleNamespace(expr="C0*y"))
+            for k in range(1, 8)]
+    monkeypatch.setattr(sys.modules[cls.__module__], "search", lambda *a, **k: fits)
+    prediction = run(cls(sample_size=7), logistic_observations)
+    assert prediction.expression == "-1*y" and prediction.candidates == ("-2*y", "-3*y", "-4*y", "-5*y")

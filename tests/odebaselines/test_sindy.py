@@ -10,6 +10,7 @@ from bench.registry import discover
 from bench.scoring import score
 from bench.tasks import Task
 from baselines_support import assert_same_f
+from odebaselines import sindy as sindy_module
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +65,49 @@ def test_sindy_searches_the_paper_s_800_settings():
     sindy = discover()["sindy"].load()()
     assert len(ParameterGrid(sindy.grid)) * len(sindy.fd_degrees) == 800
     assert sorted(sindy.grid["max_iter"]) == [20, 100] and sindy.fd_degrees == (2, 3, 5, 7, 9)
+
+
+def test_the_threshold_reaches_stlsq():
+    """`threshold` is a grid dimension: 0.2 y**2 survives threshold 0.1 and is cut at 0.5."""
+    y = np.linspace(1.0, 2.0, 40)[:, None]
+    dy = 2.0 * y[:, 0] + 0.2 * y[:, 0] ** 2
+    low = SindyRegressor(terms=("y", "y**2"), threshold=0.1, alpha=1e-8).fit(y, dy)
+    high = SindyRegressor(terms=("y", "y**2"), threshold=0.5, alpha=1e-8).fit(y, dy)
+    assert low.coef_ == pytest.approx([2.0, 0.2], rel=1e-6)
+    assert high.coef_[1] == 0.0 and "y**2" not in high.expression_
+
+
+def test_max_iter_reaches_stlsq(monkeypatch):
+    """`max_iter` is a grid dimension (20 or 100): the regressor hands it to pysindy's STLSQ."""
+    seen = []
+    real = sindy_module.STLSQ
+
+    def spy(**kwargs):
+        seen.append(kwargs)
+        return real(**kwargs)
+    monkeypatch.setattr(sindy_module, "STLSQ", spy)
+    y = np.linspace(1.0, 2.0, 40)[:, None]
+    SindyRegressor(terms=("y",), threshold=0.01, alpha=0.05, max_iter=100).fit(y, 2.0 * y[:, 0])
+    assert seen == [{"threshold": 0.01, "alpha": 0.05, "max_iter": 100}]
+
+
+def test_sindy_fits_in_process_without_a_child_per_run():
+    """SINDy's 800 millisecond fits are not wrapped in TimeLimited (one child process each)."""
+    from bench.registry import discover
+    from odebaselines.fd import grid_search
+
+    method = discover()["sindy"].load()()
+    assert method.run_time_limit is None
+    search = grid_search(method.make_regressor(0), method.grid, np.linspace(0, 2, 32), method.run_time_limit)
+    assert isinstance(search.estimator, SindyRegressor)
+
+
+def test_the_law_leaves_out_terms_the_fit_zeroed():
+    """SINDy's answer names only kept terms: a zeroed log(y) would make the law nan wherever y < 0
+    (0 * nan), so scoring an extrapolation that crosses 0 would fail."""
+    from odecore.expressions import compile_vector, parse
+
+    y = np.linspace(0.5, 2.0, 40)[:, None]
+    model = SindyRegressor(terms=("y", "log(y)"), threshold=0.1, alpha=1e-8).fit(y, 0.5 * y[:, 0])
+    assert "log" not in model.expression_
+    assert compile_vector(parse(model.expression_))(np.array([-1.0])) == pytest.approx([-0.5])
