@@ -13,6 +13,7 @@ from nsode.data.tokens import parse_infix
 from nsode.joint import joint_choice, predict_records
 from nsode.predict import Predictor
 from nsode.search.terms import skeleton_key
+from types import SimpleNamespace
 
 LOGISTIC = 1.3 * Y - 0.4 * Y**2  # K = 3.25
 STARTS = (0.3, 1.0, 5.0)  # below, well below and above K: each record sees another stretch of y
@@ -417,3 +418,122 @@ def test_each_proposal_starts_every_record_from_that_record_s_own_fit_of_it():
     assert [s.proposed_by for s in starts] == [0, 0]  # the decay: rank 0 in both records, the first wins
     assert starts[0].y0s == [1.05, 2.1] and starts[0].values == (-0.5,)
     assert starts[1].y0s == [0.97, 2.0]  # record 2 never fitted the logistic: its first observation
+
+
+def _joint_fit(expr, chi2, y0s=(1.0, 2.0), errors=(0.01, 0.01, 0.001), rejected=None):
+    from odecore.fitting import RecordsFit, Template, abstract
+    from nsode.joint import JointFit
+
+    params, start = [], []
+    template = Template(abstract(expr, params, start), tuple(params))
+    fit = RecordsFit(tuple(start), tuple(y0s), tuple(chi2), errors)
+    return JointFit(template.substitute(fit.values), template, fit, 0.0, (0.99,) * len(y0s), 0, rejected)
+
+
+def _predict_jointly(monkeypatch, capsys, *, chi2=(64.0, 64.0), all_rejected=False, aside=(), top=5):
+    """predict_jointly on two 64-point decays a.csv and b.csv, nsode.joint.predict_records answering
+    -0.5*y (each record missing it by sqrt(chi2 / 64) noise levels) and two more candidates; its output."""
+    import nsode.joint
+    from nsode.cli import predict_jointly
+    from nsode.joint import JointPrediction, Record
+    from nsode.predict import Prediction
+
+    t = np.linspace(0, 2, 64)
+    records = [(t, y0 * np.exp(-0.5 * t)) for y0 in (1.0, 2.0)]
+    read = [Record(t, y, 0.01, 0.01) for t, y in records]
+    law = _joint_fit(-0.5 * Y, chi2, rejected="record 1: blows up" if all_rejected else None)
+    fits = [law, _joint_fit(-0.4 * Y, (900.0, 900.0)), _joint_fit(-0.6 * Y, (900.0, 900.0))]
+    own = [Prediction("-0.5*y", 0.99, [], info={"set_aside": list(aside)}), Prediction("-0.5*y", 0.99, [], info={})]
+    result = JointPrediction(law.text, fits, own, read, {"all_rejected": all_rejected})
+    monkeypatch.setattr(nsode.joint, "predict_records", lambda predictor, records: result)
+    args = SimpleNamespace(top=top, plot=None, json=None, columns=("t", "y"))
+    assert predict_jointly(None, records, ["a.csv", "b.csv"], args) == 0
+    return capsys.readouterr().out
+
+
+def test_the_joint_cli_names_a_record_the_law_misses_by_more_than_three_noise_levels(monkeypatch, capsys):
+    out = _predict_jointly(monkeypatch, capsys, chi2=(64.0, 64.0 * 25))  # record b.csv missed by 5 levels
+    assert "note: the law misses b.csv by 5 times its noise" in out and "misses a.csv" not in out
+    assert "note: the law misses" not in _predict_jointly(monkeypatch, capsys, chi2=(64.0, 64.0 * 4))  # by 2
+
+
+def test_the_joint_cli_lists_top_candidates_and_says_when_every_fit_failed_the_stability_check(monkeypatch, capsys):
+    out = _predict_jointly(monkeypatch, capsys, top=1, all_rejected=True)
+    assert "top 1 candidate (" in out and "-0.4*y" not in out
+    assert "note: every joint fit failed the stability check, this one record 1: blows up" in out
+    out = _predict_jointly(monkeypatch, capsys, top=0)
+    assert "candidate" not in out and "stability check" not in out
+
+
+def test_the_joint_cli_names_the_points_a_record_s_own_search_set_aside(monkeypatch, capsys):
+    out = _predict_jointly(monkeypatch, capsys, aside=(3,))
+    assert "note: a.csv: 1 point set aside as glitches" in out and "b.csv: 1 point" not in out
+
+
+def test_a_shorter_law_beyond_the_rival_window_does_not_displace_the_joint_pick():
+    """`_choice` weighs node counts only among fits within RIVAL_WINDOW of the best safe one: a
+    shorter law 0.5 beyond it is no tie, and the best criterion stays the answer."""
+    import sympy
+
+    from nsode.joint import Record, _choice
+    from nsode.search.choice import RIVAL_WINDOW
+    from nsode.search.settings import Settings
+
+    t = np.linspace(0, 2, 64)
+    read = [Record(t, np.exp(-0.5 * t), 0.01, 0.01), Record(t, np.exp(-0.5 * t), 0.01, 0.01)]
+    curve_fit = joint_fit(-0.5 * Y + 0.01 * sympy.sin(2 * Y + 1), 100.0)
+    law = joint_fit(-0.5 * Y, 100.0 + RIVAL_WINDOW + 0.5)
+    chosen, checked = _choice([curve_fit, law], read, Settings())
+    assert chosen is curve_fit and checked == 1
+
+
+def test_a_rewritten_joint_law_that_fits_worse_is_not_shown(monkeypatch):
+    """identifiable_joint keeps the law as fitted when the refit of its rewritten form misses the
+    records by more than one noise variance more (it is the same law: its fit can only agree)."""
+    from odecore.fitting import RecordsFit
+    import nsode.joint
+    from nsode.joint import identifiable_joint
+
+    read, _, fit, found = gompertz_joint_fit((10.0, 400.0), 30, 60, 2, "0.7*y - 0.2*y*log(0.036*y)")
+    worse = RecordsFit((0.7, -0.2), fit.y0s, tuple(c + 10.0 for c in fit.chi2), (0.1,) * 4)
+    monkeypatch.setattr(nsode.joint, "fit_records", lambda *args, **kwargs: worse)
+    assert identifiable_joint(found, read) is found
+
+
+def test_a_record_s_fit_that_cannot_be_integrated_is_neither_proposed_nor_counted_in_its_shortlist():
+    """_listed: the first `shortlist` fits that integrate over the record; one of R^2 -inf (its
+    trajectory failed) is skipped, and the next fit takes its place."""
+    import math
+    from types import SimpleNamespace
+
+    from odecore.fitting import Template, abstract
+    from nsode.joint import _proposals
+    from nsode.search.fits import Found
+
+    def found(expr, y0, r2):
+        params, start = [], []
+        template = Template(abstract(expr, params, start), tuple(params))
+        return Found(expr, y0, r2, 0.0, len(params), "model", template=template, values=tuple(start))
+
+    read = _decays((1.0, 2.0))
+    own = [SimpleNamespace(fits=[found(0.5 * Y**3, 1.0, -math.inf), found(-0.5 * Y, 1.0, 0.99)]),
+           SimpleNamespace(fits=[found(-0.6 * Y, 2.0, 0.99)])]
+    starts = _proposals(own, read, shortlist=1)
+    assert [s.values for s in starts] == [(-0.5,)]  # the decay, not the blow-up's y**3
+
+
+def test_a_joint_fit_s_criterion_carries_its_skeleton_s_prior_charge():
+    """_joint_fit: the score is the joint criterion plus the prior charge the proposing record's search
+    gave the skeleton (nesting, functions), so that a charged curve fit ranks below a plain law."""
+    import sympy
+
+    from odecore.fitting import Template
+    from nsode.joint import Start, _joint_fit
+    from nsode.search.settings import Settings
+
+    c = sympy.Symbol("c0", real=True)
+    template = Template(c * Y, (c,))
+    read = _decays((1.0, 2.0))
+    plain, charged = (_joint_fit(Start(template, (-0.4,), prior, 0, [1.0, 2.0]), read, Settings())
+                      for prior in (0.0, 7.0))
+    assert charged.score - plain.score == pytest.approx(7.0)

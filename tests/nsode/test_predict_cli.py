@@ -452,3 +452,139 @@ def test_a_turn_is_noted_only_beyond_the_largest_of_n_noise_draws(monkeypatch):
     for turn, noted in ((10.0, False), (18.0, True)):
         monkeypatch.setattr(odecore.trajectories, "largest_reversal", lambda y, turn=turn: turn)
         assert (report.turning_note(T, Y) is not None) == noted
+
+
+def _alone(result, tmp_path=None, **flags):
+    """predict_alone on a 20-point decay answered by `result`, read paper-style (no search), with
+    `flags` over the defaults; returns the exit status."""
+    from nsode.cli import predict_alone
+
+    t = np.linspace(0, 2, 20)
+    predictor = SimpleNamespace(predict=lambda t, y: result, search=None)
+    args = SimpleNamespace(**{"paper": True, "top": 5, "checkpoint": None, "plot": None, "json": None,
+                              "columns": ("t", "y"), **flags})
+    return predict_alone(predictor, t, np.exp(-0.5 * t), "decay.csv", args)
+
+
+def test_the_default_top_lists_five_candidates(tmp_path, monkeypatch, write_record):
+    """`--top` defaults to 5, as its help says."""
+    import nsode.cli
+    from nsode.predict import Predictor
+
+    seen = []
+    monkeypatch.setattr(Predictor, "searching", classmethod(lambda cls, *a, **k: None))  # no model: only the flags
+    monkeypatch.setattr(nsode.cli, "predict_alone", lambda predictor, t, y, name, args: seen.append(args.top) or 0)
+    path = write_record(tmp_path / "decay.csv", np.arange(20) / 10, np.exp(-np.arange(20) / 20))
+    assert main(["predict", str(path)]) == 0 and seen == [5]
+
+
+def test_a_candidate_set_aside_as_unstable_is_marked_so_in_the_list_and_the_json(tmp_path, capsys):
+    from nsode.predict import Prediction
+
+    result = Prediction("-0.5*y", 0.99, [("-0.5*y", 0.99), ("y**2", 0.98)], y0=1.0, rejected={"y**2": "blows up"})
+    assert _alone(result, json=tmp_path / "r.json") == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert lines[0].endswith("-0.5*y") and lines[1].endswith("y**2  [unstable beyond the data]")
+    reading = json.loads((tmp_path / "r.json").read_text())
+    assert [c["unstable"] for c in reading["candidates"]] == [False, True] and reading["method"] == "paper"
+
+
+def test_points_set_aside_are_named_in_the_json_by_their_times(tmp_path, capsys):
+    from nsode.predict import Prediction
+
+    t = np.linspace(0, 2, 20)
+    result = Prediction("-0.5*y", 0.99, [("-0.5*y", 0.99)], y0=1.0, info={"set_aside": [3]})
+    assert _alone(result, json=tmp_path / "r.json") == 0
+    out = capsys.readouterr().out
+    assert "note: 1 point set aside" in out and "(without the 1 point set aside)" in out
+    assert json.loads((tmp_path / "r.json").read_text())["set_aside_times"] == [t[3]]
+
+
+def test_the_paper_s_model_outside_its_training_range_and_a_safety_net_are_noted(capsys):
+    from nsode.predict import Prediction
+
+    result = Prediction("-0.5*y", 0.99, [("-0.5*y", 0.99)], y0=1.0, timings={"outside_range": True},
+                        info={"safety_net": True})
+    assert _alone(result, top=0) == 0
+    out = capsys.readouterr().out
+    assert "note: the paper's model was trained on" in out and "a wall-clock safety net fired" in out
+    assert _alone(result, top=0, checkpoint="mine") == 0  # the user's own checkpoint: no word on nsode-eps
+    assert "the paper's model was trained on" not in capsys.readouterr().out
+
+
+def test_an_output_that_cannot_be_written_exits_1(tmp_path, capsys, monkeypatch):
+    """A full disk at the end of a run: the exit status says the file is missing (scripts read it)."""
+    import nsode.cli
+    from nsode.predict import Prediction
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    result = Prediction("-0.5*y", 0.99, [("-0.5*y", 0.99)], y0=1.0)
+    monkeypatch.setattr(nsode.cli, "write_text_atomic", full)
+    assert _alone(result, json=tmp_path / "r.json") == 1
+    assert "error: --json" in capsys.readouterr().err
+    monkeypatch.setattr(nsode.cli, "plot", full)
+    assert _alone(result, plot=tmp_path / "p.png") == 1
+    assert "error: --plot" in capsys.readouterr().err
+
+
+def test_the_paper_s_selection_answers_no_law_when_no_candidate_integrates():
+    """A beam whose only law blows up inside the data: no expression (the CLI's 'could be integrated'
+    error), not the law with R^2 -inf; y0 is the first observation."""
+    from odecore.expressions import parse
+    from nsode.predict import Predictor
+
+    t = np.linspace(0, 2, 20)
+    y = np.exp(t)  # y' = y**2 from 1 blows up at t = 1
+    reader = Predictor.__new__(Predictor)
+    reader.search, reader.exact = None, 8
+    reader.candidates = lambda t, y, timings=None: [(parse("y**2"), 0.0)]
+    result = reader.predict(t, y)
+    assert result.expression == "" and result.r2 == -math.inf
+    reader.candidates = lambda t, y, timings=None: [(parse("y"), 0.0)]
+    assert reader.predict(t, y).y0 == y[0]
+
+
+def test_reads_shows_the_encoder_exactly_that_many_observations(monkeypatch):
+    import nsode.predict
+    from nsode.predict import Predictor
+
+    class Shown(Exception):
+        pass
+
+    def encode(t, y):
+        raise Shown(len(t))
+
+    monkeypatch.setattr(nsode.predict, "encode_observations", encode)
+    reader = Predictor.__new__(Predictor)
+    reader.model = SimpleNamespace(config=SimpleNamespace(max_points=512, input_scaling="none"))
+    reader.scaled = None
+    t = np.linspace(0, 2, 40)
+    for reads, count in ((None, 40), (128, 128), (16, 16)):
+        reader.reads = reads
+        with pytest.raises(Shown) as shown:
+            reader.candidates(t, np.exp(-t))
+        assert shown.value.args == (count,)
+
+
+def test_a_temperature_of_zero_is_refused():
+    from nsode.predict import Predictor
+
+    with pytest.raises(ValueError, match="temperature=0: must be a number above 0"):
+        Predictor(temperature=0)
+
+
+def test_each_reading_keeps_only_its_first_laws():
+    """read_log = 1: one law from the log reading, however many the beam of 1 decoded."""
+    import sympy
+
+    from odecore.expressions import Y
+    from nsode.predict import Predictor
+    from nsode.search.settings import Settings
+
+    t = np.linspace(0, 2, 64)
+    reader = SimpleNamespace(search=Settings(read_log=1, read_reciprocal=0),
+                             candidates=lambda t, z, beam=None: [(-Y, 0.0), (sympy.exp(Y), -1.0), (Y**2, -2.0)])
+    [(label, laws)] = Predictor.transformed_readings(reader, t, 3 * np.exp(-0.5 * t))
+    assert label == "log-reading" and len(laws) == 1
