@@ -195,12 +195,13 @@ def main(argv=None) -> int:
     changed = changed_flags(args) + (["--refine"] if args.refine else [])
     if args.paper and changed:
         pr.error(f"{', '.join(changed)} set(s) the search, which --paper does not use")
+    joined = "--joint" if args.joint else "--by"  # the flag the user typed, for the refusals below
     if args.by is not None:
         if len(args.file) > 1:
             pr.error("--by reads the records of one file; give one file")
         args.joint = True
     if args.joint and args.paper:
-        pr.error("--joint reads one law with the search, which --paper does not use")
+        pr.error(f"{joined} reads one law with the search, which --paper does not use")
     if args.joint and len(args.file) < 2 and args.by is None:
         pr.error("--joint reads two or more files as records of one system; give them all (or one file with "
                  "--by COLUMN)")

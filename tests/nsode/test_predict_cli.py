@@ -110,6 +110,16 @@ def test_a_negative_branch_count_is_refused_in_one_line(tmp_path, capsys, write_
     assert stop.value.code == 2 and "--branches must be 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags, named", [(["--by", "run"], "--by"), (["--joint", "OTHER"], "--joint")])
+def test_a_joint_read_with_paper_is_refused_naming_the_flag_typed(tmp_path, capsys, write_record, flags, named):
+    """`--by` turns on the joint read: its refusal beside --paper named --joint, which the user never typed."""
+    path = write_record(tmp_path / "decay.csv", [0, 1, 2], [1, 0.6, 0.37])
+    flags = [str(path) if flag == "OTHER" else flag for flag in flags]
+    with pytest.raises(SystemExit) as stop:
+        main(["predict", str(path), *flags, "--paper"])
+    assert stop.value.code == 2 and f"{named} reads one law with the search" in capsys.readouterr().err
+
+
 def test_the_model_view_has_exactly_the_count_asked_for():
     from nsode.predict import model_view
 
