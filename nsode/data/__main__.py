@@ -51,7 +51,8 @@ def _large(args) -> int:
               "site-packages and matches the shipped Large: run this command in a checkout of the project, or give "
               "--excluded FILE to write the new list elsewhere", file=sys.stderr)
         return 2
-    large.main(out=Path(args.out) if args.out else large.DATASET_FILE, seed=args.seed, per_complexity=args.per_complexity, total=args.count,
+    large.main(out=Path(args.out) if args.out else large.DATASET_FILE, seed=args.seed,
+               per_complexity=args.per_complexity, total=args.count,
                excluded_file=Path(args.excluded) if args.excluded else None, progress=not args.quiet)
     return 0
 
