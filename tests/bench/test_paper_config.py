@@ -17,11 +17,16 @@ time_limits: {{sindy: 7}}
 """
 
 
+def swept(tmp_path, text: str):
+    """The sweep `bench paper` builds from the config `text`, written to tmp_path/config.yaml."""
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+
+
 @pytest.fixture
 def sweep(tmp_path):
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out"))
-    return paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    return swept(tmp_path, CONFIG.format(out=tmp_path / "out"))
 
 
 def test_subset_takes_evenly_spread_trajectories_and_leaves_other_datasets_whole(sweep):
@@ -43,17 +48,13 @@ def test_time_limits_apply_per_method_and_others_keep_their_own(sweep, tmp_path)
 
 
 def test_a_time_limit_for_a_method_not_in_the_config_is_named(tmp_path, capsys):
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out").replace("{sindy: 7}", "{sindy: 7, sndy: 9}"))
-    paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    swept(tmp_path, CONFIG.format(out=tmp_path / "out").replace("{sindy: 7}", "{sindy: 7, sndy: 9}"))
     assert "ignoring time_limits for sndy: not among the config's methods" in capsys.readouterr().out
 
 
 def test_a_malformed_subset_is_a_config_error(tmp_path):
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "[24]"))
     with pytest.raises(paper.ConfigError, match="subset"):
-        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+        swept(tmp_path, CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "[24]"))
 
 
 @pytest.mark.parametrize("setting, problem", [
@@ -102,12 +103,9 @@ def test_a_malformed_yaml_file_is_named_in_one_line(tmp_path):
 
 
 def test_how_csv_datasets_are_read_comes_from_the_config(tmp_path):
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out") + "columns: [Hours, OD600]\nby: well\n")
-    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    sweep = swept(tmp_path, CONFIG.format(out=tmp_path / "out") + "columns: [Hours, OD600]\nby: well\n")
     assert (sweep.columns, sweep.by) == (("Hours", "OD600"), "well")
-    path.write_text(CONFIG.format(out=tmp_path / "out"))
-    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    sweep = swept(tmp_path, CONFIG.format(out=tmp_path / "out"))
     assert (sweep.columns, sweep.by) == (("t", "y"), None)
 
 
@@ -156,38 +154,30 @@ def test_quick_runs_the_grid_of_the_quick_block_over_the_full_one(tmp_path):
 def test_a_dataset_still_to_be_generated_is_skipped_with_a_message_not_an_error(tmp_path, capsys, monkeypatch):
     """`large` before `python -m nsode.data large` has written it: the sweep runs the rest."""
     monkeypatch.setattr(datasets, "GENERATED_LATER", ("notyet",))
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out").replace("[textbook, classic]", "[textbook, classic, notyet]")
-                    .replace("{classic: 24}", "{classic: 24, notyet: 8}"))
-    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    config = CONFIG.format(out=tmp_path / "out").replace("[textbook, classic]", "[textbook, classic, notyet]")
+    sweep = swept(tmp_path, config.replace("{classic: 24}", "{classic: 24, notyet: 8}"))
     assert sweep.datasets == ("textbook", "classic") and sweep.subset == {"classic": 24}  # its subset goes with it
     assert "skipping dataset notyet" in capsys.readouterr().out
 
 
 def test_outside_quick_an_unknown_method_is_an_error_not_skipped(tmp_path):
     """Only --quick runs what it can: the full sweep refuses a misspelt method before running anything."""
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out").replace("[truth, sindy]", "[truth, sindyy]"))
     with pytest.raises(registry.RegistryError, match="sindyy"):
-        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+        swept(tmp_path, CONFIG.format(out=tmp_path / "out").replace("[truth, sindy]", "[truth, sindyy]"))
 
 
 def test_the_config_s_time_limit_applies_to_every_method_without_its_own(tmp_path):
     from bench.store import ResultStore
 
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out") + "time_limit: 30\n")
-    sweep = paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+    sweep = swept(tmp_path, CONFIG.format(out=tmp_path / "out") + "time_limit: 30\n")
     assert sweep.time_limit == 30.0
     limits = {p.job.spec.label: p.job.time_limit for p in runner.pending_jobs(sweep, ResultStore(tmp_path / "s"))}
     assert limits == {"sindy": 7.0, "truth": 30.0}
 
 
 def test_a_fractional_subset_is_a_config_error_not_rounded_down(tmp_path):
-    path = tmp_path / "config.yaml"
-    path.write_text(CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "{classic: 2.5}"))
     with pytest.raises(paper.ConfigError, match="whole numbers of at least 1"):
-        paper.sweep_from_config(paper.load_config(path), False, 1, "joblib", None)
+        swept(tmp_path, CONFIG.format(out=tmp_path / "out").replace("{classic: 24}", "{classic: 2.5}"))
 
 
 def test_write_outputs_draws_the_figures_the_config_names(tmp_path, monkeypatch):
